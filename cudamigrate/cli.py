@@ -1,0 +1,294 @@
+"""Command line: `cudamigrate scan`, `fix`, `rules`, `explain`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import __version__
+from .config import Config, ConfigError, find_config, load_config
+from .discover import discover
+from .engine import Engine, Options
+from .report.model import Run
+from .rules.load import builtin_rules_dir, load_rules
+from .rules.schema import parse_version
+from .runner import EngineSpec, display_path, scan_files
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+FORMATS = ["text", "json", "sarif", "github", "json-lines", "junit", "html"]
+
+
+def _err(msg: str) -> None:
+    click.echo(f"cudamigrate: {msg}", err=True)
+
+
+def _split(values: tuple[str, ...] | list[str] | None) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        out += [x.strip() for x in str(v).split(",") if x.strip()]
+    return out
+
+
+def _version(v: str | None, flag: str) -> tuple[int, int] | None:
+    if v is None:
+        return None
+    try:
+        return parse_version(v)
+    except ValueError:
+        raise click.BadParameter(f"expected a version like 13.0, got {v!r}", param_hint=flag) from None
+
+
+def selection_options(fn):
+    opts = [
+        click.option("--select", multiple=True, help="Rule ids, id prefixes or families to enable (comma-separated)."),
+        click.option("--ignore", multiple=True, help="Rule ids, id prefixes or families to disable."),
+        click.option("--extend-select", multiple=True, help="Enable more rules (including opt-in rules) on top of the defaults."),
+        click.option("--target-cuda", "--to", "target", default=None, help="CUDA version the code must build with (default 13.0)."),
+        click.option("--from", "from_version", default=None, help="CUDA version the code builds with today: rules for changes before it are skipped."),
+        click.option("--rules-dir", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     help="Extra directory of rule YAML files (repeatable)."),
+        click.option("--no-builtin-rules", is_flag=True, help="Only use --rules-dir rules."),
+        click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                     help="Configuration file (default: nearest .cudamigrate.toml or pyproject.toml [tool.cudamigrate])."),
+        click.option("--option", "cli_options", multiple=True, help="Template option KEY=VALUE, e.g. stream=my_stream."),
+        click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: CPUs)."),
+        click.option("--max-file-size", type=int, default=None, help="Skip files larger than this many bytes (default 8 MiB)."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineSpec, list[Path], Config, list[str]]:
+    try:
+        cfg = load_config(kw["config_path"], None if kw["config_path"].name != "pyproject.toml" else ("tool", "cudamigrate")) \
+            if kw.get("config_path") else find_config(paths[0] if paths else Path("."))
+    except ConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    target = _version(kw.get("target") or cfg.get("target-cuda"), "--target-cuda") or (13, 0)
+    from_v = _version(kw.get("from_version") or cfg.get("from-cuda"), "--from")
+    select = _split(kw.get("select")) or _split(cfg.get("select")) or None
+    ignore = _split(kw.get("ignore")) + _split(cfg.get("ignore"))
+    extend = _split(kw.get("extend_select")) + _split(cfg.get("extend-select"))
+    options = dict(cfg.get("options", {}) or {})
+    for item in kw.get("cli_options") or ():
+        if "=" not in item:
+            raise click.BadParameter(f"expected KEY=VALUE, got {item!r}", param_hint="--option")
+        k, v = item.split("=", 1)
+        options[k.strip()] = v.strip()
+    rule_dirs = [] if kw.get("no_builtin_rules") else [builtin_rules_dir()]
+    base = cfg.path.parent if cfg.path else Path(".")
+    rule_dirs += [base / d for d in cfg.get("rules-dirs", []) or []]
+    rule_dirs += list(kw.get("rules_dir") or ())
+    calibration = None
+    from .calibration import load_calibration
+
+    calibration = load_calibration(cfg.get("calibration"), base)
+    opts = Options(target=target, from_version=from_v, select=select, ignore=ignore, extend_select=extend,
+                   options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration)
+    rs = load_rules(rule_dirs)
+    engine = Engine(rs.rules, opts)
+    spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))
+    files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
+                          respect_gitignore=cfg.get("respect-gitignore", True)))
+    return engine, spec, files, cfg, rs.errors
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cudamigrate")
+def main() -> None:
+    """Find and fix deprecated, removed and slow CUDA API uses."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@selection_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--report", "report_fmt", type=click.Choice(FORMATS), default=None, help="Alias of --format (e.g. --report html).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report to a file.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
+@click.option("--sort", type=click.Choice(["roi", "file"]), default="roi", show_default=True)
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Only report findings not in this baseline.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Record current findings as the baseline.")
+def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path | None, exit_zero: bool,
+         statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, **kw: Any) -> None:
+    """Report findings in PATHS (files or directories)."""
+    fmt = report_fmt or fmt
+    engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    for e in rule_errors:
+        _err(e)
+    from .progress import Progress
+
+    progress = Progress(len(files))
+    findings, errors, sources, unused = [], [], {}, []
+    for res in scan_files(engine, spec, files, kw.get("jobs"), progress.update):
+        findings += res.findings
+        for e in res.errors:
+            errors.append(e)
+        if res.suppressions is not None:
+            for s in res.suppressions.items:
+                if not s.used and not s.file_level:
+                    unused.append({"path": res.path, "line": s.line})
+    progress.close()
+    for e in errors:
+        _err(e)
+    if fmt == "html":
+        for f in findings:
+            if f.path not in sources:
+                try:
+                    sources[f.path] = Path(f.path).read_bytes()
+                except OSError:
+                    sources[f.path] = b""
+    if write_baseline is not None:
+        from .baseline import write_baseline as wb
+
+        wb(write_baseline, findings)
+        click.echo(f"Wrote baseline with {len(findings)} finding(s) to {write_baseline}", err=True)
+    if baseline is not None:
+        from .baseline import BaselineError, filter_new
+
+        try:
+            findings = filter_new(baseline, findings)
+        except BaselineError as exc:
+            raise click.UsageError(str(exc)) from None
+    run = Run(findings=findings, errors=errors + rule_errors, files_scanned=len(files), rules=engine.rules,
+              target=engine.opts.target, sources=sources, unused_suppressions=unused)
+    if statistics:
+        from .report.text import statistics as stats
+
+        text = stats(run)
+    else:
+        text = render_report(fmt, run, sort)
+    if output is not None:
+        output.write_text(text, encoding="utf-8")
+    else:
+        click.echo(text, nl=False)
+    if rule_errors:
+        sys.exit(EXIT_ERROR)
+    if (findings or errors) and not exit_zero:
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
+
+
+def render_report(fmt: str, run: Run, sort: str = "roi") -> str:
+    import importlib
+
+    if fmt == "text":
+        from .report.text import render
+
+        return render(run, sort=sort)
+    module = {"json-lines": "jsonlines"}.get(fmt, fmt)
+    try:
+        mod = importlib.import_module(f".report.{module}", __package__)
+    except ModuleNotFoundError:
+        raise click.UsageError(f"output format {fmt!r} is not available in this build") from None
+    return mod.render(run)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@selection_options
+@click.option("--diff", is_flag=True, help="Print a unified diff instead of writing files.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour and need review.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, exit_zero: bool, **kw: Any) -> None:
+    """Rewrite PATHS in place, applying automatic fixes."""
+    from .fix.apply import fix_bytes, write_atomic
+
+    engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    for e in rule_errors:
+        _err(e)
+    from .source import DEFAULT_MAX_BYTES, SourceError, load_source
+
+    changed = applied = remaining = unsafe_left = 0
+    had_error = False
+    for p in files:
+        disp = display_path(p)
+        try:
+            src = load_source(p, spec.max_bytes or DEFAULT_MAX_BYTES)
+        except SourceError as exc:
+            _err(f"{disp}: {exc}")
+            had_error = True
+            continue
+        res = fix_bytes(engine, p, src.data, disp, unsafe=unsafe_fixes)
+        for e in res.errors:
+            _err(e)
+            had_error = True
+        applied += len(res.applied)
+        remaining += len(res.remaining)
+        unsafe_left += sum(1 for f in res.remaining if f.applicability == "unsafe")
+        if not res.changed:
+            continue
+        changed += 1
+        if diff or dry_run:
+            click.echo(res.diff(), nl=False)
+        else:
+            try:
+                write_atomic(p, res.fixed)
+            except OSError as exc:
+                _err(f"{disp}: cannot write: {exc}")
+                had_error = True
+                continue
+    verb = "Would fix" if (diff or dry_run) else "Fixed"
+    msg = f"{verb} {applied} finding(s) in {changed} file(s); {remaining} remaining"
+    if unsafe_left and not unsafe_fixes:
+        msg += f" ({unsafe_left} fixable with --unsafe-fixes)"
+    click.echo(msg + ".", err=True)
+    if rule_errors:
+        sys.exit(EXIT_ERROR)
+    if (remaining or had_error) and not exit_zero:
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
+
+
+@main.command("rules")
+@click.option("--stats", is_flag=True, help="Catalog coverage by library and fix kind.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option("--all", "show_all", is_flag=True, help="Include opt-in rules.")
+def rules_cmd(stats: bool, fmt: str, show_all: bool) -> None:
+    """List the rules."""
+    import json
+
+    rs = load_rules()
+    for e in rs.errors:
+        _err(e)
+    if stats:
+        from .coverage import coverage_report
+
+        click.echo(coverage_report(rs.rules, fmt))
+        return
+    rows = [r for r in rs.rules if show_all or True]
+    if fmt == "json":
+        click.echo(json.dumps([{
+            "id": r.id, "name": r.name, "family": r.family, "status": r.status, "severity": r.severity,
+            "summary": r.summary, "fix": r.fix_applicability, "deprecated_in": r.deprecated_in, "removed_in": r.removed_in,
+        } for r in rows], indent=2))
+        return
+    for r in rows:
+        mark = {"safe": "[*]", "unsafe": "[~]", "manual": "[ ]"}[r.fix_applicability]
+        status = f" ({r.status})" if r.status != "stable" else ""
+        click.echo(f"{r.id:7s} {mark} {r.family:10s} {r.name}{status}: {r.summary}")
+    sys.exit(EXIT_ERROR if rs.errors else EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("rule_id")
+def explain(rule_id: str) -> None:
+    """Explain a rule: what, why, how it is fixed, and where the facts come from."""
+    from .explain import explain_text
+
+    rs = load_rules()
+    rule = rs.by_id().get(rule_id.upper())
+    if rule is None:
+        _err(f"unknown rule {rule_id!r}; `cudamigrate rules` lists them")
+        sys.exit(EXIT_ERROR)
+    click.echo(explain_text(rule))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

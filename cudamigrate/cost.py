@@ -1,0 +1,78 @@
+"""Cost / return-on-investment model.
+
+impact  : what it costs to leave the finding alone
+          build-break 10 (removed at or before the target toolkit), deprecated 5
+          (removed later or only deprecated), performance 3, hygiene 1;
+          rules may set `cost.impact`, and `cost.adjust` multiplies it in context
+          (inside a loop, where the translation unit uses other streams, ...).
+effort  : what it costs to fix: safe automatic fix 1, unsafe automatic fix 2
+          (needs review), manual 5; `cost.effort_minutes` estimates wall time.
+roi     : impact / effort, the order in which output is sorted.
+Measured figures (calibration) replace a performance rule's declared estimate
+when a calibration for the user's GPU exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .findings import Cost
+
+IMPACT_SCORES = {"build-break": 10.0, "deprecated": 5.0, "performance": 3.0, "hygiene": 1.0}
+EFFORT_SCORES = {"safe": 1.0, "unsafe": 2.0, "manual": 5.0}
+EFFORT_MINUTES = {"safe": 1.0, "unsafe": 5.0, "manual": 30.0}
+
+
+def _version(v: str | None) -> tuple[int, int] | None:
+    if not v:
+        return None
+    a, b = v.split(".")
+    return int(a), int(b)
+
+
+def base_impact(declared: str | None, deprecated_in: str | None, removed_in: str | None, target: tuple[int, int]) -> str:
+    rem = _version(removed_in)
+    if rem is not None and rem <= target:
+        return "build-break"
+    if declared:
+        if declared == "build-break":  # a declared break that the target has not reached yet
+            return "deprecated"
+        return declared
+    if rem is not None or _version(deprecated_in) is not None:
+        return "deprecated"
+    return "hygiene"
+
+
+def score(
+    *,
+    declared_impact: str | None,
+    deprecated_in: str | None,
+    removed_in: str | None,
+    target: tuple[int, int],
+    applicability: str,
+    multipliers: list[tuple[float, str]],
+    effort_minutes: float | None = None,
+    measured: str | None = None,
+) -> Cost:
+    impact = base_impact(declared_impact, deprecated_in, removed_in, target)
+    value = IMPACT_SCORES[impact]
+    factors = []
+    for mult, why in multipliers:
+        value *= mult
+        factors.append(f"x{mult:g} {why}")
+    effort_score = EFFORT_SCORES[applicability]
+    minutes = effort_minutes if effort_minutes is not None and applicability == "manual" else EFFORT_MINUTES[applicability]
+    return Cost(
+        impact=impact,
+        impact_score=round(value, 3),
+        effort=applicability,
+        effort_score=effort_score,
+        effort_minutes=minutes,
+        roi=round(value / effort_score, 3),
+        factors=factors,
+        measured=measured,
+    )
+
+
+def declared(rule_cost: dict[str, Any]) -> tuple[str | None, float | None]:
+    return rule_cost.get("impact"), rule_cost.get("effort_minutes")

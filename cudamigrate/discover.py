@@ -1,0 +1,68 @@
+"""Walking the user's paths: source extensions, .gitignore-style ignores, config excludes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterator
+
+import pathspec
+
+SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", ".inl", ".cuinc"}
+ALWAYS_SKIP = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", ".mypy_cache"}
+
+
+def _spec_for(directory: Path) -> pathspec.PathSpec | None:
+    lines: list[str] = []
+    for name in (".gitignore", ".cudamigrateignore"):
+        p = directory / name
+        if p.is_file():
+            try:
+                lines += p.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                pass
+    if not lines:
+        return None
+    return pathspec.PathSpec.from_lines("gitignore", lines)
+
+
+def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[str] | None = None,
+             respect_gitignore: bool = True) -> Iterator[Path]:
+    """Yield source files under `paths` in a stable order. Files named explicitly are always yielded."""
+    suffixes = suffixes or SOURCE_SUFFIXES
+    excl = pathspec.PathSpec.from_lines("gitignore", exclude or [])
+    seen: set[Path] = set()
+    for root in paths:
+        if root.is_file() or not root.exists():
+            if root not in seen:
+                seen.add(root)
+                yield root
+            continue
+        stack: list[tuple[Path, list[tuple[Path, pathspec.PathSpec]]]] = [(root, [])]
+        while stack:
+            d, specs = stack.pop()
+            spec = _spec_for(d) if respect_gitignore else None
+            if spec is not None:
+                specs = specs + [(d, spec)]
+            try:
+                entries = sorted(os.scandir(d), key=lambda e: e.name)
+            except OSError:
+                continue
+            subdirs = []
+            for e in entries:
+                p = Path(e.path)
+                rel_root = os.path.relpath(p, root)
+                is_dir = e.is_dir(follow_symlinks=False)
+                if is_dir and e.name in ALWAYS_SKIP:
+                    continue
+                if excl.match_file(rel_root + ("/" if is_dir else "")):
+                    continue
+                if any(s.match_file(os.path.relpath(p, base) + ("/" if is_dir else "")) for base, s in specs):
+                    continue
+                if is_dir:
+                    subdirs.append(p)
+                elif e.is_file() and p.suffix.lower() in suffixes and p not in seen:
+                    seen.add(p)
+                    yield p
+            for sd in reversed(subdirs):
+                stack.append((sd, specs))

@@ -1,0 +1,277 @@
+"""Scanning one file: prefilter, parse, match, build findings."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import cost as costmod
+from .findings import Finding, Fix, sort_key
+from .match import builtins
+from .match.conditions import ConditionError, evaluate
+from .match.context import FileContext
+from .match.edits import EditError, build_edits, template_context
+from .match.matchers import HIT_MATCHERS, Match, identifier_hits, includes, launches, strings
+from .parse.treesitter import Unit, macro_units, parse
+from .rules.schema import Rule, parse_version
+from .source import SourceError, SourceFile, check_bytes
+from .suppress import Suppressions
+from .templates import TemplateError, render
+
+
+@dataclass
+class Options:
+    target: tuple[int, int] = (13, 0)
+    from_version: tuple[int, int] | None = None
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)  # global template options (e.g. stream)
+    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calibration: dict[str, Any] | None = None
+
+
+@dataclass
+class FileResult:
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    suppressions: Suppressions | None = None
+    skipped: bool = False  # prefilter found nothing to look at
+
+
+def _selector_hits(rule: Rule, sel: str) -> bool:
+    sel = sel.strip()
+    return sel == "ALL" or rule.id.startswith(sel) or rule.family == sel or rule.name == sel
+
+
+def select_rules(rules: list[Rule], opts: Options) -> list[Rule]:
+    out = []
+    for r in rules:
+        chosen_explicitly = any(_selector_hits(r, s) and s == r.id for s in (opts.select or []) + opts.extend_select)
+        if opts.select is not None:
+            if not any(_selector_hits(r, s) for s in opts.select):
+                if not any(_selector_hits(r, s) for s in opts.extend_select):
+                    continue
+        elif opts.extend_select and any(_selector_hits(r, s) for s in opts.extend_select):
+            chosen_explicitly = True
+        if r.status == "opt-in" and not chosen_explicitly:
+            continue
+        if any(_selector_hits(r, s) for s in opts.ignore):
+            continue
+        if not in_window(r, opts.from_version, opts.target):
+            continue
+        out.append(r)
+    return out
+
+
+def in_window(r: Rule, lo: tuple[int, int] | None, hi: tuple[int, int]) -> bool:
+    """A versioned rule applies when its deprecation or removal falls in (lo, hi], or is later than hi."""
+    versions = [parse_version(v) for v in (r.deprecated_in, r.removed_in) if v]
+    if not versions:
+        return True
+    dep = parse_version(r.deprecated_in) if r.deprecated_in else None
+    rem = parse_version(r.removed_in) if r.removed_in else None
+    if lo is not None and rem is not None and rem <= lo:
+        return False  # already gone before the code's current toolkit: it cannot be in code that builds
+    if lo is not None and rem is None and dep is not None and dep <= lo:
+        return False  # deprecated before the window: nothing new to tell
+    if dep is not None and dep > hi and (rem is None or rem > hi):
+        return False  # deprecated only after the target
+    return True
+
+
+def version_phrase(rule: Rule, target: tuple[int, int]) -> str:
+    if rule.removed_in and parse_version(rule.removed_in) <= target:
+        return f"removed in CUDA {rule.removed_in}"
+    if rule.deprecated_in and rule.removed_in:
+        return f"deprecated since CUDA {rule.deprecated_in}, removed in {rule.removed_in}"
+    if rule.deprecated_in:
+        return f"deprecated since CUDA {rule.deprecated_in}"
+    if rule.removed_in:
+        return f"removed in CUDA {rule.removed_in}"
+    return ""
+
+
+class Engine:
+    def __init__(self, rules: list[Rule], opts: Options | None = None):
+        self.opts = opts or Options()
+        self.rules = select_rules(rules, self.opts)
+        self.by_keyword: dict[str, list[Rule]] = {}
+        self.always: list[Rule] = []
+        for r in self.rules:
+            kws = r.keywords()
+            if r.kind == "launch":
+                self.always.append(r)
+                continue
+            if not kws:
+                self.always.append(r)
+            for k in kws:
+                self.by_keyword.setdefault(k, []).append(r)
+        kws = sorted(self.by_keyword, key=len, reverse=True)
+        self.prefilter = re.compile(rb"\b(" + b"|".join(re.escape(k.encode()) for k in kws) + rb")\b") if kws else None
+
+    def rule_options(self, rule: Rule) -> dict[str, Any]:
+        o = dict(rule.options)
+        for k in o:
+            if k in self.opts.options:
+                o[k] = self.opts.options[k]
+        o.update(self.opts.rule_options.get(rule.id, {}))
+        return o
+
+    # ---------------------------------------------------------------- scanning
+    def scan_path(self, path: Path, display: str | None = None, max_bytes: int | None = None) -> FileResult:
+        from .source import DEFAULT_MAX_BYTES, load_source
+
+        disp = display or str(path)
+        try:
+            src = load_source(path, max_bytes or DEFAULT_MAX_BYTES)
+        except SourceError as exc:
+            return FileResult(disp, errors=[f"{disp}: {exc}"])
+        return self.scan_source(src, disp)
+
+    def scan_bytes(self, path: Path, data: bytes, display: str | None = None) -> FileResult:
+        disp = display or str(path)
+        try:
+            src = check_bytes(path, data)
+        except SourceError as exc:
+            return FileResult(disp, errors=[f"{disp}: {exc}"])
+        return self.scan_source(src, disp)
+
+    def scan_source(self, src: SourceFile, display: str) -> FileResult:
+        res = FileResult(display)
+        data = src.data
+        found = set()
+        if self.prefilter is not None:
+            found = {m.decode() for m in set(self.prefilter.findall(data))}
+        candidates: dict[str, Rule] = {}
+        for k in found:
+            for r in self.by_keyword[k]:
+                candidates[r.id] = r
+        for r in self.always:
+            if r.kind == "launch" and b"<<<" not in data:
+                continue
+            candidates[r.id] = r
+        if not candidates:
+            res.skipped = True
+            return res
+        pbytes = src.parse_bytes
+        tree = parse(pbytes)
+        units = [Unit(tree=tree, base=0)]
+        if b"#" in data and found:
+            kw_rx = re.compile(rb"\b(" + b"|".join(re.escape(k.encode()) for k in found) + rb")\b")
+            units += macro_units(tree, pbytes, kw_rx)
+        ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options)
+        matches: list[Match] = []
+        hit_rules: dict[str, list[Rule]] = {}
+        for k in found:
+            rs = [r for r in self.by_keyword[k] if r.kind in HIT_MATCHERS and r.id in candidates]
+            if rs:
+                hit_rules[k] = rs
+        errors: list[str] = []
+        for unit, node in identifier_hits(ctx, hit_rules):
+            text = node.text.decode()
+            for r in hit_rules.get(text, []):
+                try:
+                    m = HIT_MATCHERS[r.kind](r, ctx, unit, node)
+                except Exception as exc:  # a matcher bug must not stop the scan
+                    errors.append(f"{display}: {r.id}: matcher error: {exc!r}")
+                    continue
+                if m is not None:
+                    matches.append(m)
+        for r in candidates.values():
+            try:
+                if r.kind == "launch":
+                    matches += launches(r, ctx)
+                elif r.kind == "include":
+                    matches += includes(r, ctx)
+                elif r.kind == "string":
+                    matches += strings(r, ctx)
+                elif r.kind == "builtin":
+                    matches += builtins.run(r, ctx, self.rule_options(r))
+            except Exception as exc:
+                errors.append(f"{display}: {r.id}: matcher error: {exc!r}")
+        res.findings, more = self._findings(matches, ctx, display)
+        errors += more
+        res.suppressions = Suppressions.scan(data)
+        if res.suppressions.items:
+            res.findings = [f for f in res.findings if not res.suppressions.suppressed(f.rule_id, f.line, f.end_line)]
+        res.errors = sorted(set(errors))
+        return res
+
+    def _findings(self, matches: list[Match], ctx: FileContext, display: str) -> tuple[list[Finding], list[str]]:
+        out: list[Finding] = []
+        errors: list[str] = []
+        seen: set[tuple[str, int, int]] = set()
+        data = ctx.source.data
+        for m in matches:
+            r = m.rule
+            start, end = m.report_range
+            key = (r.id, start, end)
+            if key in seen:
+                continue
+            try:
+                if r.where is not None and not evaluate(r.where, m, ctx):
+                    continue
+                opts = self.rule_options(r)
+                tctx = template_context(m, ctx, opts)
+                tctx["version"] = version_phrase(r, self.opts.target)
+                message = " ".join(render(r.message, tctx).split())
+                fix = None
+                if r.fix is not None and r.fix.get("applicability") != "manual":
+                    if r.fix.get("when") is None or evaluate(r.fix["when"], m, ctx):
+                        edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
+                        edits = [e for e in edits if data[e.start : e.end].decode("utf-8", "replace") != e.text]
+                        if edits:
+                            title = render(str(r.fix.get("title", r.summary)), tctx)
+                            fix = Fix(m.fix_applicability or r.fix["applicability"], title, edits)
+                elif m.edits:
+                    fix = Fix(m.fix_applicability or "unsafe", r.summary, m.edits)
+                mults = []
+                for adj in r.cost.get("adjust", []) or []:
+                    if evaluate(adj["when"], m, ctx):
+                        mults.append((float(adj["multiply"]), adj.get("reason", "context")))
+            except (TemplateError, ConditionError, EditError) as exc:
+                errors.append(f"{display}: {r.id}: {exc}")
+                continue
+            seen.add(key)
+            line, col = ctx.source.position(start)
+            eline, ecol = ctx.source.position(end)
+            app = "manual" if fix is None else fix.applicability
+            measured = None
+            calib = (self.opts.calibration or {}).get(r.id)
+            if calib:
+                measured = calib.get("summary")
+            c = costmod.score(
+                declared_impact=r.cost.get("impact"), deprecated_in=r.deprecated_in, removed_in=r.removed_in,
+                target=self.opts.target, applicability=app, multipliers=mults,
+                effort_minutes=r.cost.get("effort_minutes"), measured=measured,
+            )
+            snippet = ctx.source.line_text(line)
+            context = {"in_macro": m.unit.in_macro}
+            if m.unit.macro_name:
+                context["macro"] = m.unit.macro_name
+            f = Finding(
+                rule_id=r.id, rule_name=r.name, family=r.family, severity=r.severity, path=display,
+                line=line, column=col, end_line=eline, end_column=ecol, start_byte=start, end_byte=end,
+                message=message, snippet=snippet, fix=fix, cost=c, deprecated_in=r.deprecated_in,
+                removed_in=r.removed_in, context=context,
+            )
+            out.append(f)
+        out.sort(key=sort_key)
+        counts: dict[str, int] = {}
+        for f in out:
+            fp = f.compute_fingerprint(data)
+            n = counts.get(fp, 0)
+            counts[fp] = n + 1
+            f.fingerprint = fp if n == 0 else f"{fp}-{n}"
+        return out, errors
+
+
+def active_rule_filter(engine: Engine) -> Callable[[str], bool]:
+    ids = {r.id for r in engine.rules}
+    return lambda rid: rid in ids
+
+

@@ -1,0 +1,32 @@
+"""`cudamigrate explain ID`: the rule's documentation as text."""
+
+from __future__ import annotations
+
+import textwrap
+
+from .rules.schema import Rule
+
+
+def explain_text(rule: Rule) -> str:
+    out = [f"{rule.id} {rule.name} ({rule.family}, {rule.severity})", "", rule.summary, ""]
+    versions = []
+    if rule.deprecated_in:
+        versions.append(f"deprecated in CUDA {rule.deprecated_in}")
+    if rule.removed_in:
+        versions.append(f"removed in CUDA {rule.removed_in}")
+    if versions:
+        out += ["Versions: " + ", ".join(versions), ""]
+    for key, title in (("what", "What it finds"), ("why", "Why"), ("fix_safety", "Fix"), ("example", "Example")):
+        val = rule.docs.get(key)
+        if val:
+            out.append(title + ":")
+            out += [textwrap.indent(str(val).rstrip(), "  "), ""]
+    out.append(f"Automatic fix: {rule.fix_applicability}")
+    if rule.status == "opt-in":
+        out.append("Opt-in: enable with --extend-select " + rule.id)
+    out.append("")
+    out.append("References:")
+    out += [f"  - {r}" for r in rule.references]
+    out.append("")
+    out.append(f"Suppress with: // cudamigrate: ignore[{rule.id}]")
+    return "\n".join(out)

@@ -1,0 +1,92 @@
+"""The data that flows between matching, scoring, reporting and fixing."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+APPLICABILITIES = ("safe", "unsafe", "manual")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace bytes [start, end) of the original file with `text`."""
+
+    start: int
+    end: int
+    text: str
+
+    def overlaps(self, other: "Edit") -> bool:
+        if self.start == self.end and other.start == other.end:
+            return self.start == other.start and self.text != other.text
+        return self.start < other.end and other.start < self.end
+
+
+@dataclass
+class Fix:
+    applicability: str  # safe | unsafe | manual
+    title: str
+    edits: list[Edit] = field(default_factory=list)
+
+
+@dataclass
+class Cost:
+    impact: str  # build-break | removal | deprecated | performance | hygiene
+    impact_score: float
+    effort: str  # safe | unsafe | manual
+    effort_score: float
+    effort_minutes: float
+    roi: float
+    factors: list[str] = field(default_factory=list)
+    measured: str | None = None  # calibration note, when a measurement backs the score
+
+
+@dataclass
+class Finding:
+    rule_id: str
+    rule_name: str
+    family: str
+    severity: str
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    start_byte: int
+    end_byte: int
+    message: str
+    snippet: str
+    fix: Fix | None = None
+    cost: Cost | None = None
+    deprecated_in: str | None = None
+    removed_in: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+    fingerprint: str = ""
+
+    @property
+    def applicability(self) -> str:
+        if self.fix is None or not self.fix.edits:
+            return "manual"
+        return self.fix.applicability
+
+    def compute_fingerprint(self, source: bytes) -> str:
+        """Stable across line shifts: rule, file, the matched text and its ordinal among equal texts."""
+        matched = source[self.start_byte : self.end_byte]
+        norm = b" ".join(matched.split())
+        h = hashlib.sha256()
+        h.update(self.rule_id.encode())
+        h.update(b"\0")
+        h.update(self.path.encode())
+        h.update(b"\0")
+        h.update(norm)
+        return h.hexdigest()[:32]
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["applicability"] = self.applicability
+        return d
+
+
+def sort_key(f: Finding) -> tuple:
+    return (f.path, f.start_byte, f.rule_id, f.end_byte)

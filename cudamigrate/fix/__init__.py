@@ -1,0 +1,1 @@
+"""Applying findings' edits: conflict resolution, fixed point, syntax check, atomic writes."""

@@ -1,0 +1,134 @@
+"""The fix applier, kept apart from the checks the way clang-tidy keeps its fix applier apart.
+
+Edits are byte ranges of the original bytes. A finding's edits are applied
+all together or not at all; when two findings' edits overlap, the earlier one
+(by position, then rule id) wins and the other is retried on the next pass,
+after the file has been re-scanned. Passes repeat until nothing applies
+(at most MAX_PASSES). A result with more syntax errors than the input is
+refused, so a bad rule can never leave a file broken.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..engine import Engine, FileResult
+from ..findings import Edit, Finding
+from ..parse.treesitter import count_errors, parse
+from ..source import BOM
+
+MAX_PASSES = 10
+
+
+@dataclass
+class FixResult:
+    path: str
+    original: bytes
+    fixed: bytes
+    applied: list[Finding] = field(default_factory=list)
+    remaining: list[Finding] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    passes: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed != self.original
+
+    def diff(self) -> str:
+        a = self.original.decode("utf-8", "replace").splitlines(keepends=True)
+        b = self.fixed.decode("utf-8", "replace").splitlines(keepends=True)
+        return "".join(difflib.unified_diff(a, b, f"a/{self.path}", f"b/{self.path}"))
+
+
+def fixable(f: Finding, unsafe: bool) -> bool:
+    if f.fix is None or not f.fix.edits:
+        return False
+    return f.fix.applicability == "safe" or (unsafe and f.fix.applicability == "unsafe")
+
+
+def apply_edits(data: bytes, groups: list[list[Edit]]) -> tuple[bytes, list[int]]:
+    """Apply non-conflicting groups; return new bytes and the indices of groups applied."""
+    accepted: list[Edit] = []
+    applied: list[int] = []
+    order = sorted(range(len(groups)), key=lambda i: (min(e.start for e in groups[i]), i))
+    for gi in order:
+        group = groups[gi]
+        if any(e.overlaps(a) for e in group for a in accepted if e != a):
+            continue
+        fresh = [e for e in group if e not in accepted]
+        accepted.extend(fresh)
+        applied.append(gi)
+    accepted.sort(key=lambda e: (e.start, e.end))
+    out = []
+    pos = 0
+    for e in accepted:
+        out.append(data[pos : e.start])
+        out.append(e.text.encode("utf-8"))
+        pos = e.end
+    out.append(data[pos:])
+    return b"".join(out), applied
+
+
+def _normalize_newlines(text: str, newline: bytes) -> str:
+    if newline == b"\r\n":
+        return text.replace("\r\n", "\n").replace("\n", "\r\n")
+    return text
+
+
+def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool = False) -> FixResult:
+    res = FixResult(display, data, data)
+    current = data
+    scan: FileResult = engine.scan_bytes(path, current, display)
+    if scan.errors and not scan.findings:
+        res.errors = scan.errors
+        return res
+    newline = b"\r\n" if b"\r\n" in data[:65536] else b"\n"
+    for _ in range(MAX_PASSES):
+        todo = [f for f in scan.findings if fixable(f, unsafe)]
+        if not todo:
+            break
+        groups = [[Edit(e.start, e.end, _normalize_newlines(e.text, newline)) for e in f.fix.edits] for f in todo]
+        new, applied = apply_edits(current, groups)
+        if not applied or new == current:
+            break
+        res.applied.extend(todo[i] for i in applied)
+        res.passes += 1
+        current = new
+        scan = engine.scan_bytes(path, current, display)
+    res.remaining = scan.findings
+    res.errors = scan.errors
+    if current != data:
+        strip = lambda b: b"   " + b[3:] if b.startswith(BOM) else b  # noqa: E731
+        before = count_errors(parse(strip(data)))
+        after = count_errors(parse(strip(current)))
+        if after > before:
+            res.errors.append(f"{display}: fix refused: the result would have {after - before} more syntax error(s); file left unchanged")
+            res.fixed = data
+            res.applied = []
+            res.remaining = engine.scan_bytes(path, data, display).findings
+            return res
+    res.fixed = current
+    return res
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same directory and rename over the original, keeping its mode."""
+    st = os.stat(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".cudamigrate", dir=str(path.parent))
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, st.st_mode & 0o7777)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -1,0 +1,1 @@
+"""Matching YAML rules against parsed sources."""

@@ -1,0 +1,245 @@
+"""Matchers that are code rather than data, each named by `match: {builtin: {name: ...}}`.
+
+They exist where a pattern needs more than one node: preprocessor guard
+evaluation, and Thrust container use across declarations and loops.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+import tree_sitter as ts
+
+from ..findings import Edit
+from ..parse.treesitter import query
+from ..rules.schema import Rule
+from .context import FileContext, node_text, normalize_name, scope_of
+from .matchers import Match
+from .ppexpr import Evaluator, PPError
+
+REGISTRY: dict[str, Callable[[Rule, FileContext, dict[str, Any]], list[Match]]] = {}
+
+
+def builtin(name: str):
+    def deco(fn):
+        REGISTRY[name] = fn
+        return fn
+
+    return deco
+
+
+def run(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    name = rule.spec["name"]
+    if name not in REGISTRY:
+        raise KeyError(f"unknown builtin matcher {name!r}")
+    return REGISTRY[name](rule, ctx, options)
+
+
+# --------------------------------------------------------------------------- version guards
+RUNTIME_HEADERS = re.compile(r"(^|/)(cuda_runtime(_api)?|cublas(_v2|_api|Lt)?|cusparse|cufft|curand|cusolver\w*|cuda_fp16|cooperative_groups)\.h$")
+
+
+def _version_env(ctx: FileContext, target: tuple[int, int], assume: set[str]):
+    maj, mnr = target
+    cuda_h = any(i == "cuda.h" or i.endswith("/cuda.h") for i in ctx.includes) or "CUDA_VERSION" in assume
+    runtime = ctx.is_cuda_file or any(RUNTIME_HEADERS.search(i) for i in ctx.includes) or "CUDART_VERSION" in assume
+    nvcc = ctx.is_cuda_file or "__CUDACC_VER_MAJOR__" in assume
+    known: dict[str, int] = {}
+    if cuda_h:
+        known["CUDA_VERSION"] = maj * 1000 + mnr * 10
+    if runtime:
+        known["CUDART_VERSION"] = maj * 1000 + mnr * 10
+        known["__CUDA_API_VER_MAJOR__"] = maj
+        known["__CUDA_API_VER_MINOR__"] = mnr
+    if nvcc:
+        known["__CUDACC_VER_MAJOR__"] = maj
+        known["__CUDACC_VER_MINOR__"] = mnr
+
+    def lookup(name: str):
+        return known.get(name)
+
+    def defined(name: str):
+        return True if name in known else None
+
+    return Evaluator(lookup, defined)
+
+
+VERSION_MACROS = ("CUDA_VERSION", "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__",
+                  "__CUDA_API_VER_MAJOR__", "__CUDA_API_VER_MINOR__")
+_VM = re.compile(r"\b(" + "|".join(VERSION_MACROS) + r")\b")
+
+
+def _line_start(data: bytes, pos: int) -> int:
+    return data.rfind(b"\n", 0, pos) + 1
+
+
+def _line_end(data: bytes, pos: int) -> int:
+    e = data.find(b"\n", pos)
+    return len(data) if e == -1 else e + 1
+
+
+@builtin("version_guard")
+def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    data = ctx.source.data
+    if not _VM.search(data.decode("utf-8", "replace")):
+        return []
+    assume = set(options.get("assume_defined", []) or [])
+    now = _version_env(ctx, ctx.target, assume)
+    future = _version_env(ctx, (99, 9), assume)
+    out: list[Match] = []
+    unit = ctx.main
+    for node in ts.QueryCursor(query("(preproc_if) @p")).captures(unit.root).get("p", []):
+        branches = []  # (directive, cond_text, state, dir_start, body_start, body_end)
+        cur: ts.Node | None = node
+        ok = True
+        while cur is not None:
+            if cur.type in ("preproc_if", "preproc_elif"):
+                cond = cur.child_by_field_name("condition")
+                if cond is None:
+                    ok = False
+                    break
+                ctext = node_text(cond)
+                state = None
+                if _VM.search(ctext):
+                    try:
+                        a, b = now.eval(ctext), future.eval(ctext)
+                    except PPError:
+                        a, b = None, None
+                    if a is not None and b is not None and bool(a) == bool(b):
+                        state = bool(a)
+                kw = "#if" if cur.type == "preproc_if" else "#elif"
+                branches.append([kw, ctext, state, _line_start(data, cur.start_byte), _line_end(data, cond.end_byte - 1), None])
+                cur = cur.child_by_field_name("alternative")
+            elif cur.type == "preproc_else":
+                first = cur.children[0]
+                branches.append(["#else", "", True, _line_start(data, cur.start_byte), _line_end(data, first.end_byte - 1), None])
+                cur = None
+            else:
+                ok = False
+                break
+        endif = [c for c in node.children if c.type == "#endif"]
+        if not ok or not endif or not any(b[2] is not None and b[0] != "#else" for b in branches):
+            continue
+        endif_start = _line_start(data, endif[0].start_byte)
+        end = _line_end(data, endif[0].end_byte - 1) if not data[endif[0].end_byte:].startswith(b"\n") else endif[0].end_byte + 1
+        end = _line_end(data, endif[0].start_byte)
+        for i, b in enumerate(branches):
+            b[5] = branches[i + 1][3] if i + 1 < len(branches) else endif_start
+        # rebuild
+        kept = []
+        live_body = None
+        for b in branches:
+            if b[2] is False:
+                continue
+            if b[2] is True:
+                if not kept:
+                    live_body = b
+                kept.append(["#else", "", True, b[3], b[4], b[5]])
+                break
+            kept.append(b)
+        nl = ctx.source.newline.decode()
+        start = branches[0][3]
+        if live_body is not None:
+            new = data[live_body[4] : live_body[5]].decode("utf-8", "replace")
+            outcome = "keeps only the live branch"
+        elif not kept:
+            new = ""
+            outcome = "removes the dead block"
+        else:
+            parts = []
+            for i, b in enumerate(kept):
+                if b[0] == "#else":
+                    directive = "#else" + nl
+                elif i == 0 and b[0] != "#if":
+                    directive = "#if " + b[1].strip() + nl
+                elif b[0] == "#if" and i == 0:
+                    directive = data[b[3] : b[4]].decode("utf-8", "replace")
+                else:
+                    directive = data[b[3] : b[4]].decode("utf-8", "replace")
+                    if i == 0:
+                        directive = directive.replace("#elif", "#if", 1)
+                parts.append(directive + data[b[4] : b[5]].decode("utf-8", "replace"))
+            parts.append(data[endif_start:end].decode("utf-8", "replace"))
+            new = "".join(parts)
+            outcome = "drops the dead branches"
+        old = data[start:end].decode("utf-8", "replace")
+        if new == old:
+            continue
+        decided = next(b for b in branches if b[2] is not None and b[0] != "#else")
+        m = Match(rule=rule, unit=unit, node=node, name=decided[1].strip(), written=decided[1].strip())
+        dline_end = decided[4]
+        while dline_end > decided[3] and data[dline_end - 1 : dline_end] in (b"\n", b"\r"):
+            dline_end -= 1
+        m.range = (decided[3], dline_end)
+        m.vars.update({"condition": " ".join(decided[1].split()), "state": "true" if decided[2] else "false",
+                       "outcome": outcome})
+        m.edits = [Edit(start, end, new)]
+        out.append(m)
+    return out
+
+
+# --------------------------------------------------------------------------- thrust containers
+DV_TYPES = re.compile(r"^(thrust::)?(device_vector|universal_vector)$")
+
+
+def _device_vectors(ctx: FileContext) -> dict[str, list[ts.Node]]:
+    """Variables declared as thrust::device_vector (any scope), by name."""
+    out: dict[str, list[ts.Node]] = {}
+    q = query("(declaration type: (_) @t declarator: (_) @d) @decl (parameter_declaration type: (_) @t declarator: (_) @d) @decl")
+    for unit in ctx.units[:1]:
+        for _, caps in ts.QueryCursor(q).matches(unit.root):
+            t = normalize_name(node_text(caps["t"][0]))
+            full = set(ctx.resolve(t))
+            if not any(DV_TYPES.match(x) for x in full | {t}):
+                continue
+            d = caps["d"][0]
+            while d.type in ("init_declarator", "reference_declarator", "pointer_declarator") and d.named_children:
+                d = d.child_by_field_name("declarator") or d.named_children[0]
+            if d.type == "identifier":
+                out.setdefault(node_text(d), []).append(caps["decl"][0])
+    return out
+
+
+@builtin("device_vector_element_access")
+def device_vector_element_access(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    dvs = _device_vectors(ctx)
+    if not dvs:
+        return []
+    out = []
+    q = query("(subscript_expression argument: (identifier) @v) @s")
+    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
+        v = node_text(caps["v"][0])
+        if v not in dvs:
+            continue
+        s = caps["s"][0]
+        sc = scope_of(s)
+        if sc.loop_depth == 0 or sc.is_kernel or sc.is_device:
+            continue
+        m = Match(rule=rule, unit=ctx.main, node=s, name=v, written=node_text(s))
+        p = s.parent
+        m.vars["is_write"] = bool(p is not None and p.type == "assignment_expression" and p.child_by_field_name("left") is not None
+                                  and p.child_by_field_name("left").start_byte == s.start_byte)
+        m.vars["variable"] = v
+        out.append(m)
+    return out
+
+
+@builtin("device_vector_in_loop")
+def device_vector_in_loop(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    dvs = _device_vectors(ctx)
+    out = []
+    for name, decls in dvs.items():
+        for d in decls:
+            if d.type == "declaration" and scope_of(d).loop_depth > 0:
+                m = Match(rule=rule, unit=ctx.main, node=d, name=name, written=node_text(d))
+                m.vars.update({"variable": name, "what": "constructed"})
+                out.append(m)
+    q = query("(call_expression function: (field_expression argument: (identifier) @v field: (field_identifier) @f)) @c")
+    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
+        v, f = node_text(caps["v"][0]), node_text(caps["f"][0])
+        if v in dvs and f in ("resize", "reserve", "shrink_to_fit", "assign") and scope_of(caps["c"][0]).loop_depth > 0:
+            m = Match(rule=rule, unit=ctx.main, node=caps["c"][0], name=v, written=node_text(caps["c"][0]))
+            m.vars.update({"variable": v, "what": f"{f}() called"})
+            out.append(m)
+    return out

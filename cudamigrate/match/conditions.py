@@ -1,0 +1,205 @@
+"""`where:` conditions: small predicates over a match, combined with any/all/not."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import tree_sitter as ts
+
+from .context import FileContext, named_children, node_text, normalize, scope_of
+from .matchers import Match
+
+NULL_SPELLINGS = {"0", "NULL", "nullptr", "0L", "0UL", "0U", "0LL", "__null", "(void*)0", "((void*)0)"}
+NULL_STREAMS = NULL_SPELLINGS | {
+    "cudaStreamLegacy", "CU_STREAM_LEGACY", "(cudaStream_t)0", "(cudaStream_t)NULL", "(cudaStream_t)nullptr",
+    "static_cast<cudaStream_t>(0)", "static_cast<cudaStream_t>(NULL)", "static_cast<cudaStream_t>(nullptr)",
+    "cudaStream_t(0)", "cudaStream_t()", "cudaStream_t{}", "cudaStream_t{0}", "(CUstream)0", "(CUstream)NULL",
+    "reinterpret_cast<cudaStream_t>(0)", "(cudaStream_t)(0)",
+}
+LITERAL_TYPES = {"number_literal", "string_literal", "char_literal", "true", "false", "null", "concatenated_string"}
+
+
+ARG_KEYS = {"arg", "missing", "present", "is", "is_not", "equals", "matches", "not_matches"}
+
+
+class ConditionError(Exception):
+    pass
+
+
+def _arg_is(node: ts.Node, what: str) -> bool:
+    text = normalize(node_text(node))
+    while text.startswith("(") and text.endswith(")") and text.count("(") == 1:
+        text = text[1:-1]
+    if what == "null_stream":
+        return text in NULL_STREAMS
+    if what == "null":
+        return text in NULL_SPELLINGS
+    if what == "literal":
+        return node.type in LITERAL_TYPES
+    if what == "identifier":
+        return node.type == "identifier"
+    if what == "address_of":
+        return node.type == "pointer_expression" and text.startswith("&")
+    if what == "zero":
+        return text in ("0", "0u", "0U", "0L", "0UL")
+    raise ConditionError(f"unknown `is:` value {what!r}")
+
+
+def strip_address(text: str) -> str:
+    t = normalize(text)
+    return t[1:] if t.startswith("&") else t
+
+
+def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | None) -> bool:
+    """Does the file (or `within`) call one of the names, optionally with the same argument as this match?"""
+    if isinstance(spec, list):
+        names, arg, same = spec, None, None
+    else:
+        names, arg, same = spec["names"], spec.get("arg"), spec.get("same_as")
+    want = None
+    if same is not None:
+        node = m.arg(same)
+        if node is None:
+            return False
+        want = strip_address(node_text(node))
+    for name in names:
+        for unit, call in ctx.calls.get(name, []):
+            if within is not None and (unit is not m.unit or not (within.start_byte <= call.start_byte < within.end_byte)):
+                continue
+            if call.start_byte == m.node.start_byte and unit is m.unit:
+                continue
+            if want is None:
+                return True
+            args = named_children(call.child_by_field_name("arguments"))
+            idx = arg if arg is not None else 0
+            if idx < len(args) and strip_address(node_text(args[idx])) == want:
+                return True
+    return False
+
+
+def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
+    if cond is None:
+        return True
+    if isinstance(cond, list):
+        return all(evaluate(c, m, ctx) for c in cond)
+    if not isinstance(cond, dict):
+        raise ConditionError(f"condition must be a mapping, got {cond!r}")
+    result = True
+    if "arg" in cond:
+        if not _eval_arg(cond, m):
+            return False
+        cond = {k: v for k, v in cond.items() if k not in ARG_KEYS}
+    for key, val in cond.items():
+        if key == "any":
+            ok = any(evaluate(c, m, ctx) for c in val)
+        elif key == "all":
+            ok = all(evaluate(c, m, ctx) for c in val)
+        elif key == "not":
+            ok = not evaluate(val, m, ctx)
+        elif key == "argc":
+            ok = len(m.args) == val or (isinstance(val, list) and len(m.args) in val)
+        elif key == "argc_min":
+            ok = len(m.args) >= val
+        elif key == "argc_max":
+            ok = len(m.args) <= val
+        elif key in ("inside", "not_inside"):
+            places = val if isinstance(val, list) else [val]
+            hit = any(_inside(p, m, ctx) for p in places)
+            ok = hit if key == "inside" else not hit
+        elif key == "result_unused":
+            ok = _result_unused(m.node) == bool(val)
+        elif key in ("file_has_call", "file_lacks_call"):
+            has = _calls_with_arg(m, ctx, val, None)
+            ok = has if key == "file_has_call" else not has
+        elif key in ("function_has_call", "function_lacks_call"):
+            fn = scope_of(m.node).function
+            has = _calls_with_arg(m, ctx, val, fn if fn is not None else m.unit.root)
+            ok = has if key == "function_has_call" else not has
+        elif key in ("file_has_include", "file_lacks_include"):
+            rx = re.compile(val)
+            has = any(rx.search(i) for i in ctx.includes)
+            ok = has if key == "file_has_include" else not has
+        elif key in ("file_matches", "file_not_matches"):
+            has = re.search(val.encode(), ctx.source.data, re.M) is not None
+            ok = has if key == "file_matches" else not has
+        elif key == "name":
+            names = val if isinstance(val, list) else [val]
+            ok = m.name in names
+        elif key == "name_matches":
+            ok = re.search(val, m.name) is not None
+        elif key == "written_matches":
+            ok = re.search(val, m.written) is not None
+        elif key == "text_matches":
+            s, e = m.report_range
+            ok = re.search(val, ctx.source.data[s:e].decode("utf-8", "replace"), re.S) is not None
+        elif key == "file_ext":
+            exts = val if isinstance(val, list) else [val]
+            ok = ctx.ext in exts
+        elif key == "var":
+            ok = all(m.vars.get(k) == v for k, v in val.items())
+        elif key == "role":
+            ok = m.vars.get("role") in (val if isinstance(val, list) else [val])
+        elif key == "option":
+            ok = all(ctx.options.get(m.rule.id, {}).get(k, m.rule.options.get(k)) == v for k, v in val.items())
+        else:
+            raise ConditionError(f"unknown condition {key!r}")
+        result = result and ok
+        if not result:
+            return False
+    return result
+
+
+def _eval_arg(cond: dict, m: Match) -> bool:
+    key = cond["arg"]
+    node = m.arg(str(key))
+    if cond.get("missing") is True:
+        return node is None
+    if cond.get("present") is True and node is None:
+        return False
+    if node is None:
+        return False
+    text = normalize(node_text(node))
+    if "is" in cond:
+        whats = cond["is"] if isinstance(cond["is"], list) else [cond["is"]]
+        if not any(_arg_is(node, w) for w in whats):
+            return False
+    if "is_not" in cond:
+        whats = cond["is_not"] if isinstance(cond["is_not"], list) else [cond["is_not"]]
+        if any(_arg_is(node, w) for w in whats):
+            return False
+    if "equals" in cond:
+        vals = cond["equals"] if isinstance(cond["equals"], list) else [cond["equals"]]
+        if text not in [normalize(str(v)) for v in vals]:
+            return False
+    if "matches" in cond and re.search(cond["matches"], text) is None:
+        return False
+    if "not_matches" in cond and re.search(cond["not_matches"], text) is not None:
+        return False
+    return True
+
+
+def _inside(place: str, m: Match, ctx: FileContext) -> bool:
+    sc = scope_of(m.node)
+    if place == "loop":
+        return sc.loop_depth > 0
+    if place == "kernel":
+        return sc.is_kernel
+    if place == "device_function":
+        return sc.is_device or sc.is_kernel
+    if place == "host_function":
+        return sc.is_host
+    if place == "main":
+        return sc.is_main
+    if place == "macro_body":
+        return m.unit.in_macro
+    if place == "function":
+        return sc.function is not None
+    raise ConditionError(f"unknown place {place!r}")
+
+
+def _result_unused(node: ts.Node) -> bool:
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        p = p.parent
+    return p is not None and p.type == "expression_statement"

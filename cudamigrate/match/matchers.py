@@ -1,0 +1,314 @@
+"""Turning tree-sitter nodes into rule matches.
+
+Matching is driven by identifiers: one compiled query per file finds every
+identifier that some active rule names (the `#any-of?` predicate runs in
+tree-sitter's C code), and each hit is then checked against its rules' shape
+(call, type, member, ...). Launches, includes and strings have their own
+compiled queries, run only when a file can contain them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+import tree_sitter as ts
+
+from ..parse.treesitter import Unit, query
+from ..rules.schema import Rule
+from .context import FileContext, named_children, node_text, normalize, normalize_name
+
+LAUNCH_PARAMS = ["grid", "block", "shmem", "stream"]
+DECLARATOR_PARENTS = {"init_declarator", "function_declarator", "pointer_declarator", "reference_declarator",
+                      "array_declarator", "parameter_declaration", "declaration", "field_declaration",
+                      "preproc_def", "preproc_function_def", "enumerator", "optional_parameter_declaration"}
+
+
+@dataclass
+class Match:
+    rule: Rule
+    unit: Unit
+    node: ts.Node
+    name: str = ""  # the API name as the rule spells it
+    written: str = ""  # as written in the source
+    callee: ts.Node | None = None
+    arglist: ts.Node | None = None
+    args: list[ts.Node] = field(default_factory=list)
+    params: list[str] = field(default_factory=list)
+    call_args: list[ts.Node] = field(default_factory=list)
+    field_node: ts.Node | None = None
+    receiver: ts.Node | None = None
+    name_range: tuple[int, int] | None = None  # absolute
+    captures: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    vars: dict[str, Any] = field(default_factory=dict)
+    edits: list | None = None  # builtin matchers may compute edits themselves
+    fix_applicability: str | None = None
+    range: tuple[int, int] | None = None  # absolute report range override
+
+    def abs(self, node: ts.Node) -> tuple[int, int]:
+        return self.unit.abs(node)
+
+    @property
+    def report_range(self) -> tuple[int, int]:
+        if self.range is not None:
+            return self.range
+        return self.abs(self.node)
+
+    def arg(self, key: str | int) -> ts.Node | None:
+        idx = self.arg_index(key)
+        if idx is None or idx >= len(self.args):
+            return None
+        return self.args[idx]
+
+    def arg_index(self, key: str | int) -> int | None:
+        if isinstance(key, int):
+            return key
+        if key.lstrip("-").isdigit():
+            i = int(key)
+            return i if i >= 0 else len(self.args) + i
+        if key in self.params:
+            return self.params.index(key)
+        return None
+
+
+def _same(a: ts.Node | None, b: ts.Node | None) -> bool:
+    return a is not None and b is not None and a.start_byte == b.start_byte and a.end_byte == b.end_byte and a.type == b.type
+
+
+def climb_name(hit: ts.Node) -> tuple[ts.Node, ts.Node]:
+    """From an identifier climb through `a::b::name` and `name<T>`; return (top, qualified-only top)."""
+    cur = hit
+    qual_top = hit
+    while cur.parent is not None:
+        p = cur.parent
+        if p.type == "qualified_identifier" and _same(p.child_by_field_name("name"), cur):
+            cur = p
+            qual_top = p
+        elif p.type in ("template_function", "template_type", "template_method") and _same(p.child_by_field_name("name"), cur):
+            cur = p
+        else:
+            break
+    return cur, qual_top
+
+
+def call_of(hit: ts.Node) -> tuple[ts.Node, ts.Node] | None:
+    """(call_expression, callee) when the identifier names the called function."""
+    top, _ = climb_name(hit)
+    p = top.parent
+    if p is not None and p.type == "field_expression" and _same(p.child_by_field_name("field"), top):
+        top = p
+        p = top.parent
+    if p is not None and p.type == "call_expression" and _same(p.child_by_field_name("function"), top):
+        return p, top
+    return None
+
+
+def _resolve_name(ctx: FileContext, written: str, wanted: Iterable[str]) -> str | None:
+    cands = ctx.resolve(written)
+    for name in wanted:
+        if name in cands:
+            return name
+    return None
+
+
+def _is_user_definition(ctx: FileContext, written: str, rule_name: str) -> bool:
+    short = written.split("::")[-1].split(".")[-1]
+    return "::" not in written and short in ctx.defined_functions
+
+
+def match_call(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
+    if hit.type not in ("identifier", "field_identifier"):
+        return None
+    got = call_of(hit)
+    if got is None:
+        return None
+    call, callee = got
+    written = normalize_name(node_text(callee))
+    names: dict[str, list[str]] = rule.spec["names"]
+    name = _resolve_name(ctx, written, names)
+    if name is None and rule.spec.get("adl"):
+        # argument-dependent lookup: reduce(thrust::device, ...) finds thrust::reduce
+        args = named_children(call.child_by_field_name("arguments"))
+        if "::" not in written and args and normalize(node_text(args[0])).startswith(rule.spec["adl"] + "::"):
+            name = _resolve_name(ctx, f"{rule.spec['adl']}::{written}", names)
+    if name is None:
+        return None
+    if _is_user_definition(ctx, written, name):
+        return None
+    arglist = call.child_by_field_name("arguments")
+    return Match(rule=rule, unit=unit, node=call, name=name, written=written, callee=callee, arglist=arglist,
+                 args=named_children(arglist), params=list(names[name] or []),
+                 name_range=unit.abs(climb_name(hit)[1]) if hit.type == "identifier" else unit.abs(hit))
+
+
+def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
+    roles = rule.spec.get("roles", ["type", "value", "call"])
+    top, qual_top = climb_name(hit)
+    written = normalize_name(node_text(qual_top)) if qual_top is not hit else node_text(hit)
+    written = normalize_name(written)
+    name = _resolve_name(ctx, written, rule.spec["names"])
+    if name is None:
+        return None
+    call = call_of(hit) if hit.type == "identifier" else None
+    if hit.type == "type_identifier":
+        role = "type"
+    elif call is not None:
+        role = "call"
+    elif hit.type == "identifier":
+        p = top.parent
+        if p is not None and p.type in DECLARATOR_PARENTS and p.type not in ("declaration", "parameter_declaration"):
+            # `int clockRate = ...;` declares a user variable of that name
+            if _same(p.child_by_field_name("declarator"), top) or p.type in ("preproc_def", "preproc_function_def", "enumerator"):
+                return None
+        if p is not None and p.type in ("field_expression",) and _same(p.child_by_field_name("field"), top):
+            return None
+        role = "value"
+    else:
+        return None
+    if role not in roles:
+        return None
+    if role == "call" and _is_user_definition(ctx, written, name):
+        return None
+    m = Match(rule=rule, unit=unit, node=top if role != "call" else call[0], name=name, written=written,
+              name_range=(unit.abs(qual_top)[0], unit.abs(hit)[1]))
+    m.vars["role"] = role
+    if call is not None:
+        m.callee = call[1]
+        m.arglist = call[0].child_by_field_name("arguments")
+        m.args = named_children(m.arglist)
+    return m
+
+
+def _declared_type(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> str | None:
+    """Best-effort type of a variable: look for its declaration in enclosing scopes, then the file."""
+    q = query("(declaration type: (_) @t declarator: (_) @d) (parameter_declaration type: (_) @t declarator: (_) @d) "
+              "(field_declaration type: (_) @t declarator: (_) @d)")
+    pat = re.compile(r"(?:^|[^\w])" + re.escape(ident) + r"(?:$|[^\w])")
+    best: tuple[int, str] | None = None
+    for _, caps in ts.QueryCursor(q).matches(unit.root):
+        d = caps["d"][0]
+        if d.start_byte > at.start_byte:
+            continue
+        dtext = node_text(d).split("=")[0]
+        if pat.search(dtext):
+            # prefer the closest preceding declaration
+            if best is None or d.start_byte > best[0]:
+                best = (d.start_byte, normalize_name(node_text(caps["t"][0])))
+    return best[1] if best else None
+
+
+def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
+    if hit.type != "field_identifier":
+        return None
+    p = hit.parent
+    if p is None or p.type != "field_expression" or not _same(p.child_by_field_name("field"), hit):
+        return None
+    recv = p.child_by_field_name("argument")
+    types = rule.spec.get("receiver_types")
+    if types and recv is not None:
+        base = recv
+        while base.type in ("subscript_expression", "pointer_expression", "parenthesized_expression") and base.named_children:
+            base = base.named_children[0]
+        rtype = None
+        if base.type == "identifier":
+            rtype = _declared_type(ctx, unit, node_text(base), hit)
+        if rtype is not None:
+            rtype = rtype.replace("struct", "").replace("const", "")
+            if not any(t == rtype or rtype.endswith(t) for t in types):
+                return None
+        elif re.search(rb"struct\s+\w+\s*\{[^}]*\b" + re.escape(hit.text) + rb"\b", ctx.source.data):
+            return None  # unknown receiver, and the file declares its own field of that name
+    m = Match(rule=rule, unit=unit, node=p, name=node_text(hit), written=node_text(hit), field_node=hit, receiver=recv,
+              name_range=unit.abs(hit))
+    call = p.parent
+    m.vars["is_write"] = bool(call is not None and call.type == "assignment_expression" and _same(call.child_by_field_name("left"), p))
+    return m
+
+
+HIT_MATCHERS: dict[str, Callable[[Rule, FileContext, Unit, ts.Node], Match | None]] = {
+    "call": match_call,
+    "identifier": match_identifier,
+    "member": match_member,
+}
+
+
+def launches(rule: Rule, ctx: FileContext) -> list[Match]:
+    out: list[Match] = []
+    q = query("(call_expression function: (_) @fn (kernel_call_syntax) @cfg arguments: (argument_list) @args) @launch")
+    for unit in ctx.units:
+        for _, caps in ts.QueryCursor(q).matches(unit.root):
+            call = caps["launch"][0]
+            cfg = caps["cfg"][0]
+            out.append(Match(rule=rule, unit=unit, node=call, name="<<<>>>", written=normalize_name(node_text(caps["fn"][0])),
+                             callee=caps["fn"][0], arglist=cfg, args=named_children(cfg), params=LAUNCH_PARAMS,
+                             call_args=named_children(caps["args"][0])))
+    return out
+
+
+def includes(rule: Rule, ctx: FileContext) -> list[Match]:
+    out: list[Match] = []
+    wanted = set(rule.spec["paths"])
+    q = query("(preproc_include path: (_) @path) @inc")
+    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
+        path = caps["path"][0]
+        text = node_text(path).strip()
+        inner = text[1:-1] if len(text) >= 2 else text
+        if inner in wanted:
+            m = Match(rule=rule, unit=ctx.main, node=caps["inc"][0], name=inner, written=text, name_range=ctx.main.abs(path))
+            m.vars["path"] = inner
+            m.vars["system"] = text.startswith("<")
+            inc = caps["inc"][0]
+            # the include node swallows its newline; report just the directive
+            s, e = ctx.main.abs(inc)
+            if ctx.source.data[s:e].endswith(b"\n"):
+                e -= 1
+                if ctx.source.data[s:e].endswith(b"\r"):
+                    e -= 1
+            m.range = (s, e)
+            out.append(m)
+    return out
+
+
+def strings(rule: Rule, ctx: FileContext) -> list[Match]:
+    out: list[Match] = []
+    rx = re.compile(rule.spec["regex"])
+    q = query("(string_literal) @s (raw_string_literal) @s")
+    for unit in ctx.units:
+        for node in ts.QueryCursor(q).captures(unit.root).get("s", []):
+            text = node_text(node)
+            if node.type == "string_literal":
+                if not (text.startswith('"') or text[1:2] == '"' or text[2:3] == '"'):
+                    continue
+                q0 = text.index('"')
+                content, off = text[q0 + 1 : -1], q0 + 1
+            else:
+                content, off = text, 0
+            for mo in rx.finditer(content):
+                s, _ = unit.abs(node)
+                base = s + len(text[:off].encode())
+                caps = {}
+                for gname, gval in mo.groupdict().items():
+                    if gval is None:
+                        continue
+                    gs = base + len(content[: mo.start(gname)].encode())
+                    caps[gname] = (gs, gs + len(gval.encode()), gval)
+                ms = base + len(content[: mo.start()].encode())
+                m = Match(rule=rule, unit=unit, node=node, name=mo.group(0), written=text, captures=caps,
+                          range=(ms, ms + len(mo.group(0).encode())))
+                m.vars["groups"] = {k: v[2] for k, v in caps.items()}
+                m.vars["string"] = content
+                out.append(m)
+    return out
+
+
+def identifier_hits(ctx: FileContext, keywords: Iterable[str]) -> Iterable[tuple[Unit, ts.Node]]:
+    kws = sorted(set(keywords))
+    if not kws:
+        return
+    alts = " ".join('"' + k + '"' for k in kws)
+    pattern = " ".join(f"(({t}) @id (#any-of? @id {alts}))" for t in ("identifier", "field_identifier", "type_identifier"))
+    q = query(pattern)
+    for unit in ctx.units:
+        for node in ts.QueryCursor(q).captures(unit.root).get("id", []):
+            yield unit, node

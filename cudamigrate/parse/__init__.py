@@ -1,0 +1,1 @@
+"""Front ends that turn source bytes into trees the matchers understand."""

@@ -1,0 +1,1 @@
+"""Output formats. Each module exposes `render(run) -> str`."""

@@ -1,0 +1,44 @@
+"""What a report is built from: the findings of a run plus its context."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..findings import Finding
+from ..rules.schema import Rule
+
+
+@dataclass
+class Run:
+    findings: list[Finding]
+    errors: list[str]
+    files_scanned: int
+    rules: list[Rule]
+    target: tuple[int, int]
+    sources: dict[str, bytes] = field(default_factory=dict)  # for reports that show code
+    unused_suppressions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def target_str(self) -> str:
+        return "%d.%d" % self.target
+
+    def by_roi(self) -> list[Finding]:
+        return sorted(self.findings, key=lambda f: (-(f.cost.roi if f.cost else 0), f.path, f.line, f.column, f.rule_id))
+
+    def summary(self) -> dict[str, Any]:
+        fs = self.findings
+        app = Counter(f.applicability for f in fs)
+        return {
+            "files_scanned": self.files_scanned,
+            "findings": len(fs),
+            "errors": len(self.errors),
+            "build_breaking": sum(1 for f in fs if f.cost and f.cost.impact == "build-break"),
+            "by_applicability": {k: app.get(k, 0) for k in ("safe", "unsafe", "manual")},
+            "by_rule": dict(sorted(Counter(f.rule_id for f in fs).items())),
+            "by_family": dict(sorted(Counter(f.family for f in fs).items())),
+            "by_severity": dict(sorted(Counter(f.severity for f in fs).items())),
+            "total_roi": round(sum(f.cost.roi for f in fs if f.cost), 3),
+            "effort_minutes": round(sum(f.cost.effort_minutes for f in fs if f.cost), 1),
+        }

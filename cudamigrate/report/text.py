@@ -1,0 +1,41 @@
+"""Human output, ruff style: `path:line:col: ID [*] message`."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .model import Run
+
+MARK = {"safe": "[*]", "unsafe": "[~]", "manual": "[ ]"}
+
+
+def render(run: Run, show_source: bool = True, sort: str = "roi") -> str:
+    lines = []
+    findings = run.by_roi() if sort == "roi" else sorted(run.findings, key=lambda f: (f.path, f.line, f.column))
+    for f in findings:
+        roi = f.cost.roi if f.cost else 0
+        lines.append(f"{f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message} (roi {roi:g})")
+        if show_source and f.snippet.strip():
+            lines.append(f"    | {f.snippet.rstrip()}")
+    s = run.summary()
+    if run.findings:
+        app = s["by_applicability"]
+        lines.append(
+            f"Found {s['findings']} finding(s) in {len({f.path for f in run.findings})} file(s) "
+            f"({s['build_breaking']} build-breaking for CUDA {run.target_str}). "
+            f"{app['safe']} fixable with `cudamigrate fix`, {app['unsafe']} more with `--unsafe-fixes`, {app['manual']} manual."
+        )
+    else:
+        lines.append(f"No findings in {run.files_scanned} file(s).")
+    return "\n".join(lines) + "\n"
+
+
+def statistics(run: Run) -> str:
+    counts = Counter(f.rule_id for f in run.findings)
+    fixable = Counter(f.rule_id for f in run.findings if f.applicability != "manual")
+    names = {r.id: r.name for r in run.rules}
+    out = []
+    for rid, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        mark = "[*]" if fixable[rid] else "[ ]"
+        out.append(f"{n:6d}  {rid:6s} {mark} {names.get(rid, '')}")
+    return "\n".join(out) + ("\n" if out else "")

@@ -1,0 +1,1 @@
+"""Rule definitions: YAML data, validated at load time."""

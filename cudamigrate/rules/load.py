@@ -1,0 +1,81 @@
+"""Finding and loading rule files (from the repo, the installed package, or a user directory)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..templates import TemplateError, check_template
+from .schema import Rule, RuleError, validate
+
+
+def builtin_rules_dir() -> Path:
+    pkg = Path(__file__).resolve().parent.parent
+    shipped = pkg / "rules_data"
+    if shipped.is_dir():
+        return shipped
+    return pkg.parent / "rules"
+
+
+@dataclass
+class RuleSet:
+    rules: list[Rule] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def by_id(self) -> dict[str, Rule]:
+        return {r.id: r for r in self.rules}
+
+
+def load_rule_file(path: Path) -> Rule:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RuleError(f"{path}: <file>: cannot read ({exc})") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "<yaml>"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RuleError(f"{path}: {where}: invalid YAML ({problem})") from None
+    rule = validate(doc, path)
+    for key, tmpl in _templates(rule):
+        try:
+            check_template(tmpl)
+        except TemplateError as exc:
+            raise RuleError(f"{path}: {key}: {exc}") from None
+    return rule
+
+
+def _templates(rule: Rule):
+    yield "message", rule.message
+    if rule.fix:
+        if "title" in rule.fix:
+            yield "fix.title", str(rule.fix["title"])
+        for i, e in enumerate(rule.fix.get("edits", [])):
+            for k in ("with", "append_arg"):
+                if k in e and isinstance(e[k], str):
+                    yield f"fix.edits[{i}].{k}", e[k]
+
+
+def load_rules(dirs: list[Path] | None = None) -> RuleSet:
+    """Load every `*.yaml` under the given directories; bad files become errors, not crashes."""
+    dirs = dirs or [builtin_rules_dir()]
+    rs = RuleSet()
+    seen: dict[str, Path] = {}
+    for d in dirs:
+        for path in sorted(d.rglob("CM*.yaml")):
+            try:
+                rule = load_rule_file(path)
+            except RuleError as exc:
+                rs.errors.append(str(exc))
+                continue
+            if rule.id in seen:
+                rs.errors.append(f"{path}: id: duplicate rule id {rule.id} (also in {seen[rule.id]})")
+                continue
+            seen[rule.id] = path
+            rs.rules.append(rule)
+    rs.rules.sort(key=lambda r: r.id)
+    return rs

@@ -1,0 +1,101 @@
+"""Reading source files defensively.
+
+Real trees contain binaries named `.h`, Latin-1 comments, BOMs and CRLF files.
+We keep the raw bytes untouched (fixes edit byte ranges of exactly these bytes)
+and derive a parse buffer of the same length, so byte offsets agree everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BOM = b"\xef\xbb\xbf"
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+
+
+class SourceError(Exception):
+    """A file that cannot be scanned; str() is the one-line reason."""
+
+
+@dataclass
+class SourceFile:
+    path: Path
+    data: bytes  # exact bytes on disk
+    has_bom: bool = False
+    newline: bytes = b"\n"
+    warnings: list[str] = field(default_factory=list)
+    _line_starts: list[int] | None = None
+
+    @property
+    def parse_bytes(self) -> bytes:
+        """Bytes handed to the parser: the BOM blanked to spaces so offsets stay equal."""
+        if self.has_bom:
+            return b"   " + self.data[3:]
+        return self.data
+
+    @property
+    def text(self) -> str:
+        return self.data.decode("utf-8", errors="replace")
+
+    def line_starts(self) -> list[int]:
+        if self._line_starts is None:
+            starts = [0]
+            find = self.data.find
+            i = find(b"\n")
+            while i != -1:
+                starts.append(i + 1)
+                i = find(b"\n", i + 1)
+            self._line_starts = starts
+        return self._line_starts
+
+    def position(self, offset: int) -> tuple[int, int]:
+        """1-based line and 1-based column (in characters) of a byte offset."""
+        import bisect
+
+        starts = self.line_starts()
+        idx = bisect.bisect_right(starts, offset) - 1
+        line_start = starts[idx]
+        col = len(self.data[line_start:offset].decode("utf-8", errors="replace")) + 1
+        if idx == 0 and self.has_bom:
+            col = max(1, col - 1)
+        return idx + 1, col
+
+    def line_text(self, line: int) -> str:
+        starts = self.line_starts()
+        if line < 1 or line > len(starts):
+            return ""
+        start = starts[line - 1]
+        end = starts[line] if line < len(starts) else len(self.data)
+        return self.data[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
+
+
+def load_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile:
+    """Read and vet a file; raise SourceError with a short reason when it is unusable."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    if st.st_size > max_bytes:
+        raise SourceError(
+            f"file too large ({st.st_size} bytes > limit {max_bytes}); raise `max-file-size` to scan it"
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"cannot read: {exc.strerror or exc}") from None
+    return check_bytes(path, data)
+
+
+def check_bytes(path: Path, data: bytes) -> SourceFile:
+    if b"\x00" in data[:65536] or b"\x00" in data[-65536:]:
+        raise SourceError("binary file (contains NUL bytes)")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SourceError(f"invalid UTF-8 at byte {exc.start} (line {line})") from None
+    has_bom = data.startswith(BOM)
+    newline = b"\r\n" if b"\r\n" in data[:65536] else b"\n"
+    return SourceFile(path=path, data=data, has_bom=has_bom, newline=newline)

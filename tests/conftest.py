@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+RULES = ROOT / "rules"
+
+
+def pytest_collection_modifyitems(config, items):
+    if shutil.which("nvcc") is None:
+        skip = pytest.mark.skip(reason="nvcc not on PATH: nvcc compile tests skipped")
+        for item in items:
+            if "nvcc" in item.keywords:
+                item.add_marker(skip)
+
+
+def gpu_available() -> bool:
+    if os.environ.get("CUDAMIGRATE_NO_GPU"):
+        return False
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return False
+    try:
+        p = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return p.returncode == 0 and "GPU" in p.stdout
