@@ -8,6 +8,7 @@ cuBLAS and NVRTC are not part of the toolkit install here; the pip wheels
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,13 @@ def nvcc_path() -> str | None:
 
 
 def wheel_root() -> Path | None:
-    """The nvidia/cu13 tree of the pip wheels, if installed in this interpreter's environment."""
+    """The nvidia/cu13 tree of the pip wheels, if installed in this interpreter's environment.
+
+    `CUDAMIGRATE_NVIDIA_ROOT` points at such a tree explicitly (the GPU stage sets it when the wheels live
+    in another interpreter's site-packages)."""
+    env = os.environ.get("CUDAMIGRATE_NVIDIA_ROOT")
+    if env and (Path(env) / "include").is_dir():
+        return Path(env)
     candidates = [Path(sysconfig.get_paths()["purelib"]), Path(sysconfig.get_paths()["platlib"])]
     candidates += [Path(p) for p in sys.path if p.endswith("site-packages")]
     for base in candidates:
@@ -31,6 +38,59 @@ def wheel_root() -> Path | None:
         if (root / "include").is_dir():
             return root
     return None
+
+
+def cuda_home() -> Path | None:
+    """The toolkit that `nvcc` belongs to (…/bin/nvcc -> …)."""
+    nv = nvcc_path()
+    if nv:
+        home = Path(nv).resolve().parent.parent
+        if (home / "include" / "cuda_runtime.h").is_file():
+            return home
+        try:  # a wrapper script (`exec /usr/local/cuda-13.0/bin/nvcc "$@"`)
+            m = re.search(r"(/\S+)/bin/nvcc", Path(nv).read_text(errors="replace")[:4096])
+        except OSError:
+            m = None
+        if m and Path(m.group(1), "include", "cuda_runtime.h").is_file():
+            return Path(m.group(1))
+    for d in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if d and Path(d, "include", "cuda_runtime.h").is_file():
+            return Path(d)
+    return None
+
+
+# library -> (a header that proves its development files are present, the versioned library file)
+LIB_FILES = {
+    "cublas": ("cublas_v2.h", "libcublas.so.13"),
+    "nvrtc": ("nvrtc.h", "libnvrtc.so.13"),
+    "cufft": ("cufft.h", "libcufft.so.12"),
+}
+INCLUDE_LIBS = [
+    (re.compile(r'^\s*#\s*include\s*[<"](cublas(_v2|_api|Lt|Xt)?|nvblas)\.h[>"]', re.M), "cublas"),
+    (re.compile(r'^\s*#\s*include\s*[<"]nvrtc\.h[>"]', re.M), "nvrtc"),
+    (re.compile(r'^\s*#\s*include\s*[<"]cufft(Xt|w)?\.h[>"]', re.M), "cufft"),
+    (re.compile(r'^\s*#\s*include\s*[<"]cuda\.h[>"]', re.M), "cuda"),
+]
+
+
+def libs_from_includes(text: str) -> list[str]:
+    """Libraries a program needs at link time, judged by its #includes."""
+    return [lib for rx, lib in INCLUDE_LIBS if rx.search(text)]
+
+
+def lib_available(lib: str) -> bool:
+    """Whether headers and library of `lib` can be found (pip wheels or the toolkit)."""
+    if lib == "cuda":
+        home = cuda_home()
+        return bool(home and ((home / "lib64" / "stubs" / "libcuda.so").is_file() or any(
+            Path(d, "libcuda.so").exists() for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"))))
+    if lib not in LIB_FILES:
+        return True
+    header, so = LIB_FILES[lib]
+    roots = [r for r in (wheel_root(), cuda_home()) if r is not None]
+    has_h = any((r / "include" / header).is_file() for r in roots)
+    has_so = any((r / d / so).exists() for r in roots for d in ("lib", "lib64"))
+    return has_h and has_so
 
 
 @dataclass
@@ -56,6 +116,9 @@ def nvcc_command(src: Path, out: Path, *, link: bool, libs: list[str] | None = N
     if link:
         if root is not None:
             cmd += ["-L", str(root / "lib"), f"-Xlinker=-rpath={root / 'lib'}"]
+        home = cuda_home()
+        if "cuda" in (libs or []) and home is not None and (home / "lib64" / "stubs").is_dir():
+            cmd += ["-L", str(home / "lib64" / "stubs")]  # link against the stub; the driver's libcuda.so.1 runs
         cmd += [LIBS.get(lib, f"-l{lib}") for lib in libs or []]
     return cmd
 

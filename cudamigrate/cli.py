@@ -287,7 +287,89 @@ def explain(rule_id: str) -> None:
     if rule is None:
         _err(f"unknown rule {rule_id!r}; `cudamigrate rules` lists them")
         sys.exit(EXIT_ERROR)
-    click.echo(explain_text(rule))
+    from .calibration import all_measurements, current_gpu
+
+    try:
+        cfg = find_config(Path("."))
+    except ConfigError:
+        cfg = None
+    base = cfg.path.parent if cfg is not None and cfg.path else Path(".")
+    measured = all_measurements(rule, cfg.get("calibration") if cfg is not None else None, base)
+    click.echo(explain_text(rule, measured, current_gpu() if measured else None))
+
+
+@main.command()
+@click.option("--gpu", is_flag=True, help="GPU stage: build the original and fixed programs with nvcc, run both, compare outputs.")
+@click.option("--fixtures", "fixtures_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Fixture root (default: the repository's fixtures/).")
+@click.option("--jobs", "-j", type=int, default=0, help="Parallel nvcc builds (default: CPUs).")
+@click.option("--run-jobs", type=int, default=1, show_default=True, help="Programs run at once (1 keeps GPU timings fair).")
+@click.option("--timeout", type=float, default=120, show_default=True, help="Seconds per program run.")
+@click.option("--arch", default="auto", show_default=True, help="GPU architecture: auto (nvidia-smi compute_cap) or sm_XY.")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write selftest.json and selftest.txt (and the builds) here.")
+@click.option("--build-only", is_flag=True, help="With --gpu: build everything, run nothing (works without a GPU).")
+def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, timeout: float, arch: str,
+             out_dir: Path | None, build_only: bool) -> None:
+    """Check every fixture case; with --gpu, run the original and fixed programs on the GPU."""
+    from . import selftest as st
+
+    fixtures_dir = fixtures_dir or st.default_fixtures_dir()
+    if not gpu:
+        fails, n = st.static_selftest(fixtures_dir)
+        for f in fails:
+            click.echo(f"FAIL {f}")
+        click.echo(f"{n} fixture case(s): {'all good' if not fails else f'{len(fails)} failure(s)'}")
+        sys.exit(EXIT_FINDINGS if fails else EXIT_CLEAN)
+    info = None
+    if not build_only:
+        info = st.detect_gpu()
+        if info is None:
+            click.echo(st.NO_GPU_LINE)
+            sys.exit(EXIT_CLEAN)
+    import tempfile
+
+    work = (out_dir / "build") if out_dir else Path(tempfile.mkdtemp(prefix="cudamigrate-gpu-"))
+    report = st.run_gpu_stage(fixtures_dir, work=work, jobs=jobs, timeout=timeout, arch=arch, gpu=info,
+                              build_only=build_only, run_jobs=run_jobs, log=lambda m: click.echo(m, err=True))
+    click.echo(st.table(report), nl=False)
+    if out_dir is not None:
+        j, _ = st.write_outputs(report, out_dir)
+        click.echo(f"results: {j}", err=True)
+    sys.exit(EXIT_CLEAN if report.ok else EXIT_FINDINGS)
+
+
+@main.command()
+@click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Calibration file to write (default: print it).")
+@click.option("--bench-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Benchmark sources (default: the repository's bench/gpu/).")
+@click.option("--merge", is_flag=True, help="Keep other GPUs' entries already in --out.")
+@click.option("--arch", default="auto", show_default=True)
+@click.option("--timeout", type=float, default=240, show_default=True, help="Seconds per benchmark.")
+def calibrate(out_file: Path | None, bench_dir: Path | None, merge: bool, arch: str, timeout: float) -> None:
+    """Measure the performance rules' costs on this GPU and write a calibration file."""
+    import json
+
+    from . import calibrate as cal
+    from .selftest import NO_GPU_LINE, detect_gpu
+
+    info = detect_gpu()
+    if info is None:
+        click.echo(NO_GPU_LINE)
+        sys.exit(EXIT_CLEAN)
+    doc, problems = cal.calibrate(info, bench_dir or cal.default_bench_dir(), arch=arch, timeout=timeout,
+                                  log=lambda m: click.echo(m, err=True))
+    for p in problems:
+        _err(p)
+    if out_file is not None:
+        doc = cal.merge_into(out_file, doc) if merge else doc
+        out_file.parent.mkdir(parents=True, exist_ok=True)
+        out_file.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        click.echo(f"wrote {out_file}", err=True)
+    else:
+        click.echo(json.dumps(doc, indent=2))
+    sys.exit(EXIT_FINDINGS if problems else EXIT_CLEAN)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import cost as costmod
+from .calibration import lookup as lookup_calibration
 from .findings import Finding, Fix, sort_key
 from .match import builtins
 from .match.conditions import ConditionError, evaluate
@@ -241,9 +242,11 @@ class Engine:
             eline, ecol = ctx.source.position(end)
             app = "manual" if fix is None else fix.applicability
             measured = None
-            calib = (self.opts.calibration or {}).get(r.id)
+            calib = lookup_calibration(self.opts.calibration, r)
             if calib:
                 measured = calib.get("summary")
+                if measured:
+                    message = f"{message} ({measured})"
             c = costmod.score(
                 declared_impact=r.cost.get("impact"), deprecated_in=r.deprecated_in, removed_in=r.removed_in,
                 target=self.opts.target, applicability=app, multipliers=mults,

@@ -7,7 +7,8 @@ import textwrap
 from .rules.schema import Rule
 
 
-def explain_text(rule: Rule) -> str:
+def explain_text(rule: Rule, measured: list[dict] | None = None, gpu: str | None = None) -> str:
+    """`measured`: calibration records of this rule (one per GPU); `gpu`: the user's GPU, to mark its record."""
     out = [f"{rule.id} {rule.name} ({rule.family}, {rule.severity})", "", rule.summary, ""]
     versions = []
     if rule.deprecated_in:
@@ -21,6 +22,16 @@ def explain_text(rule: Rule) -> str:
         if val:
             out.append(title + ":")
             out += [textwrap.indent(str(val).rstrip(), "  "), ""]
+    if measured:
+        from .calibration import normalize_gpu
+
+        out.append("Measured cost:")
+        for rec in measured:
+            mine = gpu is not None and normalize_gpu(str(rec.get("gpu", ""))) == normalize_gpu(gpu)
+            out.append(f"  - {rec.get('summary')}" + (" (your GPU)" if mine else ""))
+        out.append("")
+    elif rule.cost.get("impact") == "performance":
+        out += ["Measured cost: no calibration for this GPU; the declared estimate applies.", ""]
     out.append(f"Automatic fix: {rule.fix_applicability}")
     if rule.status == "opt-in":
         out.append("Opt-in: enable with --extend-select " + rule.id)

@@ -1,0 +1,505 @@
+"""`cudamigrate selftest`: the fixture cases checked end to end.
+
+Without `--gpu` (static): every case's `// expect:` annotations are found, `fix(before) == after`, the fix is
+idempotent, and `ok.*` produces nothing.
+
+With `--gpu` (the GPU stage): for every case whose fixture.yaml says `gpu: {run: true}`,
+  1. `fix(before)` is computed with the engine and checked against `after.*`;
+  2. the original `before.*` (unless it no longer builds: `compile.before: fail|none`, or
+     `gpu.compare: expected`) and the fixed program are built with nvcc for the GPU's architecture, in
+     parallel, linking what the case needs (`compile.libs`, plus libraries implied by its #includes);
+  3. both run on the GPU (one at a time unless `--run-jobs`), each with a timeout;
+  4. their standard outputs are compared: line by line exactly, or, when the case sets `gpu.tolerance`,
+     numbers within that relative tolerance (absolute below 1). A case whose original no longer builds is
+     compared against `expected.txt` beside it. Lines matching a `gpu.ignore` regex are dropped first.
+
+fixture.yaml keys used here:
+  compile: {before: compile|fail|none, flags: [...], libs: [cublas, nvrtc, cufft, cuda]}
+  gpu: {run: true, compare: before|expected, tolerance: 1e-5, timeout: 60, ignore: [regex, ...], args: [...]}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import build
+from .fixtures import Case, expected_findings, load_cases
+
+NO_GPU_LINE = "no GPU found: GPU stage skipped"
+LIB_NAMES = {"cublas": "cuBLAS", "nvrtc": "NVRTC", "cufft": "cuFFT", "cuda": "the driver library (libcuda.so)"}
+
+
+# --------------------------------------------------------------------------- GPU detection
+@dataclass
+class GpuInfo:
+    name: str
+    driver: str
+    compute_cap: str  # "9.0"
+    count: int = 1
+
+    @property
+    def arch(self) -> str:
+        return "sm_" + self.compute_cap.replace(".", "")
+
+
+def _smi(*args: str, timeout: float = 20) -> str | None:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        p = subprocess.run([smi, *args], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return p.stdout if p.returncode == 0 else None
+
+
+def detect_gpu() -> GpuInfo | None:
+    """The first GPU nvidia-smi reports (CUDAMIGRATE_NO_GPU=1 hides it), or None."""
+    if os.environ.get("CUDAMIGRATE_NO_GPU"):
+        return None
+    out = _smi("--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader")
+    if not out or not out.strip():
+        return None
+    rows = [[x.strip() for x in line.split(",")] for line in out.strip().splitlines() if line.strip()]
+    rows = [r for r in rows if len(r) >= 3]
+    if not rows:
+        return None
+    name, driver, cap = rows[0][:3]
+    if not re.fullmatch(r"\d+\.\d+", cap):
+        cap = "9.0"
+    return GpuInfo(name, driver, cap, len(rows))
+
+
+def resolve_arch(arch: str, gpu: GpuInfo | None) -> str:
+    """`auto` -> the GPU's sm_XY (sm_90 without a GPU); nvcc 13.0 needs sm_75 or newer."""
+    if arch and arch != "auto":
+        return arch if arch.startswith(("sm_", "compute_")) else f"sm_{arch.replace('.', '')}"
+    return gpu.arch if gpu is not None else "sm_90"
+
+
+def nvcc_version() -> str | None:
+    nv = build.nvcc_path()
+    if not nv:
+        return None
+    try:
+        out = subprocess.run([nv, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"release (\d+\.\d+), V([\d.]+)", out)
+    return m.group(2) if m else None
+
+
+# --------------------------------------------------------------------------- comparing outputs
+NUMBER = re.compile(r"([-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?)(?![A-Za-z_]))", re.I)
+
+
+def _close(a: str, b: str, tol: float) -> bool:
+    try:
+        x, y = float(a), float(b)
+    except ValueError:
+        return a == b
+    if x != x or y != y:  # NaN
+        return x != x and y != y
+    if x == y:
+        return True
+    return abs(x - y) <= tol * max(1.0, abs(x), abs(y))
+
+
+def lines_match(a: str, b: str, tolerance: float | None) -> bool:
+    a, b = a.rstrip(), b.rstrip()
+    if tolerance is None:
+        return a == b
+    pa, pb = NUMBER.split(a), NUMBER.split(b)
+    if len(pa) != len(pb):
+        return False
+    for i, (x, y) in enumerate(zip(pa, pb)):
+        if i % 2 == 0:
+            if x != y:
+                return False
+        elif not _close(x, y, tolerance):
+            return False
+    return True
+
+
+@dataclass
+class Comparison:
+    identical: bool
+    detail: str = ""
+
+
+def compare_outputs(got: str, want: str, tolerance: float | None = None, ignore: list[str] | None = None) -> Comparison:
+    """Compare program outputs line by line (numbers within `tolerance` when given)."""
+    rx = [re.compile(p) for p in ignore or []]
+
+    def keep(text: str) -> list[str]:
+        return [ln for ln in text.splitlines() if not any(r.search(ln) for r in rx)]
+
+    g, w = keep(got), keep(want)
+    for i, (x, y) in enumerate(zip(g, w), start=1):
+        if not lines_match(x, y, tolerance):
+            tol = f" (tolerance {tolerance:g})" if tolerance is not None else ""
+            return Comparison(False, f"line {i} differs{tol}: expected {y!r}, got {x!r}")
+    if len(g) != len(w):
+        return Comparison(False, f"{len(w)} line(s) expected, got {len(g)}" +
+                          (f"; first extra: {(g if len(g) > len(w) else w)[min(len(g), len(w))]!r}"))
+    return Comparison(True)
+
+
+# --------------------------------------------------------------------------- one case
+@dataclass
+class RunOutput:
+    rc: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+
+@dataclass
+class CaseResult:
+    name: str
+    compare: str = "before"  # before | expected
+    libs: list[str] = field(default_factory=list)
+    fix_matches_after: bool | None = None
+    built: dict[str, bool] = field(default_factory=dict)  # before/after -> ok
+    ran: dict[str, bool] = field(default_factory=dict)
+    identical: bool | None = None
+    seconds: dict[str, float] = field(default_factory=dict)  # run wall time
+    status: str = "pending"  # pass | fail | skip | built
+    reasons: list[str] = field(default_factory=list)
+    logs: dict[str, str] = field(default_factory=dict)
+
+    def fail(self, why: str) -> None:
+        self.status = "fail"
+        self.reasons.append(why)
+
+
+def gpu_cases(cases: list[Case]) -> list[Case]:
+    return [c for c in cases if c.gpu.get("run") and c.before is not None]
+
+
+def case_libs(case: Case) -> list[str]:
+    libs = list(case.compile.get("libs", []) or [])
+    for p in (case.before, case.after):
+        if p is not None:
+            for lib in build.libs_from_includes(p.read_text(encoding="utf-8", errors="replace")):
+                if lib not in libs:
+                    libs.append(lib)
+    return libs
+
+
+def compare_mode(case: Case) -> str:
+    mode = str(case.gpu.get("compare", "") or "")
+    if case.compile.get("before", "compile") in ("fail", "none"):
+        return "expected"
+    return mode or "before"
+
+
+def fixed_source(case: Case) -> tuple[bytes, bool | None, list[str]]:
+    """fix(before) computed by the engine, whether it equals after.*, and engine errors."""
+    from .engine import Engine, Options
+    from .fix.apply import fix_bytes
+    from .rules.load import builtin_rules_dir, load_rules
+    from .rules.schema import parse_version
+
+    rs = _rules(builtin_rules_dir, load_rules)
+    opts = Options(target=parse_version(case.target), select=case.rules, extend_select=case.rules or [],
+                   options=case.options)
+    eng = Engine(rs, opts)
+    assert case.before is not None
+    res = fix_bytes(eng, case.before, case.before.read_bytes(), str(case.before), unsafe=case.unsafe)
+    matches = None if case.after is None else (res.fixed == case.after.read_bytes())
+    return res.fixed, matches, list(res.errors)
+
+
+_RULES_CACHE: dict[str, Any] = {}
+
+
+def _rules(builtin_rules_dir: Callable, load_rules: Callable) -> list:
+    if "rules" not in _RULES_CACHE:
+        _RULES_CACHE["rules"] = load_rules([builtin_rules_dir()]).rules
+    return _RULES_CACHE["rules"]
+
+
+@dataclass
+class Job:
+    case: Case
+    which: str  # before | after
+    src: Path
+    exe: Path
+    libs: list[str]
+    flags: list[str]
+    arch: str
+    result: build.BuildResult | None = None
+
+    def command(self) -> list[str]:
+        return build.nvcc_command(self.src, self.exe, link=True, libs=self.libs, flags=self.flags, arch=self.arch,
+                                  include_dirs=[self.case.dir])
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+def plan(cases: list[Case], work: Path, arch: str) -> tuple[list[CaseResult], list[Job]]:
+    """Results (with fix checks done) and the nvcc jobs for every GPU case."""
+    results, jobs = [], []
+    for case in gpu_cases(cases):
+        r = CaseResult(case.name, compare=compare_mode(case), libs=case_libs(case))
+        results.append(r)
+        missing = [lib for lib in r.libs if not build.lib_available(lib)]
+        d = work / _slug(case.name)
+        d.mkdir(parents=True, exist_ok=True)
+        try:
+            fixed, same, errors = fixed_source(case)
+        except Exception as exc:  # an engine failure is a failed case, not a crashed stage
+            r.fail(f"fix failed: {exc!r}")
+            continue
+        r.fix_matches_after = same
+        if errors:
+            r.fail("fix reported errors: " + "; ".join(errors))
+        if same is False:
+            r.fail("fix(before) differs from after" + (case.after.suffix if case.after else ""))
+        if missing:
+            r.status = "skip" if r.status != "fail" else r.status
+            r.reasons.append("needs " + ", ".join(LIB_NAMES.get(x, x) for x in missing) + ", not found")
+            continue
+        assert case.before is not None
+        fixed_src = d / f"fixed{case.before.suffix}"
+        fixed_src.write_bytes(fixed)
+        flags = [str(x) for x in case.compile.get("flags", []) or []]
+        if r.compare == "before":
+            jobs.append(Job(case, "before", case.before, d / "before", r.libs, flags, arch))
+        elif not (case.dir / "expected.txt").is_file():
+            r.fail("compare: expected, but expected.txt is missing")
+        jobs.append(Job(case, "after", fixed_src, d / "after", r.libs, flags, arch))
+    return results, jobs
+
+
+def build_all(jobs: list[Job], workers: int, timeout: float = 600) -> None:
+    def one(job: Job) -> None:
+        t0 = time.monotonic()
+        cmd = job.command()
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            job.result = build.BuildResult(p.returncode == 0, cmd, p.stdout + p.stderr, time.monotonic() - t0)
+        except subprocess.TimeoutExpired:
+            job.result = build.BuildResult(False, cmd, f"nvcc timed out after {timeout}s", time.monotonic() - t0)
+        except OSError as exc:
+            job.result = build.BuildResult(False, cmd, f"cannot run nvcc: {exc}", time.monotonic() - t0)
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        list(pool.map(one, jobs))
+
+
+def run_program(exe: Path, timeout: float, args: list[str] | None = None, cwd: Path | None = None) -> RunOutput:
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([str(exe), *(args or [])], capture_output=True, text=True, timeout=timeout,
+                           env=build.run_env(), cwd=str(cwd or exe.parent), errors="replace")
+        return RunOutput(p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        return RunOutput(None, out, f"timed out after {timeout}s", time.monotonic() - t0, timed_out=True)
+    except OSError as exc:
+        return RunOutput(None, "", f"cannot run: {exc}", time.monotonic() - t0)
+
+
+def judge(r: CaseResult, case: Case, outputs: dict[str, RunOutput]) -> None:
+    """Fill in ran/identical/status from the program outputs."""
+    for which, o in outputs.items():
+        r.seconds[which] = round(o.seconds, 4)
+        r.ran[which] = o.rc == 0
+        r.logs[f"{which}.stdout"] = o.stdout[-4000:]
+        if o.stderr:
+            r.logs[f"{which}.stderr"] = o.stderr[-4000:]
+        if o.timed_out:
+            r.fail(f"{which}: {o.stderr}")
+        elif o.rc != 0:
+            r.fail(f"{which}: exit status {o.rc}")
+    if "after" not in outputs or not r.ran.get("after"):
+        r.identical = False if "after" in outputs else None
+        return
+    if r.compare == "expected":
+        exp = case.dir / "expected.txt"
+        if not exp.is_file():
+            r.identical = False
+            return
+        want = exp.read_text(encoding="utf-8")
+    else:
+        if not r.ran.get("before"):
+            r.identical = False
+            return
+        want = outputs["before"].stdout
+    tol = case.gpu.get("tolerance")
+    cmp = compare_outputs(outputs["after"].stdout, want, None if tol is None else float(tol),
+                          [str(x) for x in case.gpu.get("ignore", []) or []])
+    r.identical = cmp.identical
+    if not cmp.identical:
+        r.fail(f"output differs from {'expected.txt' if r.compare == 'expected' else 'the original'}: {cmp.detail}")
+
+
+@dataclass
+class Report:
+    gpu: dict[str, Any] | None
+    arch: str
+    nvcc: str | None
+    date: str
+    results: list[CaseResult]
+    build_only: bool = False
+
+    @property
+    def counts(self) -> Counter:
+        return Counter(r.status for r in self.results)
+
+    @property
+    def ok(self) -> bool:
+        return not any(r.status == "fail" for r in self.results)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"gpu": self.gpu, "arch": self.arch, "nvcc": self.nvcc, "date": self.date, "build_only": self.build_only,
+                "summary": dict(self.counts), "cases": [asdict(r) for r in self.results]}
+
+
+def _yn(v: bool | None) -> str:
+    return "-" if v is None else ("yes" if v else "NO")
+
+
+def _ms(s: float | None) -> str:
+    return "-" if s is None else f"{s * 1000:.0f}"
+
+
+def table(report: Report) -> str:
+    head = ["fixture", "fix==after", "built", "ran", "identical", "before ms", "after ms", "status"]
+    rows = []
+    for r in report.results:
+        want = ["before", "after"] if r.compare == "before" else ["after"]
+        built = "-" if not r.built else f"{sum(r.built.get(w, False) for w in want)}/{len(want)}"
+        ran = "-" if not r.ran else f"{sum(r.ran.get(w, False) for w in want)}/{len(want)}"
+        ident = _yn(r.identical) + (" (expected.txt)" if r.compare == "expected" and r.identical is not None else "")
+        before_ms = _ms(r.seconds.get("before")) if r.compare == "before" else "n/a"
+        rows.append([r.name, _yn(r.fix_matches_after), built, ran, ident, before_ms, _ms(r.seconds.get("after")),
+                     r.status])
+    widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
+    fmt = "  ".join(f"{{:{'<' if i == 0 else '>'}{w}}}" for i, w in enumerate(widths))
+    out = [fmt.format(*head), fmt.format(*("-" * w for w in widths))]
+    out += [fmt.format(*row) for row in rows]
+    for r in report.results:
+        for why in r.reasons:
+            out.append(f"  {r.name}: {why}")
+    c = report.counts
+    gpu = report.gpu["name"] if report.gpu else "no GPU (build only)"
+    out.append(f"{len(report.results)} case(s) on {gpu} ({report.arch}): " +
+               ", ".join(f"{c[k]} {k}" for k in ("pass", "built", "skip", "fail") if c[k]))
+    return "\n".join(out) + "\n"
+
+
+def run_gpu_stage(fixtures: Path, *, work: Path, jobs: int = 0, timeout: float = 120, arch: str = "auto",
+                  gpu: GpuInfo | None = None, build_only: bool = False, run_jobs: int = 1,
+                  log: Callable[[str], None] | None = None) -> Report:
+    """Plan, build, run and compare every gpu.run case. `gpu` None with build_only=False means: detect."""
+    log = log or (lambda s: None)
+    if gpu is None and not build_only:
+        gpu = detect_gpu()
+    a = resolve_arch(arch, gpu)
+    cases = load_cases(fixtures)
+    work.mkdir(parents=True, exist_ok=True)
+    results, bjobs = plan(cases, work, a)
+    by_name = {c.name: c for c in cases}
+    log(f"building {len(bjobs)} program(s) for {a} ...")
+    build_all(bjobs, jobs or max(2, os.cpu_count() or 2))
+    res_by = {r.name: r for r in results}
+    exes: dict[str, dict[str, Path]] = {}
+    for j in bjobs:
+        r = res_by[j.case.name]
+        assert j.result is not None
+        r.built[j.which] = j.result.ok
+        if not j.result.ok:
+            r.fail(f"{j.which} does not build:\n    " + " ".join(j.result.cmd) + "\n    " +
+                   "\n    ".join(j.result.output.strip().splitlines()[-15:]))
+        else:
+            exes.setdefault(j.case.name, {})[j.which] = j.exe
+    if not build_only:
+        def run_case(name: str) -> None:
+            case, r = by_name[name], res_by[name]
+            want = ["before", "after"] if r.compare == "before" else ["after"]
+            if any(w not in exes.get(name, {}) for w in want):
+                return
+            t = float(case.gpu.get("timeout", timeout))
+            args = [str(x) for x in case.gpu.get("args", []) or []]
+            outputs = {w: run_program(exes[name][w], t, args) for w in want}
+            judge(r, case, outputs)
+
+        names = [r.name for r in results if r.status != "skip"]
+        log(f"running {len(names)} case(s) ...")
+        if run_jobs > 1:
+            with ThreadPoolExecutor(run_jobs) as pool:
+                list(pool.map(run_case, names))
+        else:
+            for n in names:
+                run_case(n)
+    for r in results:
+        if r.status == "pending":
+            r.status = "built" if build_only else "pass"
+    return Report(gpu=asdict(gpu) if gpu else None, arch=a, nvcc=nvcc_version(),
+                  date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), results=results, build_only=build_only)
+
+
+def write_outputs(report: Report, out: Path) -> tuple[Path, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    j = out / "selftest.json"
+    t = out / "selftest.txt"
+    j.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    t.write_text(table(report), encoding="utf-8")
+    return j, t
+
+
+# --------------------------------------------------------------------------- static selftest
+def static_selftest(fixtures: Path) -> tuple[list[str], int]:
+    """Failures (one line each) of the engine-only checks, and the number of cases."""
+    from .engine import Engine, Options
+    from .fix.apply import fix_bytes
+    from .rules.load import builtin_rules_dir, load_rules
+    from .rules.schema import parse_version
+
+    rules = _rules(builtin_rules_dir, load_rules)
+    cases = load_cases(fixtures)
+    fails: list[str] = []
+    for case in cases:
+        eng = Engine(rules, Options(target=parse_version(case.target), select=case.rules,
+                                    extend_select=case.rules or [], options=case.options))
+        if case.before:
+            data = case.before.read_bytes()
+            res = eng.scan_bytes(case.before, data)
+            got = Counter((f.line, f.rule_id) for f in res.findings)
+            want = expected_findings(data.decode("utf-8", "replace"))
+            if got != want:
+                fails.append(f"{case.name}: findings: unexpected {dict(got - want)}, missing {dict(want - got)}")
+            if case.after:
+                fixed = fix_bytes(eng, case.before, data, str(case.before), unsafe=case.unsafe).fixed
+                if fixed != case.after.read_bytes():
+                    fails.append(f"{case.name}: fix(before) differs from {case.after.name}")
+        if case.after:
+            data = case.after.read_bytes()
+            if fix_bytes(eng, case.after, data, str(case.after), unsafe=case.unsafe).fixed != data:
+                fails.append(f"{case.name}: fixing {case.after.name} again changes it")
+        if case.ok:
+            res = eng.scan_bytes(case.ok, case.ok.read_bytes())
+            if res.findings:
+                fails.append(f"{case.name}: {case.ok.name} is flagged: " +
+                             ", ".join(f"{f.rule_id}@{f.line}" for f in res.findings))
+    return fails, len(cases)
+
+
+def default_fixtures_dir() -> Path:
+    return Path(__file__).resolve().parent.parent / "fixtures"
