@@ -1,0 +1,166 @@
+"""Calibration: choosing the entry for the user's GPU, falling back to declared estimates, and showing the
+measured figure in findings, JSON and `cudamigrate explain`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from cudamigrate import calibrate as cal
+from cudamigrate.calibration import all_measurements, load_calibration, lookup, normalize_gpu, select_entry
+from cudamigrate.cli import main
+from cudamigrate.selftest import GpuInfo
+
+from .helpers import engine_for
+
+
+def _doc():
+    def rec(fig):
+        return {"figure": fig, "bad_us": 38.0, "good_us": 4.0, "ratio": 9.5}
+
+    return {"version": 1, "gpus": [
+        {"gpu": "NVIDIA A100-SXM4-80GB", "date": "2026-01-01T00:00:00Z", "rules": {"CM101": rec("1 µs per call vs 1 µs")}},
+        {"gpu": "NVIDIA H200", "date": "2026-01-01T00:00:00Z", "rules": {"CM101": rec("old")}},
+        {"gpu": "NVIDIA H200", "date": "2026-12-03T07:00:00Z", "rules": {
+            "CM101": {**rec("38 µs per call vs 4 µs"), "summary": "measured on NVIDIA H200: 38 µs per call vs 4 µs (9.5x)"},
+            "cublas-handle-per-call": rec("250 µs per call vs 9 µs")}},
+    ]}
+
+
+@pytest.fixture
+def calfile(tmp_path):
+    p = tmp_path / "cal.json"
+    p.write_text(json.dumps(_doc()))
+    return p
+
+
+def test_normalize():
+    assert normalize_gpu("NVIDIA  H200") == normalize_gpu("h200") == "h200"
+
+
+def test_selects_newest_entry_of_matching_gpu(calfile):
+    c = load_calibration(calfile.name, calfile.parent, gpu="NVIDIA H200")
+    assert c["CM101"]["summary"] == "measured on NVIDIA H200: 38 µs per call vs 4 µs (9.5x)"
+    assert c["cublas-handle-per-call"]["summary"] == "measured on NVIDIA H200: 250 µs per call vs 9 µs"
+    assert c["CM101"]["gpu"] == "NVIDIA H200"
+    assert load_calibration(calfile.name, calfile.parent, gpu="h200")["CM101"]["figure"].startswith("38")
+
+
+def test_no_matching_gpu_falls_back(calfile, monkeypatch):
+    assert load_calibration(calfile.name, calfile.parent, gpu="NVIDIA GeForce RTX 4090") is None
+    monkeypatch.delenv("CUDAMIGRATE_GPU_NAME", raising=False)
+    monkeypatch.setenv("CUDAMIGRATE_NO_GPU", "1")
+    from cudamigrate import calibration
+
+    calibration._smi_name.cache_clear()
+    assert load_calibration(calfile.name, calfile.parent) is None  # no GPU: declared estimates
+    calibration._smi_name.cache_clear()
+
+
+def test_gpu_from_environment(calfile, monkeypatch):
+    monkeypatch.setenv("CUDAMIGRATE_GPU_NAME", "NVIDIA A100-SXM4-80GB")
+    c = load_calibration(calfile.name, calfile.parent)
+    assert c["CM101"]["figure"] == "1 µs per call vs 1 µs"
+
+
+def test_missing_or_broken_file(tmp_path):
+    assert load_calibration("nope.json", tmp_path, gpu="NVIDIA H200") is None
+    (tmp_path / "bad.json").write_text("{not json")
+    assert load_calibration("bad.json", tmp_path, gpu="NVIDIA H200") is None
+    (tmp_path / "empty.json").write_text('{"gpus": []}')
+    assert load_calibration("empty.json", tmp_path, gpu="NVIDIA H200") is None
+    assert select_entry(None, "x") is None
+
+
+def test_lookup_by_id_then_calibration_key(calfile):
+    c = load_calibration(calfile.name, calfile.parent, gpu="NVIDIA H200")
+    assert lookup(c, SimpleNamespace(id="CM101", cost={}))["figure"].startswith("38")
+    r = SimpleNamespace(id="CM210", cost={"calibration": "cublas-handle-per-call"})
+    assert lookup(c, r)["figure"].startswith("250")
+    assert lookup(c, SimpleNamespace(id="CM999", cost={})) is None
+    assert lookup(None, r) is None
+    assert [m["gpu"] for m in all_measurements(r, calfile.name, calfile.parent)] == ["NVIDIA H200"]
+
+
+BEFORE = b"""#include <cuda_runtime.h>
+int main() {
+  float *d; cudaStream_t s; cudaStreamCreate(&s);
+  cudaMemsetAsync(d, 0, 16);
+  return 0;
+}
+"""
+
+
+def _scan(calibration):
+    eng = engine_for(select=["CM101"], calibration=calibration)
+    res = eng.scan_bytes(Path("x.cu"), BEFORE)
+    assert len(res.findings) == 1, res.findings
+    return res.findings[0]
+
+
+def test_findings_carry_the_measured_figure(calfile):
+    c = load_calibration(calfile.name, calfile.parent, gpu="NVIDIA H200")
+    f = _scan(c)
+    assert f.cost.measured == "measured on NVIDIA H200: 38 µs per call vs 4 µs (9.5x)"
+    assert f.message.endswith("(measured on NVIDIA H200: 38 µs per call vs 4 µs (9.5x))")
+    f0 = _scan(None)
+    assert f0.cost.measured is None and "measured" not in f0.message
+
+
+def test_json_report_and_cli_use_the_configured_calibration(calfile, tmp_path, monkeypatch):
+    (tmp_path / "x.cu").write_bytes(BEFORE)
+    (tmp_path / ".cudamigrate.toml").write_text(f'calibration = "{calfile.name}"\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CUDAMIGRATE_GPU_NAME", "NVIDIA H200")
+    res = CliRunner().invoke(main, ["scan", "--select", "CM101", "--format", "json", "x.cu"])
+    doc = json.loads(res.output)
+    findings = doc["findings"] if isinstance(doc, dict) else doc
+    assert findings[0]["cost"]["measured"].startswith("measured on NVIDIA H200: 38 µs")
+    res = CliRunner().invoke(main, ["explain", "CM101"])
+    assert res.exit_code == 0
+    assert "Measured cost:" in res.output
+    assert "measured on NVIDIA H200: 38 µs per call vs 4 µs (9.5x) (your GPU)" in res.output
+    monkeypatch.setenv("CUDAMIGRATE_GPU_NAME", "Some Other GPU")
+    res = CliRunner().invoke(main, ["scan", "--select", "CM101", "--format", "json", "x.cu"])
+    doc = json.loads(res.output)
+    findings = doc["findings"] if isinstance(doc, dict) else doc
+    assert findings[0]["cost"]["measured"] is None
+
+
+def test_explain_without_calibration(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(main, ["explain", "CM102"])
+    assert res.exit_code == 0
+    # the shipped calibration (if any) lists its GPUs; without one the declared estimate applies
+    assert "declared estimate applies" in res.output or "Measured cost:" in res.output
+
+
+def test_calibration_document_from_benchmark_lines(tmp_path):
+    lines = [
+        {"bench": "legacy_stream_launch", "key": "legacy-stream-launch", "rules": ["CM102"], "unit": "per launch",
+         "bad_us": 38.25, "good_us": 4.0, "bad": "k<<<g,b>>>", "good": "per-thread", "repeats": 7},
+        {"bench": "cublas_handle", "key": "cublas-handle-per-call", "rules": [], "unit": "per call",
+         "bad_us": 1250.0, "good_us": 9.5},
+        {"bench": "thrust_sync", "key": "thrust-implicit-sync", "rules": ["CM301", "CM302"], "unit": "per Thrust call",
+         "bad_us": 20.0, "good_us": 20.1},
+    ]
+    info = GpuInfo("NVIDIA H200", "580.65", "9.0")
+    entry = cal.entry_from_lines(info, lines, "13.0.88")
+    assert entry["gpu"] == "NVIDIA H200" and entry["cuda"] == "13.0.88"
+    r = entry["rules"]
+    assert r["CM102"]["summary"] == "measured on NVIDIA H200: 38.2 µs per launch vs 4 µs (9.6x)"
+    assert r["legacy-stream-launch"]["bad_us"] == 38.25
+    assert r["cublas-handle-per-call"]["figure"] == "1.25 ms per call vs 9.5 µs"
+    assert r["CM301"] == r["CM302"] and "no measurable difference" in r["CM301"]["summary"]
+    # merge keeps other GPUs, replaces this one
+    out = tmp_path / "calibration.json"
+    out.write_text(json.dumps(_doc()))
+    merged = cal.merge_into(out, {"version": 1, "gpus": [entry]})
+    assert [e["gpu"] for e in merged["gpus"]] == ["NVIDIA A100-SXM4-80GB", "NVIDIA H200"]
+    out.write_text(json.dumps(merged))
+    c = load_calibration(out.name, out.parent, gpu="NVIDIA H200")
+    assert c["CM102"]["ratio"] == pytest.approx(9.5625, abs=1e-3)
