@@ -141,7 +141,10 @@ def compile_file(src: Path, out: Path, *, link: bool = False, libs: list[str] | 
 def run_env() -> dict[str, str]:
     """Environment for running fixture programs: NVRTC dlopens its builtins from LD_LIBRARY_PATH."""
     env = dict(os.environ)
-    root = wheel_root()
-    if root is not None:
-        env["LD_LIBRARY_PATH"] = f"{root / 'lib'}:{env.get('LD_LIBRARY_PATH', '')}"
+    dirs = [str(root / "lib") for root in [wheel_root()] if root is not None]
+    home = cuda_home()
+    if home is not None and (home / "lib64").is_dir():
+        dirs.append(str(home / "lib64"))  # toolkit cuBLAS/NVRTC when the toolkit ships them
+    if dirs:
+        env["LD_LIBRARY_PATH"] = ":".join(dirs + [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p])
     return env

@@ -114,9 +114,10 @@ def entry_from_lines(info: GpuInfo, lines: list[dict[str, Any]], cuda: str | Non
 
 
 def calibrate(info: GpuInfo, bench_dir: Path, *, arch: str = "auto", timeout: float = 240, work: Path | None = None,
-              log: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[str]]:
+              log: Callable[[str], None] | None = None, budget: float | None = None) -> tuple[dict[str, Any], list[str]]:
     """Build all benchmarks in parallel, run them one at a time, return (calibration document, problems)."""
     log = log or (lambda s: None)
+    deadline = None if budget is None else time.monotonic() + budget
     a = resolve_arch(arch, info)
     work = work or Path(tempfile.mkdtemp(prefix="cudamigrate-bench-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -146,8 +147,12 @@ def calibrate(info: GpuInfo, bench_dir: Path, *, arch: str = "auto", timeout: fl
         if p is None or p.returncode != 0:
             problems.append(f"{src.name}: does not build: {cmd}\n{(p.stdout + p.stderr)[-3000:] if p else ''}")
             continue
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is not None and left < 5:
+            problems.append(f"{src.name}: not run: time budget exhausted")
+            continue
         log(f"running {src.name} ...")
-        out = run_program(exe, timeout)
+        out = run_program(exe, timeout if left is None else min(timeout, left))
         line = parse_line(out.stdout)
         if out.rc != 0 or line is None:
             problems.append(f"{src.name}: run failed (exit {out.rc}): {out.stderr[-2000:]}")

@@ -307,10 +307,11 @@ def explain(rule_id: str) -> None:
 @click.option("--timeout", type=float, default=120, show_default=True, help="Seconds per program run.")
 @click.option("--arch", default="auto", show_default=True, help="GPU architecture: auto (nvidia-smi compute_cap) or sm_XY.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write selftest.json and selftest.txt (and the builds) here.")
+              help="Write selftest.json and selftest.txt here.")
 @click.option("--build-only", is_flag=True, help="With --gpu: build everything, run nothing (works without a GPU).")
+@click.option("--budget", type=float, default=None, help="Seconds for the whole stage; what is left is reported as failed.")
 def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, timeout: float, arch: str,
-             out_dir: Path | None, build_only: bool) -> None:
+             out_dir: Path | None, build_only: bool, budget: float | None) -> None:
     """Check every fixture case; with --gpu, run the original and fixed programs on the GPU."""
     from . import selftest as st
 
@@ -329,9 +330,10 @@ def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, tim
             sys.exit(EXIT_CLEAN)
     import tempfile
 
-    work = (out_dir / "build") if out_dir else Path(tempfile.mkdtemp(prefix="cudamigrate-gpu-"))
+    work = Path(tempfile.mkdtemp(prefix="cudamigrate-gpu-"))  # builds stay out of --out (only results go there)
     report = st.run_gpu_stage(fixtures_dir, work=work, jobs=jobs, timeout=timeout, arch=arch, gpu=info,
-                              build_only=build_only, run_jobs=run_jobs, log=lambda m: click.echo(m, err=True))
+                              build_only=build_only, run_jobs=run_jobs, log=lambda m: click.echo(m, err=True),
+                              budget=budget)
     click.echo(st.table(report), nl=False)
     if out_dir is not None:
         j, _ = st.write_outputs(report, out_dir)
@@ -347,7 +349,9 @@ def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, tim
 @click.option("--merge", is_flag=True, help="Keep other GPUs' entries already in --out.")
 @click.option("--arch", default="auto", show_default=True)
 @click.option("--timeout", type=float, default=240, show_default=True, help="Seconds per benchmark.")
-def calibrate(out_file: Path | None, bench_dir: Path | None, merge: bool, arch: str, timeout: float) -> None:
+@click.option("--budget", type=float, default=None, help="Seconds for all benchmarks; the rest are skipped.")
+def calibrate(out_file: Path | None, bench_dir: Path | None, merge: bool, arch: str, timeout: float,
+              budget: float | None) -> None:
     """Measure the performance rules' costs on this GPU and write a calibration file."""
     import json
 
@@ -359,7 +363,7 @@ def calibrate(out_file: Path | None, bench_dir: Path | None, merge: bool, arch: 
         click.echo(NO_GPU_LINE)
         sys.exit(EXIT_CLEAN)
     doc, problems = cal.calibrate(info, bench_dir or cal.default_bench_dir(), arch=arch, timeout=timeout,
-                                  log=lambda m: click.echo(m, err=True))
+                                  log=lambda m: click.echo(m, err=True), budget=budget)
     for p in problems:
         _err(p)
     if out_file is not None:

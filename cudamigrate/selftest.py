@@ -286,15 +286,20 @@ def plan(cases: list[Case], work: Path, arch: str) -> tuple[list[CaseResult], li
     return results, jobs
 
 
-def build_all(jobs: list[Job], workers: int, timeout: float = 600) -> None:
+def build_all(jobs: list[Job], workers: int, timeout: float = 600, deadline: float | None = None) -> None:
+    """Build all jobs in a thread pool; jobs not started by `deadline` (time.monotonic()) fail unbuilt."""
     def one(job: Job) -> None:
         t0 = time.monotonic()
         cmd = job.command()
+        if deadline is not None and t0 > deadline:
+            job.result = build.BuildResult(False, cmd, "not built: time budget exhausted", 0.0)
+            return
+        limit = timeout if deadline is None else max(10.0, min(timeout, deadline - t0 + 60))
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
             job.result = build.BuildResult(p.returncode == 0, cmd, p.stdout + p.stderr, time.monotonic() - t0)
         except subprocess.TimeoutExpired:
-            job.result = build.BuildResult(False, cmd, f"nvcc timed out after {timeout}s", time.monotonic() - t0)
+            job.result = build.BuildResult(False, cmd, f"nvcc timed out after {limit:.0f}s", time.monotonic() - t0)
         except OSError as exc:
             job.result = build.BuildResult(False, cmd, f"cannot run nvcc: {exc}", time.monotonic() - t0)
 
@@ -406,9 +411,13 @@ def table(report: Report) -> str:
 
 def run_gpu_stage(fixtures: Path, *, work: Path, jobs: int = 0, timeout: float = 120, arch: str = "auto",
                   gpu: GpuInfo | None = None, build_only: bool = False, run_jobs: int = 1,
-                  log: Callable[[str], None] | None = None) -> Report:
-    """Plan, build, run and compare every gpu.run case. `gpu` None with build_only=False means: detect."""
+                  log: Callable[[str], None] | None = None, budget: float | None = None) -> Report:
+    """Plan, build, run and compare every gpu.run case. `gpu` None with build_only=False means: detect.
+
+    `budget` (seconds): work not started in time is reported as failed ("time budget exhausted") so that
+    the results are always written, even when the stage would not finish."""
     log = log or (lambda s: None)
+    deadline = None if budget is None else time.monotonic() + budget
     if gpu is None and not build_only:
         gpu = detect_gpu()
     a = resolve_arch(arch, gpu)
@@ -417,7 +426,7 @@ def run_gpu_stage(fixtures: Path, *, work: Path, jobs: int = 0, timeout: float =
     results, bjobs = plan(cases, work, a)
     by_name = {c.name: c for c in cases}
     log(f"building {len(bjobs)} program(s) for {a} ...")
-    build_all(bjobs, jobs or max(2, os.cpu_count() or 2))
+    build_all(bjobs, jobs or max(2, os.cpu_count() or 2), deadline=deadline)
     res_by = {r.name: r for r in results}
     exes: dict[str, dict[str, Path]] = {}
     for j in bjobs:
@@ -436,6 +445,12 @@ def run_gpu_stage(fixtures: Path, *, work: Path, jobs: int = 0, timeout: float =
             if any(w not in exes.get(name, {}) for w in want):
                 return
             t = float(case.gpu.get("timeout", timeout))
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left < 2:
+                    r.fail("not run: time budget exhausted")
+                    return
+                t = min(t, left)
             args = [str(x) for x in case.gpu.get("args", []) or []]
             outputs = {w: run_program(exes[name][w], t, args) for w in want}
             judge(r, case, outputs)

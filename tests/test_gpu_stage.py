@@ -284,3 +284,12 @@ def test_benchmark_builds_and_links(src, tmp_path):
     assert (tmp_path / src.stem).is_file()
     text = src.read_text()
     assert "bench::emit(" in text and "bench::compare(" in text
+
+
+def test_budget_exhausted_jobs_fail_unbuilt(tmp_path):
+    import time
+
+    cases = st.gpu_cases(load_cases(FIXTURES))
+    _, jobs = st.plan(cases, tmp_path, "sm_90")
+    st.build_all(jobs, 2, deadline=time.monotonic() - 1)
+    assert jobs and all(not j.result.ok and "budget" in j.result.output for j in jobs)

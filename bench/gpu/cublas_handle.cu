@@ -16,7 +16,7 @@
 
 int main() {
   const int n = 128;
-  const int iters = bench::scaled(200);
+  const int iters = bench::scaled(100);
   const int repeats = 7;
   float *a, *b, *c;
   CK(cudaMalloc(&a, n * n * sizeof(float)));
