@@ -196,4 +196,4 @@ def test_bundled_example_has_findings_for_every_family():
     r = run("scan", "--format", "json", "--exit-zero", str(ROOT / "examples"))
     doc = json.loads(r.output)
     fams = set(doc["summary"]["by_family"])
-    assert {"streams"} <= fams
+    assert {"streams", "cublas", "thrust", "nvrtc", "removals"} <= fams
