@@ -95,3 +95,9 @@ def test_file_without_keywords_is_not_parsed():
     eng = engine_for()
     res = eng.scan_bytes(P, b"int main() { return 0; }\n")
     assert res.skipped and not res.findings
+
+
+def test_code_under_if_0_is_not_reported_but_its_else_is():
+    src = b"#if 0\nvoid a() { cudaMemsetAsync(d, 0, 4, 0); }\n#else\nvoid b() { cudaMemsetAsync(d, 0, 4, 0); }\n#endif\n"
+    eng = engine_for()
+    assert [f.line for f in eng.scan_bytes(P, src).findings] == [4]
