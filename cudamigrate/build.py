@@ -78,12 +78,26 @@ def libs_from_includes(text: str) -> list[str]:
     return [lib for rx, lib in INCLUDE_LIBS if rx.search(text)]
 
 
+DRIVER_LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/local/nvidia/lib64", "/usr/lib/wsl/lib", "/usr/lib")
+
+
+def libcuda_link() -> list[str] | None:
+    """Linker arguments for the driver API: the toolkit stub, else the driver's libcuda.so[.1]."""
+    home = cuda_home()
+    if home is not None and (home / "lib64" / "stubs" / "libcuda.so").is_file():
+        return ["-L", str(home / "lib64" / "stubs"), "-lcuda"]
+    for d in DRIVER_LIB_DIRS:
+        if Path(d, "libcuda.so").exists():
+            return ["-L", d, "-lcuda"]
+        if Path(d, "libcuda.so.1").exists():  # containers often mount only the versioned name
+            return ["-L", d, "-l:libcuda.so.1"]
+    return None
+
+
 def lib_available(lib: str) -> bool:
     """Whether headers and library of `lib` can be found (pip wheels or the toolkit)."""
     if lib == "cuda":
-        home = cuda_home()
-        return bool(home and ((home / "lib64" / "stubs" / "libcuda.so").is_file() or any(
-            Path(d, "libcuda.so").exists() for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"))))
+        return libcuda_link() is not None
     if lib not in LIB_FILES:
         return True
     header, so = LIB_FILES[lib]
@@ -116,10 +130,11 @@ def nvcc_command(src: Path, out: Path, *, link: bool, libs: list[str] | None = N
     if link:
         if root is not None:
             cmd += ["-L", str(root / "lib"), f"-Xlinker=-rpath={root / 'lib'}"]
-        home = cuda_home()
-        if "cuda" in (libs or []) and home is not None and (home / "lib64" / "stubs").is_dir():
-            cmd += ["-L", str(home / "lib64" / "stubs")]  # link against the stub; the driver's libcuda.so.1 runs
-        cmd += [LIBS.get(lib, f"-l{lib}") for lib in libs or []]
+        for lib in libs or []:
+            if lib == "cuda":
+                cmd += libcuda_link() or [LIBS["cuda"]]  # the stub links; the driver's libcuda.so.1 runs
+            else:
+                cmd.append(LIBS.get(lib, f"-l{lib}"))
     return cmd
 
 

@@ -316,6 +316,9 @@ def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, tim
     from . import selftest as st
 
     fixtures_dir = fixtures_dir or st.default_fixtures_dir()
+    if not fixtures_dir.is_dir():
+        _err(f"no fixtures at {fixtures_dir}: pass --fixtures DIR (a source checkout's fixtures/)")
+        sys.exit(EXIT_ERROR)
     if not gpu:
         fails, n = st.static_selftest(fixtures_dir)
         for f in fails:
@@ -362,7 +365,11 @@ def calibrate(out_file: Path | None, bench_dir: Path | None, merge: bool, arch: 
     if info is None:
         click.echo(NO_GPU_LINE)
         sys.exit(EXIT_CLEAN)
-    doc, problems = cal.calibrate(info, bench_dir or cal.default_bench_dir(), arch=arch, timeout=timeout,
+    bench_dir = bench_dir or cal.default_bench_dir()
+    if not bench_dir.is_dir():
+        _err(f"no benchmarks at {bench_dir}: pass --bench-dir DIR (a source checkout's bench/gpu/)")
+        sys.exit(EXIT_ERROR)
+    doc, problems = cal.calibrate(info, bench_dir, arch=arch, timeout=timeout,
                                   log=lambda m: click.echo(m, err=True), budget=budget)
     for p in problems:
         _err(p)

@@ -257,6 +257,10 @@ def plan(cases: list[Case], work: Path, arch: str) -> tuple[list[CaseResult], li
     for case in gpu_cases(cases):
         r = CaseResult(case.name, compare=compare_mode(case), libs=case_libs(case))
         results.append(r)
+        if case.before is not None and case.before.suffix in (".cuh", ".h", ".hpp"):
+            r.status = "skip"
+            r.reasons.append(f"{case.before.name} is a header: nothing to run")
+            continue
         missing = [lib for lib in r.libs if not build.lib_available(lib)]
         d = work / _slug(case.name)
         d.mkdir(parents=True, exist_ok=True)

@@ -98,6 +98,14 @@ else
     mkdir -p "$DEPS" && unpack_wheels ".whl/nvidia_cublas-*.whl" ".whl/nvidia_cuda_nvrtc-*.whl" >>"$ENVF" 2>&1
     [ -f "$DEPS/nvidia/cu13/include/cublas_v2.h" ] && NV=$DEPS/nvidia/cu13
   fi
+  # NVRTC alone, carried as .whl/nvrtc-cu13-min.tar.xz (fetch_device_wheels.sh WITH_NVRTC=1)
+  if [ -f .whl/nvrtc-cu13-min.tar.xz ] && [ ! -f "$CUDA_HOME/include/nvrtc.h" ] && { [ -z "$NV" ] || [ ! -f "$NV/include/nvrtc.h" ]; }; then
+    if [ -n "$NV" ] && [ -w "$NV" ]; then tar xJf .whl/nvrtc-cu13-min.tar.xz -C "$NV/../.." ; else
+      mkdir -p "$DEPS" && tar xJf .whl/nvrtc-cu13-min.tar.xz -C "$DEPS"
+      [ -z "$NV" ] && NV=$DEPS/nvidia/cu13
+    fi
+    note "NVRTC: unpacked from .whl/nvrtc-cu13-min.tar.xz"
+  fi
   if [ -n "$NV" ]; then
     export CUDAMIGRATE_NVIDIA_ROOT=$NV
     note "cuBLAS/NVRTC: $NV"

@@ -2,7 +2,9 @@
 # Download the wheels the GPU stage needs on a machine without network into .whl/ (carried to the device).
 #
 #   scripts/fetch_device_wheels.sh            # runtime deps for CPython 3.12 (+ 3.10/3.11/3.13 binaries)
-#   WITH_CUDA_WHEELS=1 scripts/fetch_device_wheels.sh   # also nvidia-cublas / nvidia-cuda-nvrtc (~0.5 GB!)
+#   WITH_NVRTC=1 scripts/fetch_device_wheels.sh         # + .whl/nvrtc-cu13-min.tar.xz (~31 MiB): nvrtc.h,
+#                                                       #   libnvrtc.so.13, libnvrtc-builtins.so.13.0 only
+#   WITH_CUDA_WHEELS=1 scripts/fetch_device_wheels.sh   # the full nvidia-cublas / nvidia-cuda-nvrtc wheels (~0.5 GB!)
 #
 # The runtime dependencies are small (~5 MiB). nvidia-cublas (about 400 MiB) and nvidia-cuda-nvrtc (about
 # 90 MiB) do not fit a 64 MiB carry: scripts/device_run.sh first looks for cuBLAS/NVRTC in the device's
@@ -34,5 +36,22 @@ for v in $PYVERS; do
       -d "$DEST" "$p" 2>&1 | grep -v "is ignored" || true
   done
 done
+if [ "${WITH_NVRTC:-0}" = 1 ] && [ ! -f "$DEST/nvrtc-cu13-min.tar.xz" ]; then
+  # The NVRTC wheel (86 MiB) holds two copies of the 105 MiB library; the three files a program needs,
+  # xz-compressed, are ~31 MiB. device_run.sh unpacks them when the device has no NVRTC of its own.
+  T=$(mktemp -d)
+  python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+    -d "$T" "nvidia-cuda-nvrtc==13.0.88" 2>&1 | grep -v "is ignored" || true
+  python3 - "$T" <<'PYEOF'
+import glob, sys, zipfile
+t = sys.argv[1]
+z = zipfile.ZipFile(glob.glob(f"{t}/nvidia_cuda_nvrtc-*.whl")[0])
+for n in ("nvidia/cu13/include/nvrtc.h", "nvidia/cu13/lib/libnvrtc.so.13", "nvidia/cu13/lib/libnvrtc-builtins.so.13.0"):
+    z.extract(n, f"{t}/x")
+PYEOF
+  (cd "$T/x" && tar cf - nvidia | xz -6 -T0 >"$OLDPWD/$DEST/nvrtc-cu13-min.tar.xz")
+  rm -rf "$T"
+fi
 ls -l "$DEST"
 du -sh "$DEST"
