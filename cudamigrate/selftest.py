@@ -335,7 +335,12 @@ def judge(r: CaseResult, case: Case, outputs: dict[str, RunOutput]) -> None:
         if o.timed_out:
             r.fail(f"{which}: {o.stderr}")
         elif o.rc != 0:
-            r.fail(f"{which}: exit status {o.rc}")
+            hint = ""
+            if "driver version is insufficient" in o.stderr or "cudaErrorInsufficientDriver" in o.stderr:
+                hint = " (the NVIDIA driver is older than the CUDA runtime the program was built with)"
+            elif o.stderr.strip():
+                hint = ": " + o.stderr.strip().splitlines()[-1][:200]
+            r.fail(f"{which}: exit status {o.rc}{hint}")
     if "after" not in outputs or not r.ran.get("after"):
         r.identical = False if "after" in outputs else None
         return

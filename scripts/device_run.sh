@@ -30,8 +30,7 @@ if ! command -v nvcc >/dev/null 2>&1; then
     [ -x "$d/nvcc" ] && export PATH="$d:$PATH" && break
   done
 fi
-CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
-export CUDA_HOME
+command -v nvcc >/dev/null 2>&1 || { note "nvcc not found (PATH, /usr/local/cuda*/bin)"; exit 3; }
 note "nvcc: $(command -v nvcc) ($(nvcc --version | grep -o 'release [0-9.]*, V[0-9.]*'))"
 note "$(nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv 2>&1)"
 
@@ -85,6 +84,10 @@ else
 fi
 
 # ---- cuBLAS / NVRTC
+CUDA_HOME=$("$PY" -c 'from cudamigrate.build import cuda_home; print(cuda_home() or "")')  # follows wrapper scripts
+[ -n "$CUDA_HOME" ] || CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
+export CUDA_HOME
+note "toolkit: $CUDA_HOME"
 if [ -f "$CUDA_HOME/include/cublas_v2.h" ] && [ -f "$CUDA_HOME/include/nvrtc.h" ]; then
   note "cuBLAS/NVRTC: toolkit $CUDA_HOME"
 else
