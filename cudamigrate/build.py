@@ -16,7 +16,8 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-LIBS = {"cublas": "-l:libcublas.so.13", "nvrtc": "-l:libnvrtc.so.13", "cufft": "-l:libcufft.so.12", "cuda": "-lcuda"}
+LIBS = {"cublas": "-l:libcublas.so.13", "nvrtc": "-l:libnvrtc.so.13", "cufft": "-l:libcufft.so.12",
+        "cusparse": "-l:libcusparse.so.12", "curand": "-l:libcurand.so.10", "cuda": "-lcuda"}
 
 
 def nvcc_path() -> str | None:
@@ -64,11 +65,15 @@ LIB_FILES = {
     "cublas": ("cublas_v2.h", "libcublas.so.13"),
     "nvrtc": ("nvrtc.h", "libnvrtc.so.13"),
     "cufft": ("cufft.h", "libcufft.so.12"),
+    "cusparse": ("cusparse.h", "libcusparse.so.12"),
+    "curand": ("curand.h", "libcurand.so.10"),
 }
 INCLUDE_LIBS = [
     (re.compile(r'^\s*#\s*include\s*[<"](cublas(_v2|_api|Lt|Xt)?|nvblas)\.h[>"]', re.M), "cublas"),
     (re.compile(r'^\s*#\s*include\s*[<"]nvrtc\.h[>"]', re.M), "nvrtc"),
     (re.compile(r'^\s*#\s*include\s*[<"]cufft(Xt|w)?\.h[>"]', re.M), "cufft"),
+    (re.compile(r'^\s*#\s*include\s*[<"]cusparse(_v2)?\.h[>"]', re.M), "cusparse"),
+    (re.compile(r'^\s*#\s*include\s*[<"]curand\.h[>"]', re.M), "curand"),
     (re.compile(r'^\s*#\s*include\s*[<"]cuda\.h[>"]', re.M), "cuda"),
 ]
 

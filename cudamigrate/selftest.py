@@ -13,9 +13,17 @@ With `--gpu` (the GPU stage): for every case whose fixture.yaml says `gpu: {run:
      numbers within that relative tolerance (absolute below 1). A case whose original no longer builds is
      compared against `expected.txt` beside it. Lines matching a `gpu.ignore` regex are dropped first.
 
+Comparison modes (`gpu.compare`, or implied):
+  before    (default) the fixed program's output must match the original's
+  expected  the fixed program's output must match expected.txt (implied by compile.before: fail|none)
+  none      both run, only the fixed program must succeed (the original may fail at run time by design)
+  run       (implied when there is no after.*, e.g. manual-only rules) the original must run and exit 0
+Every program's full standard output is saved under OUT/outputs/<case>/ (to review, or to create expected.txt).
+
 fixture.yaml keys used here:
-  compile: {before: compile|fail|none, flags: [...], libs: [cublas, nvrtc, cufft, cuda]}
-  gpu: {run: true, compare: before|expected, tolerance: 1e-5, timeout: 60, ignore: [regex, ...], args: [...]}
+  compile: {before: compile|fail|none, flags: [...], libs: [cublas, nvrtc, cufft, cusparse, curand, cuda]}
+  gpu: {run: true, compare: before|expected|none, libs: [...], tolerance: 1e-5, timeout: 60,
+        ignore: [regex, ...], args: [...]}
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from . import build
 from .fixtures import Case, expected_findings, load_cases
 
 NO_GPU_LINE = "no GPU found: GPU stage skipped"
-LIB_NAMES = {"cublas": "cuBLAS", "nvrtc": "NVRTC", "cufft": "cuFFT", "cuda": "the driver library (libcuda.so)"}
+LIB_NAMES = {"cublas": "cuBLAS", "nvrtc": "NVRTC", "cufft": "cuFFT", "cusparse": "cuSPARSE", "curand": "cuRAND", "cuda": "the driver library (libcuda.so)"}
 
 
 # --------------------------------------------------------------------------- GPU detection
@@ -168,7 +176,7 @@ class RunOutput:
 @dataclass
 class CaseResult:
     name: str
-    compare: str = "before"  # before | expected
+    compare: str = "before"  # before | expected | none | run
     libs: list[str] = field(default_factory=list)
     fix_matches_after: bool | None = None
     built: dict[str, bool] = field(default_factory=dict)  # before/after -> ok
@@ -189,7 +197,8 @@ def gpu_cases(cases: list[Case]) -> list[Case]:
 
 
 def case_libs(case: Case) -> list[str]:
-    libs = list(case.compile.get("libs", []) or [])
+    libs = [str(x) for x in list(case.compile.get("libs", []) or []) + list(case.gpu.get("libs", []) or [])]
+    libs = list(dict.fromkeys(libs))
     for p in (case.before, case.after):
         if p is not None:
             for lib in build.libs_from_includes(p.read_text(encoding="utf-8", errors="replace")):
@@ -200,9 +209,16 @@ def case_libs(case: Case) -> list[str]:
 
 def compare_mode(case: Case) -> str:
     mode = str(case.gpu.get("compare", "") or "")
+    if case.after is None:
+        return "run"
     if case.compile.get("before", "compile") in ("fail", "none"):
         return "expected"
-    return mode or "before"
+    return mode if mode in ("before", "expected", "none") else "before"
+
+
+def programs(mode: str) -> list[str]:
+    """Which programs a comparison mode builds and runs."""
+    return {"before": ["before", "after"], "none": ["before", "after"], "expected": ["after"], "run": ["before"]}[mode]
 
 
 def fixed_source(case: Case) -> tuple[bytes, bool | None, list[str]]:
@@ -264,29 +280,33 @@ def plan(cases: list[Case], work: Path, arch: str) -> tuple[list[CaseResult], li
         missing = [lib for lib in r.libs if not build.lib_available(lib)]
         d = work / _slug(case.name)
         d.mkdir(parents=True, exist_ok=True)
-        try:
-            fixed, same, errors = fixed_source(case)
-        except Exception as exc:  # an engine failure is a failed case, not a crashed stage
-            r.fail(f"fix failed: {exc!r}")
-            continue
-        r.fix_matches_after = same
-        if errors:
-            r.fail("fix reported errors: " + "; ".join(errors))
-        if same is False:
-            r.fail("fix(before) differs from after" + (case.after.suffix if case.after else ""))
+        fixed = b""
+        if case.after is not None:
+            try:
+                fixed, same, errors = fixed_source(case)
+            except Exception as exc:  # an engine failure is a failed case, not a crashed stage
+                r.fail(f"fix failed: {exc!r}")
+                continue
+            r.fix_matches_after = same
+            if errors:
+                r.fail("fix reported errors: " + "; ".join(errors))
+            if same is False:
+                r.fail("fix(before) differs from after" + case.after.suffix)
         if missing:
             r.status = "skip" if r.status != "fail" else r.status
             r.reasons.append("needs " + ", ".join(LIB_NAMES.get(x, x) for x in missing) + ", not found")
             continue
         assert case.before is not None
-        fixed_src = d / f"fixed{case.before.suffix}"
-        fixed_src.write_bytes(fixed)
         flags = [str(x) for x in case.compile.get("flags", []) or []]
-        if r.compare == "before":
+        if "before" in programs(r.compare):
             jobs.append(Job(case, "before", case.before, d / "before", r.libs, flags, arch))
-        elif not (case.dir / "expected.txt").is_file():
-            r.fail("compare: expected, but expected.txt is missing")
-        jobs.append(Job(case, "after", fixed_src, d / "after", r.libs, flags, arch))
+        if r.compare == "expected" and not (case.dir / "expected.txt").is_file():
+            r.fail("compare: expected, but expected.txt is missing (the fixed program's output is saved in "
+                   "outputs/ to review and commit as expected.txt)")
+        if "after" in programs(r.compare):
+            fixed_src = d / f"fixed{case.before.suffix}"
+            fixed_src.write_bytes(fixed)
+            jobs.append(Job(case, "after", fixed_src, d / "after", r.libs, flags, arch))
     return results, jobs
 
 
@@ -329,9 +349,11 @@ def judge(r: CaseResult, case: Case, outputs: dict[str, RunOutput]) -> None:
     for which, o in outputs.items():
         r.seconds[which] = round(o.seconds, 4)
         r.ran[which] = o.rc == 0
-        r.logs[f"{which}.stdout"] = o.stdout[-4000:]
+        r.logs[f"{which}.stdout"] = o.stdout[:65536]
         if o.stderr:
             r.logs[f"{which}.stderr"] = o.stderr[-4000:]
+        if which == "before" and r.compare == "none":
+            continue  # the original may fail by design
         if o.timed_out:
             r.fail(f"{which}: {o.stderr}")
         elif o.rc != 0:
@@ -341,6 +363,8 @@ def judge(r: CaseResult, case: Case, outputs: dict[str, RunOutput]) -> None:
             elif o.stderr.strip():
                 hint = ": " + o.stderr.strip().splitlines()[-1][:200]
             r.fail(f"{which}: exit status {o.rc}{hint}")
+    if r.compare in ("run", "none"):
+        return  # nothing to compare: running (and exiting 0) is the check
     if "after" not in outputs or not r.ran.get("after"):
         r.identical = False if "after" in outputs else None
         return
@@ -397,11 +421,13 @@ def table(report: Report) -> str:
     head = ["fixture", "fix==after", "built", "ran", "identical", "before ms", "after ms", "status"]
     rows = []
     for r in report.results:
-        want = ["before", "after"] if r.compare == "before" else ["after"]
+        want = programs(r.compare)
         built = "-" if not r.built else f"{sum(r.built.get(w, False) for w in want)}/{len(want)}"
         ran = "-" if not r.ran else f"{sum(r.ran.get(w, False) for w in want)}/{len(want)}"
         ident = _yn(r.identical) + (" (expected.txt)" if r.compare == "expected" and r.identical is not None else "")
-        before_ms = _ms(r.seconds.get("before")) if r.compare == "before" else "n/a"
+        if r.compare in ("run", "none"):
+            ident = f"n/a ({r.compare})"
+        before_ms = _ms(r.seconds.get("before")) if "before" in want else "n/a"
         rows.append([r.name, _yn(r.fix_matches_after), built, ran, ident, before_ms, _ms(r.seconds.get("after")),
                      r.status])
     widths = [max(len(h), *(len(row[i]) for row in rows)) if rows else len(h) for i, h in enumerate(head)]
@@ -450,7 +476,7 @@ def run_gpu_stage(fixtures: Path, *, work: Path, jobs: int = 0, timeout: float =
     if not build_only:
         def run_case(name: str) -> None:
             case, r = by_name[name], res_by[name]
-            want = ["before", "after"] if r.compare == "before" else ["after"]
+            want = programs(r.compare)
             if any(w not in exes.get(name, {}) for w in want):
                 return
             t = float(case.gpu.get("timeout", timeout))
@@ -483,7 +509,15 @@ def write_outputs(report: Report, out: Path) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     j = out / "selftest.json"
     t = out / "selftest.txt"
-    j.write_text(json.dumps(report.to_json(), indent=2) + "\n", encoding="utf-8")
+    doc = report.to_json()
+    for case in doc["cases"]:  # full outputs go to files; the JSON keeps their first 4000 characters
+        for k, v in case["logs"].items():
+            if k.endswith(".stdout"):
+                f = out / "outputs" / _slug(case["name"]) / k
+                f.parent.mkdir(parents=True, exist_ok=True)
+                f.write_text(v, encoding="utf-8")
+                case["logs"][k] = v[:4000]
+    j.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     t.write_text(table(report), encoding="utf-8")
     return j, t
 

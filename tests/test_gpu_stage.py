@@ -103,6 +103,7 @@ def test_judge_crash_and_timeout(tmp_path):
 
 def test_judge_against_expected_txt(tmp_path):
     case = _case(tmp_path, {"compile": {"before": "fail"}, "gpu": {"run": True, "compare": "expected"}}, "v=3\n")
+    (case.dir / "after.cu").write_text("int main() { return 0; }\n")
     r = st.CaseResult(case.name, compare=st.compare_mode(case))
     assert r.compare == "expected"
     st.judge(r, case, {"after": _out("v=3\n")})
@@ -112,9 +113,38 @@ def test_judge_against_expected_txt(tmp_path):
     assert r2.status == "fail" and "expected.txt" in r2.reasons[0]
 
 
-def test_compare_mode_follows_compile_before(tmp_path):
-    assert st.compare_mode(_case(tmp_path, {"compile": {"before": "none"}, "gpu": {"run": True}})) == "expected"
-    assert st.compare_mode(Case(tmp_path, {"gpu": {"run": True}})) == "before"
+def test_compare_modes(tmp_path):
+    c = _case(tmp_path, {"compile": {"before": "none"}, "gpu": {"run": True}})
+    assert st.compare_mode(c) == "run"  # no after.*: the original just has to run
+    (c.dir / "after.cu").write_text("int main() { return 0; }\n")
+    assert st.compare_mode(c) == "expected"
+    assert st.compare_mode(Case(c.dir, {"gpu": {"run": True}})) == "before"
+    assert st.compare_mode(Case(c.dir, {"gpu": {"run": True, "compare": "none"}})) == "none"
+    assert st.programs("expected") == ["after"] and st.programs("run") == ["before"]
+
+
+def test_judge_run_and_none_modes(tmp_path):
+    case = _case(tmp_path, {"gpu": {"run": True}})
+    r = st.CaseResult(case.name, compare="run")
+    st.judge(r, case, {"before": _out("anything\n")})
+    assert r.status == "pending" and r.identical is None
+    r = st.CaseResult(case.name, compare="run")
+    st.judge(r, case, {"before": _out("", rc=3)})
+    assert r.status == "fail"
+    r = st.CaseResult(case.name, compare="none")
+    st.judge(r, case, {"before": _out("NVRTC_ERROR_INVALID_OPTION\n", rc=1), "after": _out("ok\n")})
+    assert r.status == "pending" and r.ran == {"before": False, "after": True}
+    r = st.CaseResult(case.name, compare="none")
+    st.judge(r, case, {"before": _out("x\n"), "after": _out("", rc=1)})
+    assert r.status == "fail"
+
+
+def test_driver_mismatch_is_explained(tmp_path):
+    case = _case(tmp_path, {"gpu": {"run": True}})
+    r = st.CaseResult(case.name)
+    o = st.RunOutput(2, "", "CUDA error CUDA driver version is insufficient for CUDA runtime version", 0.1)
+    st.judge(r, case, {"before": o, "after": o})
+    assert "driver is older than the CUDA runtime" in r.reasons[0]
 
 
 def test_table_and_json():
@@ -169,8 +199,8 @@ def test_case_libs_from_yaml_and_includes(tmp_path):
     d = tmp_path / "f" / "c"
     d.mkdir(parents=True)
     (d / "before.cu").write_text('#include <cublas_v2.h>\n#include "nvrtc.h"\nint main(){}\n')
-    c = Case(d, {"compile": {"libs": ["cufft"]}})
-    assert st.case_libs(c) == ["cufft", "cublas", "nvrtc"]
+    c = Case(d, {"compile": {"libs": ["cufft"]}, "gpu": {"libs": ["nvrtc", "curand"]}})
+    assert st.case_libs(c) == ["cufft", "nvrtc", "curand", "cublas"]
     assert build.libs_from_includes("// #include <cublas_v2.h>\n") == []
 
 
@@ -238,6 +268,8 @@ def test_stage_end_to_end_with_host_only_programs(tmp_path):
     j, t = st.write_outputs(rep, tmp_path / "out")
     assert json.loads(j.read_text())["summary"] == {"pass": 2, "fail": 1}
     assert "host/drifted" in t.read_text()
+    assert (tmp_path / "out" / "outputs" / "host_same" / "after.stdout").read_text() == "sum=2.0\n"
+    assert (tmp_path / "out" / "outputs" / "host_expected" / "after.stdout").read_text() == "sum=3.0\n"
 
 
 @pytest.mark.nvcc
