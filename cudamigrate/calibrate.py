@@ -30,8 +30,8 @@ KEY_RULES: dict[str, list[str]] = {
     "thrust-blocking-in-loop": ["CM303"],
     "device-vector-element-access": ["CM304"],
     "device-vector-alloc-in-loop": ["CM305"],
-    "cublas-handle-per-call": [],
-    "cublas-unbound-stream": [],
+    "cublas-handle-per-call": ["CM213", "CM214"],  # created in a loop / created+destroyed per function call
+    "cublas-unbound-stream": ["CM211", "CM103"],   # never bound to a stream / bound to the legacy stream
 }
 
 
