@@ -23,6 +23,7 @@ ENVF=$OUT/env.txt
 : >"$ENVF"
 note() { echo "$*" | tee -a "$ENVF" >&2; }
 START=$(date +%s)
+export PYTHONUNBUFFERED=1
 
 # ---- nvcc
 if ! command -v nvcc >/dev/null 2>&1; then

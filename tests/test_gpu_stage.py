@@ -4,7 +4,6 @@ fallbacks, and (with nvcc) that every GPU case and every benchmark builds and li
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
