@@ -59,8 +59,11 @@ def test_every_fixable_finding_has_a_diff(tmp_path):
     i = {k: n for n, k in enumerate(data["fields"])}
     for row in data["findings"]:
         if row[i["applicability"]] != "manual":
-            first, ops = row[i["diff"]]
-            assert first >= 1 and any(op == "-" for op, _ in ops) and any(op == "+" for op, _ in ops)
+            first, n, new = row[i["fix"]]
+            segs = data["src"][str(row[i["file"]])]
+            old = [ls[k - s] for k in range(first, first + n) for s, ls in segs if s <= k < s + len(ls)]
+            assert len(old) == n and old != new  # the old lines travel in the source excerpt
+            assert "cudaStreamPerThread" in "\n".join(new)
         # the source lines around the finding are there
         segs = data["src"][str(row[i["file"]])]
         assert any(s <= row[i["line"]] < s + len(lines) for s, lines in segs)

@@ -40,8 +40,9 @@ def _lines_of(data: bytes) -> tuple[list[int], list[str]]:
     return starts, text_lines
 
 
-def fix_diff(data: bytes, f: Finding) -> list[Any] | None:
-    """The finding's fix as [first_line, [[op, text], ...]] with op in ' ', '-', '+'; None without a fix."""
+def fix_lines(data: bytes, f: Finding) -> tuple[int, int, list[str]] | None:
+    """The finding's fix as (first_line, old_line_count, new_lines): lines first_line..+old_line_count-1 of
+    the file become new_lines. None without a fix (or with edits that overlap or run past the end)."""
     if f.fix is None or not f.fix.edits or not data:
         return None
     edits = sorted(f.fix.edits, key=lambda e: (e.start, e.end))
@@ -51,18 +52,27 @@ def fix_diff(data: bytes, f: Finding) -> list[Any] | None:
     ls = data.rfind(b"\n", 0, lo) + 1
     le = data.find(b"\n", hi)
     le = len(data) if le == -1 else le
-    old = data[ls:le]
     parts, pos = [], ls
     for e in edits:
-        if e.start < pos:  # overlapping edits: show nothing rather than something wrong
+        if e.start < pos:
             return None
         parts.append(data[pos : e.start])
         parts.append(e.text.encode("utf-8"))
         pos = e.end
     parts.append(data[pos:le])
     new = b"".join(parts)
-    a = [x.rstrip("\r") for x in old.decode("utf-8", "replace").split("\n")]
-    b = [x.rstrip("\r") for x in new.decode("utf-8", "replace").split("\n")]
+    first = data.count(b"\n", 0, ls) + 1
+    old_count = data.count(b"\n", ls, le) + 1
+    return first, old_count, [x.rstrip("\r") for x in new.decode("utf-8", "replace").split("\n")]
+
+
+def fix_diff(data: bytes, f: Finding) -> list[Any] | None:
+    """The fix as [first_line, [[op, text], ...]] with op in ' ', '-', '+' (what the page shows)."""
+    fl = fix_lines(data, f)
+    if fl is None:
+        return None
+    first, n, b = fl
+    a = _lines_of(data)[1][first - 1 : first - 1 + n]
     ops: list[list[str]] = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         if tag == "equal":
@@ -70,8 +80,7 @@ def fix_diff(data: bytes, f: Finding) -> list[Any] | None:
         else:
             ops += [["-", x] for x in a[i1:i2]]
             ops += [["+", x] for x in b[j1:j2]]
-    first_line = data.count(b"\n", 0, ls) + 1
-    return [first_line, ops]
+    return [first, ops]
 
 
 def _segments(lines: list[str], wanted: set[int]) -> list[list[Any]]:
@@ -137,22 +146,25 @@ def build_data(run: Run) -> dict[str, Any]:
         last = min(f.end_line, f.line + MAX_SPAN)
         wanted[f.path].update(range(f.line - CONTEXT, last + CONTEXT + 1))
         mi = messages.setdefault(f.message, len(messages))
+        ti = messages.setdefault(f.fix.title, len(messages)) if f.fix else -1
+        fl = fix_lines(data, f)
+        if fl is not None:  # the page takes the old lines from the source excerpt
+            wanted[f.path].update(range(fl[0], fl[0] + fl[1]))
         c = f.cost
         rows.append([
             rule_index[f.rule_id], file_index[f.path], f.line, f.column, f.end_line, f.end_column,
             f.severity, f.applicability, c.roi if c else 0, c.effort_minutes if c else 0,
-            c.impact if c else "", mi, fix_diff(data, f), f.fix.title if f.fix else "",
-            f.fingerprint,
+            c.impact if c else "", mi, list(fl) if fl else None, ti, f.fingerprint,
         ])
     src = {str(file_index[p]): _segments(parsed[p][1], wanted[p]) for p in files if parsed[p][1]}
     return {
         "version": __version__,
         "target": run.target_str,
         "fields": ["rule", "file", "line", "col", "endLine", "endCol", "severity", "applicability", "roi",
-                   "effortMinutes", "impact", "message", "diff", "fixTitle", "fingerprint"],
+                   "effortMinutes", "impact", "message", "fix", "fixTitle", "fingerprint"],
         "rules": rules_out,
         "files": files,
-        "messages": list(messages),
+        "messages": list(messages),  # string table for message and fixTitle
         "findings": rows,
         "src": src,
     }

@@ -155,15 +155,20 @@
     if (ctx.length) box.appendChild(codeBlock(ctx));
     else box.appendChild(el("p", "muted", "(source not available)"));
 
-    var d = f[I.diff];
-    box.appendChild(el("h4", null, d ? "Proposed fix (" + f[I.applicability] + "): " + f[I.fixTitle] : "Fix"));
+    var d = f[I.fix];
+    box.appendChild(el("h4", null, d ? "Proposed fix (" + f[I.applicability] + "): " + MSG[f[I.fixTitle]] : "Fix"));
     if (d) {
-      var oldNo = d[0], newNo = d[0], rows = [];
-      d[1].forEach(function (op) {
-        if (op[0] === "-") rows.push({ no: oldNo++, op: "-", text: op[1], cls: "del" });
-        else if (op[0] === "+") rows.push({ no: newNo++, op: "+", text: op[1], cls: "add" });
-        else { rows.push({ no: oldNo, op: " ", text: op[1] }); oldNo++; newNo++; }
-      });
+      // d = [first line, old line count, new lines]: show common leading/trailing lines as context
+      var first = d[0], oldL = [], newL = d[2], rows = [];
+      for (var q = 0; q < d[1]; q++) { var ol = srcLine(f[I.file], first + q); oldL.push(ol === null ? "" : ol); }
+      var pre = 0;
+      while (pre < oldL.length && pre < newL.length && oldL[pre] === newL[pre]) pre++;
+      var suf = 0;
+      while (suf < oldL.length - pre && suf < newL.length - pre && oldL[oldL.length - 1 - suf] === newL[newL.length - 1 - suf]) suf++;
+      for (q = 0; q < pre; q++) rows.push({ no: first + q, op: " ", text: oldL[q] });
+      for (q = pre; q < oldL.length - suf; q++) rows.push({ no: first + q, op: "-", text: oldL[q], cls: "del" });
+      for (q = pre; q < newL.length - suf; q++) rows.push({ no: first + q, op: "+", text: newL[q], cls: "add" });
+      for (q = oldL.length - suf; q < oldL.length; q++) rows.push({ no: first + q, op: " ", text: oldL[q] });
       box.appendChild(codeBlock(rows));
       box.appendChild(el("p", "muted", f[I.applicability] === "safe" ? "Applied by `cudamigrate fix`." : "Applied by `cudamigrate fix --unsafe-fixes`; review the change."));
     } else {
