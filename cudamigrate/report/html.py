@@ -210,8 +210,10 @@ def summary_view(run: Run) -> dict[str, Any]:
         "rule_bars": _bars(by_rule),
         "severity_bars": _bars(s["by_severity"]),
         "impact_bars": _bars(dict(Counter(f.cost.impact for f in fs if f.cost))),
-        "dirs": dir_rows[:50],
-        "dirs_more": max(0, len(dir_rows) - 50),
+        "fixable_pct": round(100 * (app["safe"] + app["unsafe"]) / n, 1),
+        "dirs": dir_rows[:25],
+        "dirs_more": max(0, len(dir_rows) - 25),
+        "dirs_total": len(dir_rows),
         "unused_suppressions": len(run.unused_suppressions),
     }
 
