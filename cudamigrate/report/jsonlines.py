@@ -1,4 +1,7 @@
-"""JSON Lines: one finding per line, the same objects as the `json` format's `findings`, ordered by ROI."""
+"""JSON Lines: one finding per line, the same objects as the `json` format's `findings`, ordered by ROI.
+
+ASCII-only (`\\uXXXX` escapes), so no tool that splits lines on U+2028, U+0085 and the like can break a record.
+"""
 
 from __future__ import annotations
 
@@ -9,4 +12,4 @@ from .model import Run
 
 
 def render(run: Run) -> str:
-    return "".join(json.dumps(d, ensure_ascii=False, separators=(",", ":")) + "\n" for d in document(run)["findings"])
+    return "".join(json.dumps(d, ensure_ascii=True, separators=(",", ":")) + "\n" for d in document(run)["findings"])
