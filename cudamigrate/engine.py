@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import cost as costmod
+from . import unused_suppressions
 from .findings import Finding, Fix, sort_key
 from .match import builtins
 from .match.conditions import ConditionError, evaluate
@@ -198,6 +199,7 @@ class Engine:
         res.suppressions = Suppressions.scan(data)
         if res.suppressions.items:
             res.findings = [f for f in res.findings if not res.suppressions.suppressed(f.rule_id, f.line, f.end_line)]
+            unused_suppressions.post_pass(self, src, display, res)  # CM801, when selected
         res.errors = sorted(set(errors))
         return res
 
