@@ -10,7 +10,13 @@ from click.testing import CliRunner
 from cudamigrate.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "fixtures" / "streams"  # the bundled example: the stream fixtures
+# the bundled example (examples/legacy-app), or the stream fixtures in a checkout without it
+EXAMPLE = ROOT / "examples" if (ROOT / "examples").is_dir() else ROOT / "fixtures" / "streams"
+
+
+def haystack(f: dict) -> str:
+    """What the page's search box looks in, as report.js builds it."""
+    return f"{f['rule']} {f['name']} {f['family']} {f['path']}:{f['line']} {f['message']}".lower()
 
 
 def scan(args: list[str], out: Path | None = None) -> tuple[int, str]:
