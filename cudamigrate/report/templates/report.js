@@ -133,6 +133,22 @@
     return pre;
   }
 
+  // A reference is text; a web address in it becomes a link (https only, built as an attribute, never markup).
+  var URL_RX = /(https?:\/\/[^\s)\]'"<>]+|\bdocs\.nvidia\.com\/[^\s)\]'"<>]+)/;
+  function refItem(x) {
+    var li = el("li"), m = URL_RX.exec(x);
+    if (!m) { li.textContent = x; return li; }
+    var url = m[1].replace(/[.,;:]+$/, ""), href = /^https?:\/\//.test(url) ? url.replace(/^http:/, "https:") : "https://" + url;
+    li.appendChild(document.createTextNode(x.slice(0, m.index)));
+    var a = el("a", null, url);
+    a.setAttribute("href", href);
+    a.setAttribute("rel", "noopener noreferrer");
+    a.setAttribute("target", "_blank");
+    li.appendChild(a);
+    li.appendChild(document.createTextNode(x.slice(m.index + url.length)));
+    return li;
+  }
+
   function details(i) {
     var f = F[i], r = ruleOf(f), box = el("div", "details");
     var head = el("div", "dhead");
@@ -186,7 +202,7 @@
     if (r.references.length) {
       box.appendChild(el("h4", null, "References"));
       var ul = el("ul");
-      r.references.forEach(function (x) { ul.appendChild(el("li", null, x)); });
+      r.references.forEach(function (x) { ul.appendChild(refItem(x)); });
       box.appendChild(ul);
     }
     box.appendChild(el("h4", null, "Suppress"));
