@@ -149,3 +149,15 @@ def test_50000_findings_stay_usable(tmp_path, record_property):
     print("50k report:", figures)
     assert size < 25e6, figures
     assert render_ms < 10_000, figures
+
+
+def test_clean_run_report(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "ok.cu").write_text("int main() { return 0; }\n")
+    out = tmp_path / "clean.html"
+    scan([src, "--report", "html"], out)
+    page = load(out.as_uri(), tmp_path / "profile")
+    _clean(page)
+    assert page.body_attr("data-total") == "0" and page.body_attr("data-shown") == "0"
+    assert "no findings match" in page.dom
