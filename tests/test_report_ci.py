@@ -76,3 +76,17 @@ def test_junit_clean_run_has_one_passing_case():
     root = ET.fromstring(junit.render(run).encode())
     cases = root.findall(".//testcase")
     assert len(cases) == 1 and cases[0].find("failure") is None and root.get("failures") == "0"
+
+
+def test_json_lines_records_follow_the_report_schema(tmp_path):
+    from pathlib import Path
+
+    import jsonschema
+
+    import cudamigrate
+
+    schema = json.loads((Path(cudamigrate.__file__).parent / "schemas" / "report.schema.json").read_text())
+    item = schema["properties"]["findings"]["items"]
+    _, text = scan([EXAMPLE, "--format", "json-lines"], tmp_path / "r.jsonl")
+    for line in text.splitlines():
+        jsonschema.validate(json.loads(line), item)
