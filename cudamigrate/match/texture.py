@@ -475,11 +475,15 @@ inline cudaError_t cudamigrateBindTextureToMipmappedArray(cudaTextureObject_t *o
     res.res.mipmap.mipmap = (cudaMipmappedArray_t)mipmap;
     return cudamigratePublishTexture(obj, symbol, &res, tex);
 }
+/* Unbinding destroys the object; kernels still running may read it, so wait for them first. */
 inline cudaError_t cudamigrateUnbindTexture(cudaTextureObject_t *obj)
 {
-    cudaError_t err = *obj != 0 ? cudaDestroyTextureObject(*obj) : cudaSuccess;
+    if (*obj == 0)
+        return cudaSuccess;
+    cudaError_t err = cudaDeviceSynchronize();
+    cudaError_t err2 = cudaDestroyTextureObject(*obj);
     *obj = 0;
-    return err;
+    return err != cudaSuccess ? err : err2;
 }
 inline cudaError_t cudamigrateBindSurfaceToArray(cudaSurfaceObject_t *obj, const void *symbol,
                                                         cudaArray_const_t array)
