@@ -88,6 +88,7 @@ class Ref:
     decl: ts.Node | None = None  # declaration node (this file only)
     declarator: ts.Node | None = None
     problem: str | None = None  # why the declaration itself cannot be migrated
+    migrated: bool = False  # known from a cudamigrate marker comment: already a texture/surface object
 
     @property
     def local(self) -> bool:
@@ -229,8 +230,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
                 continue
             if HELPER_GUARD.encode() in text:
                 helpers = True
-            for mk in MARKER_RE.finditer(text.decode("utf-8", "replace")):
-                r = _ref_from_targs(mk.group(3), mk.group(2), _split_top(mk.group(4)))
+            for r in _marker_refs(text):
                 out.setdefault(r.name, r)
             if b"texture" in text or b"surface" in text:
                 refs, _ = _declarations(parse(text).root_node, None)
@@ -246,6 +246,15 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
     except OSError:
         pass
     return out, helpers
+
+
+def _marker_refs(data: bytes) -> list[Ref]:
+    out = []
+    for mk in MARKER_RE.finditer(data.decode("utf-8", "replace")):
+        r = _ref_from_targs(mk.group(3), mk.group(2), _split_top(mk.group(4)))
+        r.migrated = True
+        out.append(r)
+    return out
 
 
 def _line_start(data: bytes, pos: int) -> int:
@@ -316,6 +325,9 @@ class Migration:
             args = named_children(p)
             idx = next((i for i, a in enumerate(args) if a.start_byte == node.start_byte and a.end_byte == node.end_byte), -1)
             fn, templ = _fn_name(call)
+            # already in object form (this file was fixed while the header declaring the reference was not yet)
+            if fn.startswith("cudamigrate") or (templ and (fn in TEX_READS or fn in SURF_FUNCS) and not ref.local):
+                return Use(ident, unit, "done")
             if ref.kind == "texture" and fn in TEX_READS and idx == 0 and not addr and fn not in self.ctx.defined_functions:
                 want = TEX_READS[fn]
                 ok = len(args) - 1 in (want if isinstance(want, tuple) else (want,))
@@ -345,6 +357,9 @@ class Migration:
                     return Use(ident, unit, "chan", p)
                 return Use(ident, unit, "other", f"its `channelDesc` is {'assigned' if written else 'read'} (line {self.line(unit, p)})")
             return Use(ident, unit, "other", f"its field `{fld}` has no texture-object counterpart here (line {self.line(unit, p)})")
+        if ref.migrated and p is not None and p.type == "declaration" and re.search(
+                r"cuda(Texture|Surface)Object_t", node_text(p.child_by_field_name("type") or p)):
+            return Use(ident, unit, "done")
         ctxnode = p if p is not None else ident
         return Use(ident, unit, "other", f"it is used in `{normalize_spaces(self.text(unit, ctxnode))[:60]}` (line {self.line(unit, ident)})")
 
@@ -668,6 +683,8 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
         "binds": sum(1 for u in uses if u.what == "bind"),
         "reason": "; ".join(dict.fromkeys(reasons)) if reasons else "",
     })
+    if not ref.local and not reasons and not edits:
+        return None  # nothing left to change here (already migrated, or surface calls that keep their text)
     if reasons:
         m.edits = []
         m.fix_applicability = "manual"
@@ -682,6 +699,8 @@ def _refs_in_scope(ctx: FileContext):
     headers, helpers = _header_refs(ctx)
     by_name: dict[str, Ref] = {}
     for r in local:
+        by_name.setdefault(r.name, r)
+    for r in _marker_refs(ctx.source.data):
         by_name.setdefault(r.name, r)
     for n, r in headers.items():
         by_name.setdefault(n, r)
