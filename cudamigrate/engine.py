@@ -110,6 +110,8 @@ class Engine:
                 self.always.append(r)
             for k in kws:
                 self.by_keyword.setdefault(k, []).append(r)
+        # one identifier query for all rules, compiled once; small keyword sets get their own (cached) query
+        self.hit_keywords = sorted(k for k, rs in self.by_keyword.items() if any(r.kind in HIT_MATCHERS for r in rs))
         kws = sorted(self.by_keyword, key=len, reverse=True)
         self.prefilter = re.compile(rb"\b(" + b"|".join(re.escape(k.encode()) for k in kws) + rb")\b") if kws else None
 
@@ -171,7 +173,7 @@ class Engine:
             if rs:
                 hit_rules[k] = rs
         errors: list[str] = []
-        for unit, node in identifier_hits(ctx, hit_rules):
+        for unit, node in identifier_hits(ctx, self.hit_keywords if len(hit_rules) > 8 else hit_rules):
             text = node.text.decode()
             for r in hit_rules.get(text, []):
                 try:
@@ -211,6 +213,8 @@ class Engine:
             start, end = m.report_range
             key = (r.id, start, end)
             if key in seen:
+                continue
+            if _in_disabled_block(m.node):
                 continue
             try:
                 if r.where is not None and not evaluate(r.where, m, ctx):
@@ -268,6 +272,21 @@ class Engine:
             counts[fp] = n + 1
             f.fingerprint = fp if n == 0 else f"{fp}-{n}"
         return out, errors
+
+
+def _in_disabled_block(node) -> bool:
+    """Code under `#if 0` is documentation, not code: do not report it."""
+    cur = node.parent
+    while cur is not None:
+        if cur.type == "preproc_if":
+            cond = cur.child_by_field_name("condition")
+            if cond is not None and cond.text.strip() in (b"0", b"(0)"):
+                # only the #if-branch is disabled, not its #else
+                alt = cur.child_by_field_name("alternative")
+                if alt is None or node.start_byte < alt.start_byte:
+                    return True
+        cur = cur.parent
+    return False
 
 
 def active_rule_filter(engine: Engine) -> Callable[[str], bool]:
