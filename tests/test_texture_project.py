@@ -78,3 +78,20 @@ def test_project_builds_only_after_fix(tmp_path):
     for src in SOURCES:
         res = compile_file(proj / src, out / (src + ".o"), link=False, include_dirs=[proj])
         assert res.ok, f"{' '.join(res.cmd)}\n{res.output[-4000:]}"
+
+
+@pytest.mark.gpu
+def test_project_runs_after_fix(tmp_path):
+    """Links the migrated program and compares its output with expected.txt (skips without a GPU)."""
+    from .conftest import gpu_available
+
+    if shutil.which("nvcc") is None or not gpu_available():
+        pytest.skip("needs nvcc and a GPU")
+    proj = _copy(tmp_path)
+    assert _fix(proj).returncode == 0
+    exe = tmp_path / "project"
+    res = compile_file(proj / "main.cu", exe, link=True, include_dirs=[proj], flags=[str(proj / "reference.cpp")])
+    assert res.ok, res.output[-4000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.strip() == (PROJECT / "expected.txt").read_text().strip()
