@@ -695,6 +695,19 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
 
 
 def _refs_in_scope(ctx: FileContext):
+    """(local refs, odd texture<> uses, refs by name incl. headers and markers, helpers present); once per file."""
+    cached = getattr(ctx, "_texture_scope", None)
+    if cached is not None:
+        return cached
+    res = _compute_scope(ctx)
+    try:
+        setattr(ctx, "_texture_scope", res)
+    except AttributeError:
+        pass
+    return res
+
+
+def _compute_scope(ctx: FileContext):
     local, odd = _declarations(ctx.main.root, ctx.main)
     headers, helpers = _header_refs(ctx)
     by_name: dict[str, Ref] = {}
