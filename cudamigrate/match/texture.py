@@ -415,7 +415,7 @@ HELPERS = r"""
 #define CUDAMIGRATE_TEXOBJ_HELPERS
 #include <string.h>
 inline cudaError_t cudamigratePublishTexture(cudaTextureObject_t *obj, const void *symbol,
-                                                    const cudaResourceDesc *res, const cudaTextureDesc *tex)
+                                             const cudaResourceDesc *res, const cudaTextureDesc *tex)
 {
     cudaTextureObject_t old = *obj;
     cudaError_t err = cudaCreateTextureObject(obj, res, tex, NULL);
@@ -441,8 +441,8 @@ inline size_t cudamigrateTextureOffset(size_t *offset, const void *devPtr)
     return *offset;
 }
 inline cudaError_t cudamigrateBindTexture(size_t *offset, cudaTextureObject_t *obj, const void *symbol,
-                                                 const void *devPtr, cudaChannelFormatDesc desc, size_t size,
-                                                 const cudaTextureDesc *tex)
+                                          const void *devPtr, cudaChannelFormatDesc desc, size_t size,
+                                          const cudaTextureDesc *tex)
 {
     size_t off = cudamigrateTextureOffset(offset, devPtr);
     cudaResourceDesc res;
@@ -454,8 +454,8 @@ inline cudaError_t cudamigrateBindTexture(size_t *offset, cudaTextureObject_t *o
     return cudamigratePublishTexture(obj, symbol, &res, tex);
 }
 inline cudaError_t cudamigrateBindTexture2D(size_t *offset, cudaTextureObject_t *obj, const void *symbol,
-                                                   const void *devPtr, cudaChannelFormatDesc desc, size_t width,
-                                                   size_t height, size_t pitch, const cudaTextureDesc *tex)
+                                            const void *devPtr, cudaChannelFormatDesc desc, size_t width,
+                                            size_t height, size_t pitch, const cudaTextureDesc *tex)
 {
     size_t off = cudamigrateTextureOffset(offset, devPtr);
     size_t texel = (size_t)(desc.x + desc.y + desc.z + desc.w) / 8;
@@ -472,7 +472,7 @@ inline cudaError_t cudamigrateBindTexture2D(size_t *offset, cudaTextureObject_t 
     return cudamigratePublishTexture(obj, symbol, &res, tex);
 }
 inline cudaError_t cudamigrateBindTextureToArray(cudaTextureObject_t *obj, const void *symbol,
-                                                        cudaArray_const_t array, const cudaTextureDesc *tex)
+                                                 cudaArray_const_t array, const cudaTextureDesc *tex)
 {
     cudaResourceDesc res;
     memset(&res, 0, sizeof(res));
@@ -481,8 +481,8 @@ inline cudaError_t cudamigrateBindTextureToArray(cudaTextureObject_t *obj, const
     return cudamigratePublishTexture(obj, symbol, &res, tex);
 }
 inline cudaError_t cudamigrateBindTextureToMipmappedArray(cudaTextureObject_t *obj, const void *symbol,
-                                                                 cudaMipmappedArray_const_t mipmap,
-                                                                 const cudaTextureDesc *tex)
+                                                          cudaMipmappedArray_const_t mipmap,
+                                                          const cudaTextureDesc *tex)
 {
     cudaResourceDesc res;
     memset(&res, 0, sizeof(res));
@@ -501,7 +501,7 @@ inline cudaError_t cudamigrateUnbindTexture(cudaTextureObject_t *obj)
     return err != cudaSuccess ? err : err2;
 }
 inline cudaError_t cudamigrateBindSurfaceToArray(cudaSurfaceObject_t *obj, const void *symbol,
-                                                        cudaArray_const_t array)
+                                                 cudaArray_const_t array)
 {
     cudaResourceDesc res;
     memset(&res, 0, sizeof(res));
