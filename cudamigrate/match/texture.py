@@ -647,7 +647,6 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
         if any(b < pos for b in same) and not any(b > pos for b in same):
             reasons.append(f"an attribute is set at line {line} after the reference is bound and is not followed by a new bind: "
                            "a texture object's attributes are fixed when it is created")
-    # bind calls nested in one another's arguments would be rewritten twice
     if ref.local:
         d = ref.decl
         s, e = ref.unit.abs(d)
