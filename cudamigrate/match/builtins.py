@@ -243,3 +243,5 @@ def device_vector_in_loop(rule: Rule, ctx: FileContext, options: dict[str, Any])
             m.vars.update({"variable": v, "what": f"{f}() called"})
             out.append(m)
     return out
+
+from . import texture  # noqa: E402,F401  (texture/surface reference migration builtins)
