@@ -14,7 +14,8 @@ import tree_sitter as ts
 from ..findings import Edit
 from ..parse.treesitter import query
 from ..rules.schema import Rule
-from .context import FileContext, node_text, normalize_name, scope_of
+from .context import (FileContext, declarators, declarator_name, declared_types, node_text, normalize_name, scope_of,
+                      type_aliases)
 from .matchers import Match
 from .ppexpr import Evaluator, PPError
 
@@ -181,65 +182,113 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
 
 # --------------------------------------------------------------------------- thrust containers
 DV_TYPES = re.compile(r"^(thrust::)?(device_vector|universal_vector)$")
+DV_WORDS = re.compile(rb"\b(device_vector|universal_vector)\b")
 
 
-def _device_vectors(ctx: FileContext) -> dict[str, list[ts.Node]]:
-    """Variables declared as thrust::device_vector (any scope), by name."""
-    out: dict[str, list[ts.Node]] = {}
-    q = query("(declaration type: (_) @t declarator: (_) @d) @decl (parameter_declaration type: (_) @t declarator: (_) @d) @decl")
-    for unit in ctx.units[:1]:
-        for _, caps in ts.QueryCursor(q).matches(unit.root):
-            t = normalize_name(node_text(caps["t"][0]))
-            full = set(ctx.resolve(t))
-            if not any(DV_TYPES.match(x) for x in full | {t}):
-                continue
-            d = caps["d"][0]
-            while d.type in ("init_declarator", "reference_declarator", "pointer_declarator") and d.named_children:
-                d = d.child_by_field_name("declarator") or d.named_children[0]
-            if d.type == "identifier":
-                out.setdefault(node_text(d), []).append(caps["decl"][0])
-    return out
+def _is_dv(types: set[str]) -> bool:
+    return any(DV_TYPES.match(t) for t in types)
+
+
+def _dv_type(ctx: FileContext, type_node: ts.Node) -> bool:
+    t = normalize_name(node_text(type_node))
+    aliases = type_aliases(ctx.source.data)
+    seen = {t}
+    while t in aliases and aliases[t] not in seen:
+        t = aliases[t]
+        seen.add(t)
+    return any(_is_dv(ctx.resolve(x)) for x in seen)
+
+
+def _is_write(node: ts.Node) -> bool:
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    if p is None:
+        return False
+    if p.type == "assignment_expression":
+        left = p.child_by_field_name("left")
+        return left is not None and left.start_byte == node.start_byte and left.end_byte == node.end_byte
+    return p.type == "update_expression"
+
+
+def _is_read(node: ts.Node) -> bool:
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    if p is not None and p.type == "assignment_expression":
+        left = p.child_by_field_name("left")
+        op = p.child_by_field_name("operator")
+        if left is not None and left.start_byte == node.start_byte and left.end_byte == node.end_byte:
+            return op is not None and node_text(op) != "="  # `v[i] += x` reads and writes
+    return True
 
 
 @builtin("device_vector_element_access")
 def device_vector_element_access(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
-    dvs = _device_vectors(ctx)
-    if not dvs:
+    """`v[i]`, `v.front()`, `v.back()` on a thrust::device_vector in a host loop: one blocking copy each."""
+    if not DV_WORDS.search(ctx.source.data):
         return []
     out = []
-    q = query("(subscript_expression argument: (identifier) @v) @s")
-    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
-        v = node_text(caps["v"][0])
-        if v not in dvs:
-            continue
+    q = query("(subscript_expression argument: (identifier) @v) @s "
+              "(call_expression function: (field_expression argument: (identifier) @v field: (field_identifier) @f)) @s")
+    unit = ctx.main
+    for _, caps in ts.QueryCursor(q).matches(unit.root):
         s = caps["s"][0]
+        if "f" in caps and node_text(caps["f"][0]) not in ("front", "back"):
+            continue
+        var = caps["v"][0]
         sc = scope_of(s)
         if sc.loop_depth == 0 or sc.is_kernel or sc.is_device:
             continue
-        m = Match(rule=rule, unit=ctx.main, node=s, name=v, written=node_text(s))
-        p = s.parent
-        m.vars["is_write"] = bool(p is not None and p.type == "assignment_expression" and p.child_by_field_name("left") is not None
-                                  and p.child_by_field_name("left").start_byte == s.start_byte)
-        m.vars["variable"] = v
+        if not _is_dv(declared_types(ctx, unit, node_text(var), var)):
+            continue
+        v = node_text(var)
+        m = Match(rule=rule, unit=unit, node=s, name=v, written=node_text(s))
+        w, r = _is_write(s), _is_read(s)
+        m.vars.update({"is_write": w, "is_read": r, "variable": v,
+                       "access": "read-modify-write" if (w and r) else "write" if w else "read"})
         out.append(m)
     return out
 
 
+GROWING = ("resize", "reserve", "assign", "push_back", "insert", "shrink_to_fit")
+
+
 @builtin("device_vector_in_loop")
 def device_vector_in_loop(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
-    dvs = _device_vectors(ctx)
+    """thrust::device_vector objects constructed, or resized/grown, inside a host loop."""
+    if not DV_WORDS.search(ctx.source.data):
+        return []
     out = []
-    for name, decls in dvs.items():
-        for d in decls:
-            if d.type == "declaration" and scope_of(d).loop_depth > 0:
-                m = Match(rule=rule, unit=ctx.main, node=d, name=name, written=node_text(d))
-                m.vars.update({"variable": name, "what": "constructed"})
-                out.append(m)
-    q = query("(call_expression function: (field_expression argument: (identifier) @v field: (field_identifier) @f)) @c")
-    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
-        v, f = node_text(caps["v"][0]), node_text(caps["f"][0])
-        if v in dvs and f in ("resize", "reserve", "shrink_to_fit", "assign") and scope_of(caps["c"][0]).loop_depth > 0:
-            m = Match(rule=rule, unit=ctx.main, node=caps["c"][0], name=v, written=node_text(caps["c"][0]))
-            m.vars.update({"variable": v, "what": f"{f}() called"})
+    unit = ctx.main
+    q = query("(declaration type: (_) @t) @decl")
+    for _, caps in ts.QueryCursor(q).matches(unit.root):
+        decl = caps["decl"][0]
+        sc = scope_of(decl)
+        if sc.loop_depth == 0 or sc.is_kernel or sc.is_device:
+            continue
+        if any(c.type == "storage_class_specifier" and node_text(c) in ("static", "extern", "thread_local") for c in decl.children):
+            continue  # constructed once
+        if not _dv_type(ctx, caps["t"][0]):
+            continue
+        for d in declarators(decl):
+            got = declarator_name(d)
+            if got is None or not got[1]:
+                continue  # a pointer or reference owns no storage
+            m = Match(rule=rule, unit=unit, node=d, name=got[0], written=node_text(d))
+            m.vars.update({"variable": got[0], "what": "constructed", "method": ""})
             out.append(m)
+    q = query("(call_expression function: (field_expression argument: (identifier) @v field: (field_identifier) @f)) @c")
+    for _, caps in ts.QueryCursor(q).matches(unit.root):
+        c, var, f = caps["c"][0], caps["v"][0], node_text(caps["f"][0])
+        if f not in GROWING:
+            continue
+        sc = scope_of(c)
+        if sc.loop_depth == 0 or sc.is_kernel or sc.is_device:
+            continue
+        if not _is_dv(declared_types(ctx, unit, node_text(var), var)):
+            continue
+        m = Match(rule=rule, unit=unit, node=c, name=node_text(var), written=node_text(c))
+        m.vars.update({"variable": node_text(var), "what": f"{f}() called", "method": f})
+        out.append(m)
     return out
