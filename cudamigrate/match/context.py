@@ -228,6 +228,13 @@ def declarator_name(d: ts.Node) -> tuple[str, bool] | None:
         if nxt is None:
             return None
         d = nxt
+    if d.type == "function_declarator" and d.parent is not None and d.parent.type == "declaration" \
+            and scope_of(d).function is not None:
+        # `thrust::device_vector<int> v(n);` in a block parses like a function declaration (the vexing parse);
+        # C++ forbids local function definitions, and local declarations of functions are rare
+        inner = d.child_by_field_name("declarator")
+        if inner is not None and inner.type == "identifier":
+            return node_text(inner), owns
     if d.type in ("identifier", "field_identifier"):
         return node_text(d), owns
     return None
