@@ -38,27 +38,42 @@ def run(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
 
 
 # --------------------------------------------------------------------------- version guards
+# Headers that include cuda_runtime_api.h (which defines CUDART_VERSION, cuda_runtime_api.h:139).
 RUNTIME_HEADERS = re.compile(r"(^|/)(cuda_runtime(_api)?|cublas(_v2|_api|Lt)?|cusparse|cufft|curand|cusolver\w*|cuda_fp16|cooperative_groups)\.h$")
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 
 
-def _version_env(ctx: FileContext, target: tuple[int, int], assume: set[str]):
-    maj, mnr = target
-    cuda_h = any(i == "cuda.h" or i.endswith("/cuda.h") for i in ctx.includes) or "CUDA_VERSION" in assume
-    runtime = ctx.is_cuda_file or any(RUNTIME_HEADERS.search(i) for i in ctx.includes) or "CUDART_VERSION" in assume
-    nvcc = ctx.is_cuda_file or "__CUDACC_VER_MAJOR__" in assume
-    known: dict[str, int] = {}
-    if cuda_h:
-        known["CUDA_VERSION"] = maj * 1000 + mnr * 10
-    if runtime:
-        known["CUDART_VERSION"] = maj * 1000 + mnr * 10
-        known["__CUDA_API_VER_MAJOR__"] = maj
-        known["__CUDA_API_VER_MINOR__"] = mnr
-    if nvcc:
-        known["__CUDACC_VER_MAJOR__"] = maj
-        known["__CUDACC_VER_MINOR__"] = mnr
+def _known_macros(ctx: FileContext, assume: set[str], before: int, redefined: set[str]) -> set[str]:
+    """Which version macros are defined (with the toolkit's value) at byte `before` of this file.
+
+    - `CUDART_VERSION`: defined by cuda_runtime_api.h, which nvcc includes implicitly in .cu/.cuh files;
+      elsewhere only after an include of a runtime header.
+    - `CUDA_VERSION`: defined by cuda.h only (cuda.h:263), so only after `#include <cuda.h>`.
+    - `__CUDACC_VER_MAJOR__/MINOR__`, `__CUDA_API_VER_MAJOR__/MINOR__`: predefined by nvcc, so known in .cu/.cuh.
+    Anything else, or a macro the file `#define`s or `#undef`s itself, is unknown; `assume_defined` lists macros
+    the user declares defined (at the toolkit's value) everywhere.
+    """
+    incs = [m.group(1).decode() for m in _INCLUDE.finditer(ctx.source.data, 0, before)]
+    known: set[str] = set()
+    if any(i == "cuda.h" or i.endswith("/cuda.h") for i in incs) or "CUDA_VERSION" in assume:
+        known.add("CUDA_VERSION")
+    if ctx.is_cuda_file or any(RUNTIME_HEADERS.search(i) for i in incs) or "CUDART_VERSION" in assume:
+        known.add("CUDART_VERSION")
+    if ctx.is_cuda_file or "__CUDACC_VER_MAJOR__" in assume:
+        known |= {"__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__"}
+    if ctx.is_cuda_file or "__CUDA_API_VER_MAJOR__" in assume:
+        known |= {"__CUDA_API_VER_MAJOR__", "__CUDA_API_VER_MINOR__"}
+    return known - redefined
+
+
+def _version_env(known: set[str], version: tuple[int, int]) -> Evaluator:
+    maj, mnr = version
+    values = {"CUDA_VERSION": maj * 1000 + mnr * 10, "CUDART_VERSION": maj * 1000 + mnr * 10,
+              "__CUDACC_VER_MAJOR__": maj, "__CUDACC_VER_MINOR__": mnr,
+              "__CUDA_API_VER_MAJOR__": maj, "__CUDA_API_VER_MINOR__": mnr}
 
     def lookup(name: str):
-        return known.get(name)
+        return values[name] if name in known else None
 
     def defined(name: str):
         return True if name in known else None
@@ -66,9 +81,18 @@ def _version_env(ctx: FileContext, target: tuple[int, int], assume: set[str]):
     return Evaluator(lookup, defined)
 
 
+def toolkits_from(target: tuple[int, int]) -> list[tuple[int, int]]:
+    """The toolkit versions a guard must agree on: the target and every later major.minor (minors 0-9, majors up
+    to 40, and 99.9 for "far future"). A guard is decided only when all of them give the same answer, so
+    `__CUDACC_VER_MAJOR__ == 13 && __CUDACC_VER_MINOR__ >= 2` (false at 13.0, true at 13.2) stays undecided."""
+    out = [(maj, mnr) for maj in range(target[0], 41) for mnr in range(10) if (maj, mnr) >= target]
+    return out + [(99, 9)]
+
+
 VERSION_MACROS = ("CUDA_VERSION", "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__",
                   "__CUDA_API_VER_MAJOR__", "__CUDA_API_VER_MINOR__")
 _VM = re.compile(r"\b(" + "|".join(VERSION_MACROS) + r")\b")
+_REDEF = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(" + b"|".join(m.encode() for m in VERSION_MACROS) + rb")\b", re.M)
 
 
 def _line_start(data: bytes, pos: int) -> int:
@@ -80,18 +104,41 @@ def _line_end(data: bytes, pos: int) -> int:
     return len(data) if e == -1 else e + 1
 
 
+def _decide(ctx: FileContext, ctext: str, pos: int, assume: set[str], redefined: set[str]) -> bool | None:
+    if not _VM.search(ctext):
+        return None
+    known = _known_macros(ctx, assume, pos, redefined)
+    if not known or not _VM.search(ctext):
+        return None
+    seen: set[bool] = set()
+    try:
+        for v in toolkits_from(ctx.target):
+            r = _version_env(known, v).eval(ctext)
+            if r is None:
+                return None
+            seen.add(bool(r))
+            if len(seen) > 1:
+                return None
+    except PPError:
+        return None
+    return seen.pop() if seen else None
+
+
 @builtin("version_guard")
 def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    """`#if`/`#elif`/`#ifdef`/`#ifndef` chains on CUDA version macros whose outcome is the same for the target
+    toolkit and every later one; the edit keeps the live branch and drops the dead ones."""
     data = ctx.source.data
     if not _VM.search(data.decode("utf-8", "replace")):
         return []
     assume = set(options.get("assume_defined", []) or [])
-    now = _version_env(ctx, ctx.target, assume)
-    future = _version_env(ctx, (99, 9), assume)
+    redefined = {m.group(1).decode() for m in _REDEF.finditer(data)}
     out: list[Match] = []
     unit = ctx.main
-    for node in ts.QueryCursor(query("(preproc_if) @p")).captures(unit.root).get("p", []):
-        branches = []  # (directive, cond_text, state, dir_start, body_start, body_end)
+    nl = ctx.source.newline.decode()
+    for node in ts.QueryCursor(query("(preproc_if) @p (preproc_ifdef) @p")).captures(unit.root).get("p", []):
+        # branches: [directive, condition text, state, line start, body start, body end]
+        branches: list[list[Any]] = []
         cur: ts.Node | None = node
         ok = True
         while cur is not None:
@@ -101,16 +148,19 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
                     ok = False
                     break
                 ctext = node_text(cond)
-                state = None
-                if _VM.search(ctext):
-                    try:
-                        a, b = now.eval(ctext), future.eval(ctext)
-                    except PPError:
-                        a, b = None, None
-                    if a is not None and b is not None and bool(a) == bool(b):
-                        state = bool(a)
                 kw = "#if" if cur.type == "preproc_if" else "#elif"
-                branches.append([kw, ctext, state, _line_start(data, cur.start_byte), _line_end(data, cond.end_byte - 1), None])
+                branches.append([kw, ctext, _decide(ctx, ctext, cur.start_byte, assume, redefined),
+                                 _line_start(data, cur.start_byte), _line_end(data, cond.end_byte - 1), None])
+                cur = cur.child_by_field_name("alternative")
+            elif cur.type == "preproc_ifdef":
+                name = cur.child_by_field_name("name")
+                first = cur.children[0] if cur.children else None
+                if name is None or first is None or first.type not in ("#ifdef", "#ifndef"):
+                    ok = False  # `#elifdef` and friends: left alone
+                    break
+                ctext = ("!" if first.type == "#ifndef" else "") + f"defined({node_text(name)})"
+                branches.append(["#if", ctext, _decide(ctx, ctext, cur.start_byte, assume, redefined),
+                                 _line_start(data, cur.start_byte), _line_end(data, name.end_byte - 1), None])
                 cur = cur.child_by_field_name("alternative")
             elif cur.type == "preproc_else":
                 first = cur.children[0]
@@ -123,12 +173,10 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
         if not ok or not endif or not any(b[2] is not None and b[0] != "#else" for b in branches):
             continue
         endif_start = _line_start(data, endif[0].start_byte)
-        end = _line_end(data, endif[0].end_byte - 1) if not data[endif[0].end_byte:].startswith(b"\n") else endif[0].end_byte + 1
         end = _line_end(data, endif[0].start_byte)
         for i, b in enumerate(branches):
             b[5] = branches[i + 1][3] if i + 1 < len(branches) else endif_start
-        # rebuild
-        kept = []
+        kept: list[list[Any]] = []
         live_body = None
         for b in branches:
             if b[2] is False:
@@ -136,10 +184,10 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             if b[2] is True:
                 if not kept:
                     live_body = b
-                kept.append(["#else", "", True, b[3], b[4], b[5]])
+                else:
+                    kept.append(["#else", "", True, b[3], b[4], b[5]])
                 break
             kept.append(b)
-        nl = ctx.source.newline.decode()
         start = branches[0][3]
         if live_body is not None:
             new = data[live_body[4] : live_body[5]].decode("utf-8", "replace")
@@ -152,14 +200,11 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             for i, b in enumerate(kept):
                 if b[0] == "#else":
                     directive = "#else" + nl
-                elif i == 0 and b[0] != "#if":
-                    directive = "#if " + b[1].strip() + nl
-                elif b[0] == "#if" and i == 0:
-                    directive = data[b[3] : b[4]].decode("utf-8", "replace")
+                elif i == 0 and b[3] != start:
+                    # an #elif that becomes the first branch: `#elif` -> `#if`, comments kept
+                    directive = re.sub(r"^([ \t]*#[ \t]*)elif", r"\1if", data[b[3] : b[4]].decode("utf-8", "replace"), count=1)
                 else:
                     directive = data[b[3] : b[4]].decode("utf-8", "replace")
-                    if i == 0:
-                        directive = directive.replace("#elif", "#if", 1)
                 parts.append(directive + data[b[4] : b[5]].decode("utf-8", "replace"))
             parts.append(data[endif_start:end].decode("utf-8", "replace"))
             new = "".join(parts)
@@ -168,13 +213,14 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
         if new == old:
             continue
         decided = next(b for b in branches if b[2] is not None and b[0] != "#else")
-        m = Match(rule=rule, unit=unit, node=node, name=decided[1].strip(), written=decided[1].strip())
+        line = data[decided[3] : decided[4]].decode("utf-8", "replace").strip()
+        m = Match(rule=rule, unit=unit, node=node, name=decided[1].strip(), written=line)
         dline_end = decided[4]
         while dline_end > decided[3] and data[dline_end - 1 : dline_end] in (b"\n", b"\r"):
             dline_end -= 1
         m.range = (decided[3], dline_end)
-        m.vars.update({"condition": " ".join(decided[1].split()), "state": "true" if decided[2] else "false",
-                       "outcome": outcome})
+        m.vars.update({"condition": " ".join(decided[1].split()), "directive": " ".join(line.split()),
+                       "state": "true" if decided[2] else "false", "outcome": outcome})
         m.edits = [Edit(start, end, new)]
         out.append(m)
     return out
