@@ -14,8 +14,7 @@ import tree_sitter as ts
 from ..findings import Edit
 from ..parse.treesitter import query
 from ..rules.schema import Rule
-from .context import (FileContext, declarators, declarator_name, declared_types, node_text, normalize_name, scope_of,
-                      type_aliases)
+from .context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
 from .matchers import Match
 from .ppexpr import Evaluator, PPError
 
