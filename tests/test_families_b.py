@@ -128,3 +128,17 @@ int main() {
 """
     got = [(f.line, f.rule_id) for f in _scan("l.cu", src, ["CM304", "CM305"])]
     assert got == [(8, "CM304")], got
+
+
+def test_universal_vector_elements_are_plain_memory():
+    src = """
+#include <thrust/universal_vector.h>
+int main() {
+  thrust::universal_vector<int> u(4);
+  int s = 0;
+  for (int i = 0; i < 4; ++i) { s += u[i]; thrust::universal_vector<int> t(2); }
+  return s;
+}
+"""
+    got = [(f.line, f.rule_id) for f in _scan("u.cu", src, ["CM304", "CM305"])]
+    assert got == [(6, "CM305")], got

@@ -230,8 +230,13 @@ DV_TYPES = re.compile(r"^(thrust::)?(device_vector|universal_vector)$")
 DV_WORDS = re.compile(rb"\b(device_vector|universal_vector)\b")
 
 
-def _is_dv(types: set[str]) -> bool:
-    return any(DV_TYPES.match(t) for t in types)
+# universal_vector's reference is a plain `T&` (cuda/pointer.h: universal_pointer), so its elements are ordinary
+# (managed) memory accesses; only device_vector elements go through a copy + synchronize.
+DEVICE_ONLY = re.compile(r"^(thrust::)?device_vector$")
+
+
+def _is_dv(types: set[str], rx: re.Pattern[str] = DV_TYPES) -> bool:
+    return any(rx.match(t) for t in types)
 
 
 def _dv_type(ctx: FileContext, type_node: ts.Node) -> bool:
@@ -285,7 +290,7 @@ def device_vector_element_access(rule: Rule, ctx: FileContext, options: dict[str
         sc = scope_of(s)
         if sc.loop_depth == 0 or sc.is_kernel or sc.is_device:
             continue
-        if not _is_dv(declared_types(ctx, unit, node_text(var), var)):
+        if not _is_dv(declared_types(ctx, unit, node_text(var), var), DEVICE_ONLY):
             continue
         v = node_text(var)
         m = Match(rule=rule, unit=unit, node=s, name=v, written=node_text(s))
