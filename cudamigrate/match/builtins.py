@@ -42,7 +42,8 @@ RUNTIME_HEADERS = re.compile(r"(^|/)(cuda_runtime(_api)?|cublas(_v2|_api|Lt)?|cu
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 
 
-def _known_macros(ctx: FileContext, assume: set[str], before: int, redefined: set[str]) -> set[str]:
+def _known_macros(ctx: FileContext, includes: list[tuple[int, str]], assume: set[str], before: int,
+                  redefined: set[str]) -> set[str]:
     """Which version macros are defined (with the toolkit's value) at byte `before` of this file.
 
     - `CUDART_VERSION`: defined by cuda_runtime_api.h, which nvcc includes implicitly in .cu/.cuh files;
@@ -52,7 +53,7 @@ def _known_macros(ctx: FileContext, assume: set[str], before: int, redefined: se
     Anything else, or a macro the file `#define`s or `#undef`s itself, is unknown; `assume_defined` lists macros
     the user declares defined (at the toolkit's value) everywhere.
     """
-    incs = [m.group(1).decode() for m in _INCLUDE.finditer(ctx.source.data, 0, before)]
+    incs = [inc for pos, inc in includes if pos < before]
     known: set[str] = set()
     if any(i == "cuda.h" or i.endswith("/cuda.h") for i in incs) or "CUDA_VERSION" in assume:
         known.add("CUDA_VERSION")
@@ -103,10 +104,11 @@ def _line_end(data: bytes, pos: int) -> int:
     return len(data) if e == -1 else e + 1
 
 
-def _decide(ctx: FileContext, ctext: str, pos: int, assume: set[str], redefined: set[str]) -> bool | None:
+def _decide(ctx: FileContext, includes: list[tuple[int, str]], ctext: str, pos: int, assume: set[str],
+            redefined: set[str]) -> bool | None:
     if not _VM.search(ctext):
         return None
-    known = _known_macros(ctx, assume, pos, redefined)
+    known = _known_macros(ctx, includes, assume, pos, redefined)
     if not known or not _VM.search(ctext):
         return None
     seen: set[bool] = set()
@@ -132,6 +134,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
         return []
     assume = set(options.get("assume_defined", []) or [])
     redefined = {m.group(1).decode() for m in _REDEF.finditer(data)}
+    includes = [(m.start(), m.group(1).decode()) for m in _INCLUDE.finditer(data)]
     out: list[Match] = []
     unit = ctx.main
     nl = ctx.source.newline.decode()
@@ -148,7 +151,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
                     break
                 ctext = node_text(cond)
                 kw = "#if" if cur.type == "preproc_if" else "#elif"
-                branches.append([kw, ctext, _decide(ctx, ctext, cur.start_byte, assume, redefined),
+                branches.append([kw, ctext, _decide(ctx, includes, ctext, cur.start_byte, assume, redefined),
                                  _line_start(data, cur.start_byte), _line_end(data, cond.end_byte - 1), None])
                 cur = cur.child_by_field_name("alternative")
             elif cur.type == "preproc_ifdef":
@@ -158,7 +161,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
                     ok = False  # `#elifdef` and friends: left alone
                     break
                 ctext = ("!" if first.type == "#ifndef" else "") + f"defined({node_text(name)})"
-                branches.append(["#if", ctext, _decide(ctx, ctext, cur.start_byte, assume, redefined),
+                branches.append(["#if", ctext, _decide(ctx, includes, ctext, cur.start_byte, assume, redefined),
                                  _line_start(data, cur.start_byte), _line_end(data, name.end_byte - 1), None])
                 cur = cur.child_by_field_name("alternative")
             elif cur.type == "preproc_else":
