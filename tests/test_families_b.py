@@ -142,3 +142,21 @@ int main() {
 """
     got = [(f.line, f.rule_id) for f in _scan("u.cu", src, ["CM304", "CM305"])]
     assert got == [(6, "CM305")], got
+
+
+def test_device_pointers_count_as_device_iterators():
+    src = """
+#include <thrust/device_ptr.h>
+#include <thrust/sort.h>
+void f(int *raw, int n) {
+  thrust::device_ptr<int> dp = thrust::device_pointer_cast(raw);
+  thrust::sort(dp, dp + n);
+  thrust::sort(thrust::device_pointer_cast(raw), thrust::device_pointer_cast(raw) + n);
+  thrust::sort(raw, raw + n);
+}
+"""
+    assert [f.line for f in _scan("p.cu", src, ["CM301"])] == [6, 7]
+    fixed = _fix("p.cu", src, ["CM301"])
+    assert "thrust::sort(thrust::cuda::par_nosync, dp, dp + n);" in fixed
+    assert "thrust::sort(thrust::cuda::par_nosync, thrust::device_pointer_cast(raw)," in fixed
+    assert "thrust::sort(raw, raw + n);" in fixed

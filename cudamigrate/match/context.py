@@ -212,8 +212,7 @@ class FileContext:
 # --------------------------------------------------------------------------- declared types
 _DECL_QUERY = ("(declaration type: (_) @t) @decl (parameter_declaration type: (_) @t) @decl "
                "(optional_parameter_declaration type: (_) @t) @decl (field_declaration type: (_) @t) @decl")
-_ITER_CALLS = {"begin", "end", "cbegin", "cend", "rbegin", "rend", "crbegin", "crend", "data",
-               "raw_pointer_cast", "device_pointer_cast"}
+_ITER_CALLS = {"begin", "end", "cbegin", "cend", "rbegin", "rend", "crbegin", "crend", "data", "raw_pointer_cast"}
 
 
 def declarator_name(d: ts.Node) -> tuple[str, bool] | None:
