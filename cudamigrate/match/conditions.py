@@ -140,6 +140,12 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             ok = all(m.vars.get(k) == v for k, v in val.items())
         elif key == "role":
             ok = m.vars.get("role") in (val if isinstance(val, list) else [val])
+        elif key == "preceded_by":
+            # the source just before the matched node (for strings: the whole literal), e.g. the previous
+            # element of an initializer list: `{"-arch", "sm_70"}`
+            s0 = m.abs(m.node)[0]
+            before = ctx.source.data[max(0, s0 - 400) : s0].decode("utf-8", "replace")
+            ok = re.search(val + r"\Z", before) is not None
         elif key == "arg_type":
             ok = _arg_type(val, m, ctx)
         elif key == "option":
