@@ -164,7 +164,10 @@ class Engine:
         tree = parse(pbytes)
         units = [Unit(tree=tree, base=0)]
         if b"#" in data and found:
-            kw_rx = re.compile(rb"\b(" + b"|".join(re.escape(k.encode()) for k in found) + rb")\b")
+            pat = rb"\b(" + b"|".join(re.escape(k.encode()) for k in found) + rb")\b"
+            if any(r.kind == "string" for r in candidates.values()):
+                pat += rb'|"'  # string rules look at literals in macro bodies too: `#define OPT "-arch=sm_70"`
+            kw_rx = re.compile(pat)
             units += macro_units(tree, pbytes, kw_rx)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options)
         matches: list[Match] = []
