@@ -235,9 +235,9 @@ class Engine:
                         edits = [e for e in edits if data[e.start : e.end].decode("utf-8", "replace") != e.text]
                         if edits:
                             title = render(str(r.fix.get("title", r.summary)), tctx)
-                            fix = Fix(m.fix_applicability or r.fix["applicability"], title, edits)
+                            fix = Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
                 elif m.edits:
-                    fix = Fix(m.fix_applicability or "unsafe", r.summary, m.edits)
+                    fix = Fix(m.fix_applicability or "unsafe", r.summary, sorted(m.edits, key=lambda e: (e.start, e.end)))
                 mults = []
                 for adj in r.cost.get("adjust", []) or []:
                     if evaluate(adj["when"], m, ctx):
