@@ -47,8 +47,12 @@ def _arg_is(node: ts.Node, what: str) -> bool:
 
 
 def strip_address(text: str) -> str:
+    """`&h`, `h`, `*h` and `this->h` all name the same handle for same_as comparisons."""
     t = normalize(text)
-    return t[1:] if t.startswith("&") else t
+    while t.startswith("(") and t.endswith(")") and t.count("(") == 1:
+        t = t[1:-1]
+    t = t[1:] if t[:1] in ("&", "*") else t
+    return t[6:] if t.startswith("this->") else t
 
 
 def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | None) -> bool:
@@ -56,7 +60,10 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
     if isinstance(spec, list):
         names, arg, same = spec, None, None
     else:
-        names, arg, same = spec["names"], spec.get("arg"), spec.get("same_as")
+        names, arg, same = list(spec.get("names", [])), spec.get("arg"), spec.get("same_as")
+        if spec.get("name_matches"):
+            rx = re.compile(spec["name_matches"])
+            names += [n for n in ctx.calls if rx.search(n) and n not in names]
     want = None
     if same is not None:
         node = m.arg(same)
@@ -99,6 +106,14 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             ok = not evaluate(val, m, ctx)
         elif key == "argc":
             ok = len(m.args) == val or (isinstance(val, list) and len(m.args) in val)
+        elif key == "argc_matches_params":
+            ok = (len(m.args) == len(m.params)) == bool(val)
+        elif key in ("statement_matches", "statement_not_matches"):
+            from .edits import statement_of
+
+            s, e = m.abs(statement_of(m.node))
+            has = re.search(val, ctx.source.data[s:e].decode("utf-8", "replace"), re.S) is not None
+            ok = has if key == "statement_matches" else not has
         elif key == "argc_min":
             ok = len(m.args) >= val
         elif key == "argc_max":

@@ -158,6 +158,21 @@ def build_edits(specs: list[dict[str, Any]], m: Match, ctx: FileContext, tctx: d
     return edits
 
 
+def wrapper_of(m: Match) -> str:
+    """`CUBLAS_CHECK` when the match is the only argument of a call such as `CUBLAS_CHECK(cublasCreate(&h))`."""
+    node = m.node
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    if p is None or p.type != "argument_list" or len([c for c in p.named_children if c.type != "comment"]) != 1:
+        return ""
+    call = p.parent
+    if call is None or call.type != "call_expression":
+        return ""
+    fn = call.child_by_field_name("function")
+    return node_text(fn) if fn is not None else ""
+
+
 def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dict[str, Any]:
     data = ctx.source.data
     args: dict[str, str] = {}
@@ -171,6 +186,7 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
             args[m.params[i]] = t
     s, e = m.report_range
     return {
+        "wrapper": wrapper_of(m),
         "name": m.name,
         "written": m.written,
         "callee": node_text(m.callee) if m.callee is not None else m.written,
