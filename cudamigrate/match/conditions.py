@@ -85,6 +85,21 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
     return False
 
 
+def wrapper_of(m: Match) -> str:
+    """`CUBLAS_CHECK` when the match is the only argument of a call such as `CUBLAS_CHECK(cublasCreate(&h))`."""
+    node = m.node
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    if p is None or p.type != "argument_list" or len([c for c in p.named_children if c.type != "comment"]) != 1:
+        return ""
+    call = p.parent
+    if call is None or call.type != "call_expression":
+        return ""
+    fn = call.child_by_field_name("function")
+    return node_text(fn) if fn is not None else ""
+
+
 def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
     if cond is None:
         return True
@@ -106,6 +121,8 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             ok = not evaluate(val, m, ctx)
         elif key == "argc":
             ok = len(m.args) == val or (isinstance(val, list) and len(m.args) in val)
+        elif key == "wrapped":
+            ok = (wrapper_of(m) != "") == bool(val)
         elif key == "argc_matches_params":
             ok = (len(m.args) == len(m.params)) == bool(val)
         elif key in ("statement_matches", "statement_not_matches"):

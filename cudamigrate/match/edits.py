@@ -8,7 +8,7 @@ import tree_sitter as ts
 
 from ..findings import Edit
 from ..templates import render
-from .conditions import evaluate
+from .conditions import evaluate, wrapper_of
 from .context import FileContext, node_text
 from .matchers import Match
 
@@ -156,21 +156,6 @@ def build_edits(specs: list[dict[str, Any]], m: Match, ctx: FileContext, tctx: d
             else:
                 edits.append(Edit(le, le, block))
     return edits
-
-
-def wrapper_of(m: Match) -> str:
-    """`CUBLAS_CHECK` when the match is the only argument of a call such as `CUBLAS_CHECK(cublasCreate(&h))`."""
-    node = m.node
-    p = node.parent
-    while p is not None and p.type == "parenthesized_expression":
-        node, p = p, p.parent
-    if p is None or p.type != "argument_list" or len([c for c in p.named_children if c.type != "comment"]) != 1:
-        return ""
-    call = p.parent
-    if call is None or call.type != "call_expression":
-        return ""
-    fn = call.child_by_field_name("function")
-    return node_text(fn) if fn is not None else ""
 
 
 def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dict[str, Any]:
