@@ -17,7 +17,7 @@ DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 
 
 # a `/* ... */` on one line that ends in a backslash continuation, not after a quote on that line
-_MACRO_LINE_COMMENT = re.compile(rb"^([^\"\n]*?)(/\*[^\n]*?\*/)(?=[^\n]*\\\r?$)", re.M)
+_MACRO_LINE_COMMENT = re.compile(rb"^([^\"\n]*?)(/\*[^\n]*?\*/)(?=[^\n]*\\\r?$)", re.MULTILINE)
 
 
 class SourceError(Exception):

@@ -52,7 +52,7 @@ def strip_address(text: str) -> str:
     while t.startswith("(") and t.endswith(")") and t.count("(") == 1:
         t = t[1:-1]
     t = t[1:] if t[:1] in ("&", "*") else t
-    return t[6:] if t.startswith("this->") else t
+    return t.removeprefix("this->")
 
 
 def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | None) -> bool:
@@ -129,7 +129,7 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             from .edits import statement_of
 
             s, e = m.abs(statement_of(m.node))
-            has = re.search(val, ctx.source.data[s:e].decode("utf-8", "replace"), re.S) is not None
+            has = re.search(val, ctx.source.data[s:e].decode("utf-8", "replace"), re.DOTALL) is not None
             ok = has if key == "statement_matches" else not has
         elif key == "argc_min":
             ok = len(m.args) >= val
