@@ -70,3 +70,10 @@ def test_per_call_handle_needs_blas_work_in_the_function():
     query = tmpl % b"int v; cublasGetVersion(h, &v);"
     assert [f.rule_id for f in scan(["CM214"], work)] == ["CM214"]
     assert scan(["CM214"], query) == []
+
+
+def test_create_inside_a_macro_body_is_not_an_ignored_status_nor_fixed_in_place():
+    code = V2 + b"#define MAKE(h) cublasCreate(&h)\nint main(){ cublasHandle_t h; if (MAKE(h)) return 1; return 0; }\n"
+    assert scan(["CM210"], code) == []
+    found = scan(["CM211"], code)
+    assert [(f.rule_id, f.fix) for f in found] == [("CM211", None)]
