@@ -77,3 +77,10 @@ def test_create_inside_a_macro_body_is_not_an_ignored_status_nor_fixed_in_place(
     assert scan(["CM210"], code) == []
     found = scan(["CM211"], code)
     assert [(f.rule_id, f.fix) for f in found] == [("CM211", None)]
+
+
+def test_call_in_the_callee_chain_is_elided():
+    code = (b"#include <thrust/device_allocator.h>\n#include <thrust/execution_policy.h>\n"
+            b"void f(thrust::device_allocator<char> &a, cudaStream_t s){ auto p = thrust::cuda::par(a).on(0);"
+            b" auto q = thrust::cuda::par(a).on(s); }\n")
+    assert [(f.rule_id, f.line) for f in scan(["CM104"], code)] == [("CM104", 3)]
