@@ -84,3 +84,12 @@ def test_call_in_the_callee_chain_is_elided():
             b"void f(thrust::device_allocator<char> &a, cudaStream_t s){ auto p = thrust::cuda::par(a).on(0);"
             b" auto q = thrust::cuda::par(a).on(s); }\n")
     assert [(f.rule_id, f.line) for f in scan(["CM104"], code)] == [("CM104", 3)]
+
+
+def test_legacy_header_is_switched_only_when_nothing_needs_the_legacy_declarations():
+    base = b"#include <cublas.h>\nint main(){ cublasHandle_t h; cublasCreate_v2(&h); %s cublasDestroy_v2(h); }\n"
+    clean = scan(["CM201"], base % b"")
+    legacy_call = scan(["CM201"], base % b"cublasSscal(4, 2.0f, 0, 1);")
+    legacy_type = scan(["CM201"], base % b"cublasStatus s = CUBLAS_STATUS_SUCCESS; (void)s;")
+    assert clean[0].fix is not None and clean[0].fix.edits[0].text == "<cublas_v2.h>"
+    assert legacy_call[0].fix is None and legacy_type[0].fix is None
