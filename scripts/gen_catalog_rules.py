@@ -253,7 +253,7 @@ TEXT_FIX: dict[str, dict] = {
     },
     "cub:cub::Int2Type": {
         "applicability": "unsafe", "caveat": "Int2Type<N>::VALUE becomes integral_constant<int, N>::value",
-        "edits": [{"when": {"role": "type"}, "replace": "node",
+        "edits": [{"when": {"all": [{"role": ["type", "call"]}, {"not": {"var": {"scope": True}}}]}, "replace": "node",
                    "with": "cuda::std::integral_constant<int, {{ text[text.index('<') + 1:] | trim }}"}],
     },
     "cub:cub::Traits<T>::Max()": {
@@ -595,7 +595,7 @@ def build_groups(rows: list[dict], skip: set[str]) -> tuple[dict[str, Group], li
                 caveat = "legacy calls without a handle (cublasSgemm(...), cublasInit, cublasAlloc) must be rewritten to the v2 API"
             elif key.startswith("cublas:cublasCreate"):
                 match = {"include": {"paths": ["cublas_api.h"]}}
-                where = {"all": [{"file_lacks_include": ["cublas_v2.h"]},
+                where = {"all": [{"file_lacks_include": r"(^|/)cublas_v2\.h$"},
                                  {"file_matches": r"\bcublas(?!Lt)\w+(?<!_v2)\s*\("}]}
                 app = "safe"
                 edits = [{"replace": "name", "with": "{% if vars.system %}<cublas_v2.h>{% else %}\"cublas_v2.h\"{% endif %}"}]
@@ -698,10 +698,10 @@ def group_title(g: Group) -> tuple[str, str]:
 
 
 MESSAGE = (
-    "{{ data.library }} `{{ written }}`{% if data.apis[name].get('api') %} (catalog entry `{{ data.apis[name].api }}`){% endif %} is "
-    "{% if version %}{{ version }}{% else %}{{ data.apis[name].get('status', 'changed') }}{% endif %}"
-    "{{ data.apis[name].get('catalog', '') }}. "
-    "{{ data.apis[name].advice }} (catalog source: {{ data.apis[name].source }})"
+    "{{ data.library }} `{{ written }}`{% if data.apis[KEY].get('api') %} (catalog entry `{{ data.apis[KEY].api }}`){% endif %} is "
+    "{% if version %}{{ version }}{% else %}{{ data.apis[KEY].get('status', 'changed') }}{% endif %}"
+    "{{ data.apis[KEY].get('catalog', '') }}. "
+    "{{ data.apis[KEY].advice }} (catalog source: {{ data.apis[KEY].source }})"
 )
 
 
@@ -715,7 +715,9 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
     doc["name"] = f"catalog-{name_slug}"
     doc["family"] = "catalog"
     doc["summary"] = title
-    doc["message"] = MESSAGE
+    # include rules match a path, not the API's name: their single entry is looked up by data.key
+    key_expr = "name" if "include" not in g.match else "data.key"
+    doc["message"] = MESSAGE.replace("KEY", key_expr)
     doc["severity"] = severity
     if g.status != "stable":
         doc["status"] = g.status
@@ -742,6 +744,8 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
     for n, info in g.names.items():
         apis[n] = {k: v for k, v in info.items() if v not in (None, "")}
     doc["data"] = {"library": lt, "apis": apis}
+    if "include" in g.match:
+        doc["data"]["key"] = next(iter(apis))
     rows = g.rows
     what = (f"Uses of {len(rows)} {lt} API(s) that the CUDA API change catalog lists as "
             f"{KIND_WORDS[g.fix_kind]}s: " + ", ".join(f"`{r['api']}`" for r in rows[:12]) + (", ..." if len(rows) > 12 else "") + ".")

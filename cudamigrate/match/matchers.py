@@ -221,6 +221,7 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
         m = Match(rule=rule, unit=unit, node=top, name=name, written=written,
                   name_range=(s, unit.abs(hit)[1]), range=(s, e))
         m.vars["role"] = role
+        m.vars["scope"] = True  # the name is followed by `::member`
         return m
     call = call_of(hit) if hit.type == "identifier" else None
     if hit.type == "type_identifier":
