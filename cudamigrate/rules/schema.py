@@ -81,8 +81,9 @@ class Rule:
         if kind == "launch":
             return set()
         if kind == "include":
-            paths = list(spec.get("paths", [])) + [p.rstrip("/") for p in spec.get("prefixes", [])]
-            return {p.split("/")[-1].split(".")[0] for p in paths}
+            # a path's file name, or a prefix's first directory, appears literally in every matching file
+            return ({p.split("/")[-1].split(".")[0] for p in spec.get("paths", [])}
+                    | {p.split("/")[0] for p in spec.get("prefixes", [])})
         if kind == "identifier":
             # `ns::*` (anything in a namespace) is found through the namespace's own name;
             # other names may hold `*` globs (`cub::Agent*`), which the engine turns into a regex
