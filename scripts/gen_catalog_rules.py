@@ -202,12 +202,18 @@ def norm_version(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+KIND_CLASS = {"function": "functions", "intrinsic": "functions", "signature_change": "functions", "type": "types",
+              "enum": "constants", "macro": "constants", "header": "headers", "struct_field": "fields"}
+
+
 def roles_for(row: dict) -> list[str]:
     kind = row["kind"]
     if kind in ("function", "intrinsic", "signature_change"):
         return ["call", "value"]
     if kind == "type":
-        return ["type", "value", "call"]
+        # C++ functor/trait types are also constructed (`cub::Difference()`); C types only name types,
+        # so a variable that happens to share a struct tag's name (`pruneInfo`) is not reported
+        return ["type", "value", "call"] if row["library"] in ("cub", "thrust", "libcudacxx") else ["type"]
     return ["value", "call", "type"]  # enum, macro
 
 
@@ -487,7 +493,7 @@ def version_status(row: dict) -> str:
     raw = " / ".join(x for x in (row["deprecated_in"], row["removed_in"]) if x.strip())
     if raw:
         return f"deprecated ({raw})"
-    return "flagged by the CUDA API change catalog"
+    return "listed in the CUDA API change catalog (no version recorded)"
 
 
 def raw_version_note(row: dict, dep: str | None, rem: str | None) -> str:
@@ -511,10 +517,10 @@ def advice_for(row: dict, kind: str, replacement: str | None, caveat: str | None
         text = f"New form: {repl}." if repl else "The parameter list changed."
     else:
         if repl and not repl.startswith("(none"):
-            text = f"Use {repl} instead."
+            text = f"Replacement: {repl}."
         elif repl:
-            text = f"There is no replacement {repl[len('(none'):].strip(' );,') or ''}".rstrip() + "; remove or rewrite the use."
-            text = text.replace("replacement ;", "replacement;")
+            rest = repl[len("(none"):].strip(" );,")
+            text = "No direct replacement" + (f" ({rest})" if rest else "") + "; remove or rewrite the use."
         else:
             sn = short_notes(row["notes"])
             text = f"No replacement is recorded; {sn}." if sn else "No replacement is recorded; rewrite the use."
@@ -616,7 +622,7 @@ def build_groups(rows: list[dict], skip: set[str]) -> tuple[dict[str, Group], li
         if own:
             gkey = f"{lib}|{fk}|api={row['api']}"
         else:
-            gkey = f"{lib}|{fk}|dep={dep or '-'}|rem={rem or '-'}|{shape}:{','.join(roles)}|{app}"
+            gkey = f"{lib}|{fk}|dep={dep or '-'}|rem={rem or '-'}|{shape}:{KIND_CLASS.get(row['kind'], row['kind'])}|{app}"
         g = groups.get(gkey)
         if g is None:
             g = groups[gkey] = Group(gkey, lib, fk, dep, rem)
@@ -692,7 +698,7 @@ def group_title(g: Group) -> tuple[str, str]:
     n = len(g.rows)
     what = {"rename": "renamed APIs", "include": "headers", "signature": "APIs whose parameters changed", "manual": "APIs"}[g.fix_kind]
     roles = g.match.get("identifier", {}).get("roles", [])
-    shape = "types" if roles and roles[0] == "type" else ("functions" if roles and roles[0] == "call" else "constants")
+    shape = KIND_CLASS.get(g.rows[0]["kind"], "constants")
     return (f"{lt} {what} ({shape}) {when}: {n} catalog entr{'y' if n == 1 else 'ies'}",
             slug(f"{g.library}-{g.fix_kind}-{shape}-{tag}" + ("" if g.applicability in ("manual", "safe") else f"-{g.applicability}")))
 

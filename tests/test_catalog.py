@@ -230,6 +230,8 @@ def test_messages_name_api_version_replacement_and_source():
     ("typedef thrust::plus<int>::result_type R;", "thrust:thrust::<functor>::first_argument_type / second_argument_type / result_type"),
     ("template <class It> using V = typename thrust::iterator_traits<It>::value_type;", "thrust:thrust::iterator_traits<T>"),
     ("#if THRUST_HOST_COMPILER == THRUST_HOST_COMPILER_MSVC\n#endif", "thrust:THRUST_HOST_COMPILER*"),
+    ("void f() { cub::DeviceSpmv::CsrMV(0, n, a); }", "cub:cub::DeviceSpmv"),
+    ("int x = cub::BinaryOpHasIdxParam<int, Op>::HAS_PARAM;", "cub:cub::BinaryOpHasIdxParam::HAS_PARAM"),
 ])
 def test_qualified_and_glob_names_are_found(code, api):
     fs = scan(code)
@@ -245,6 +247,7 @@ def test_qualified_and_glob_names_are_found(code, api):
     "int _ReadWriteBarrier(); void f() { _ReadWriteBarrier(); }",
     "namespace thrust2 { struct optional {}; } thrust2::optional o;",
     "__host__ void h() { cudaDeviceSynchronize(); }",
+    "void f() { mine::DeviceSpmv::CsrMV(0); int pruneInfo = 1; pruneInfo += 2; }",
 ])
 def test_lookalikes_are_not_found(code):
     assert [f.message for f in scan(code)] == []

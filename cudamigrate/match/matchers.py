@@ -200,7 +200,24 @@ def match_call(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match 
 def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
     roles = rule.spec.get("roles", ["type", "value", "call"])
     if hit.type == "namespace_identifier":
-        return _match_namespace_glob(rule, ctx, unit, hit)
+        m = _match_namespace_glob(rule, ctx, unit, hit)
+        if m is not None:
+            return m
+        # `cub::DeviceSpmv::CsrMV(...)`: a class used as a scope is parsed as a namespace name
+        outer = hit
+        while outer.parent is not None and outer.parent.type == "qualified_identifier":
+            outer = outer.parent
+        if outer is hit or "type" not in roles:
+            return None
+        written = normalize_name(outer.text[: hit.end_byte - outer.start_byte].decode("utf-8", "replace"))
+        name = _resolve_name(ctx, written, [n for n in rule.spec["names"] if not n.endswith("::*")])
+        if name is None:
+            return None
+        s, e = unit.abs(outer)[0], unit.abs(hit)[1]
+        m = Match(rule=rule, unit=unit, node=hit, name=name, written=written, name_range=(s, e), range=(s, e))
+        m.vars["role"] = "type"
+        m.vars["scope"] = True
+        return m
     top, qual_top = climb_name(hit)
     written = normalize_name(node_text(qual_top)) if qual_top is not hit else node_text(hit)
     written = normalize_name(written)
