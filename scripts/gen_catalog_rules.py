@@ -114,6 +114,11 @@ EXPLICIT_EXCLUSIONS: dict[str, list[str]] = {
 }
 
 
+# Once the hand-written rules are merged and list their `catalog:` keys, set this to False (or run with
+# --no-explicit-exclusions) so that only those keys decide what is left out.
+USE_EXPLICIT_EXCLUSIONS = True
+
+
 def explicitly_excluded(library: str, api: str) -> bool:
     for rx in EXPLICIT_EXCLUSIONS.get(library, []):
         if re.fullmatch(rx, api):
@@ -159,11 +164,16 @@ NAME_OVERRIDES: dict[str, list[str]] = {
     "cub:cub::DeviceHistogram (overloads taking C arrays)": [
         "cub::DeviceHistogram::MultiHistogramEven", "cub::DeviceHistogram::MultiHistogramRange"],
     "cub:cub::CachingAllocator(..., bool debug)": ["cub::CachingDeviceAllocator"],
+    "cub:cub::Device* (overloads with trailing bool debug_synchronous)": ["cub::Device*::*"],
     "cub:cub::Block* (trailing int LEGACY_PTX_ARCH template parameter)": [
         "cub::BlockReduce", "cub::BlockScan", "cub::BlockLoad", "cub::BlockStore", "cub::BlockExchange",
         "cub::BlockHistogram", "cub::BlockDiscontinuity", "cub::BlockAdjacentDifference", "cub::BlockShuffle",
         "cub::BlockRadixSort"],
     "cudart:cudaGraphKernelNodeCopyAttributes": ["cudaGraphKernelNodeCopyAttributes"],
+    "device:ballot / any / all (bool overloads)": ["ballot", "any", "all"],
+    "device:texture<T,dim,mode> / surface<T,dim> (device texture/surface references)": ["texture", "surface"],
+    "device:cooperative_groups::multi_grid_group / this_multi_grid()": [
+        "cooperative_groups::multi_grid_group", "cooperative_groups::this_multi_grid"],
 }
 
 # template-argument count of the CCCL 2.x class templates whose last parameter was LEGACY_PTX_ARCH
@@ -247,9 +257,34 @@ RENAME_FIX: dict[str, tuple[str, str, str | None]] = {
     "thrust:thrust::optional<T>": ("cuda::std::optional", "unsafe",
                                    "thrust::optional<T&> has no cuda::std equivalent; thrust::nullopt/make_optional become cuda::std::nullopt/make_optional"),
     "cub:CUB_ROUND_UP_NEAREST(a, b)": ("cuda::round_up", "safe", None),
+    "cub:cub::Sum": ("cuda::std::plus<>", "safe", None),
+    "cub:cub::Max": ("cuda::maximum<>", "safe", None),
+    "cub:cub::Min": ("cuda::minimum<>", "safe", None),
+    "cub:CUB_MAX(a, b)": ("cuda::std::max", "unsafe", "cuda::std::max needs both arguments of the same type"),
+    "cub:CUB_MIN(a, b)": ("cuda::std::min", "unsafe", "cuda::std::min needs both arguments of the same type"),
+    "cub:CUB_QUOTIENT_CEILING(a, b)": ("cuda::ceil_div", "safe", None),
+    "cub:cub::CountingInputIterator": ("thrust::counting_iterator", "unsafe",
+                                       "the second template argument (OffsetT) has no counterpart in thrust::counting_iterator"),
+    "cub:cub::ConstantInputIterator": ("thrust::constant_iterator", "unsafe",
+                                       "the second template argument (OffsetT) has no counterpart in thrust::constant_iterator"),
     "cub:CUB_ROUND_DOWN_NEAREST(a, b)": ("cuda::round_down", "safe", None),
     "thrust:THRUST_STATIC_ASSERT(expr)": ("static_assert", "safe", None),
 }
+
+def rename_target(row: dict) -> tuple[str | None, str, str | None]:
+    """(name, applicability, caveat) for a rename row without an entry in RENAME_FIX."""
+    repl = row["replacement"].strip()
+    name = clean_replacement(repl)
+    if re.fullmatch(r"[A-Za-z_][\w:<>]*(\[_t\])?", name):
+        return name, "safe", None
+    m = re.fullmatch(r"([A-Za-z_]\w*) \(same [^)]*\) or .*", repl)
+    if m:  # double4 -> double4_16a (same 16-byte alignment) or double4_32a
+        return m.group(1), "safe", f"the catalog's alternatives: {repl}"
+    alts = [clean_replacement(a) for a in repl.split(" / ")]
+    if len(alts) > 1 and all(re.fullmatch(r"[A-Za-z_][\w:]*", a) for a in alts):
+        return alts[0], "unsafe", f"the catalog lists {' or '.join(alts)}; pick the one matching the argument types"
+    return None, "manual", None
+
 
 # rows whose fix is not a plain name replacement: api key -> dict(edits=..., applicability=..., caveat=...)
 TEXT_FIX: dict[str, dict] = {
@@ -419,6 +454,9 @@ SIGNATURE: dict[str, dict] = {
 
 # manual rows with a condition that keeps them precise
 MANUAL_WHERE: dict[str, dict] = {
+    # common words: only calls in device code, and only texture<...>/surface<...> templates
+    "device:ballot / any / all (bool overloads)": {"any": [{"inside": "kernel"}, {"inside": "device_function"}]},
+    "device:texture<T,dim,mode> / surface<T,dim> (device texture/surface references)": {"text_matches": r"^(texture|surface)\s*<"},
     "device:cudaDeviceSynchronize (in device code)": {"any": [{"inside": "kernel"}, {"inside": "device_function"}]},
     "thrust:thrust::pair": {"file_matches": r"cuda::std::pair\b"},
     "thrust:thrust::tuple": {"file_matches": r"cuda::std::tuple\b"},
@@ -430,6 +468,8 @@ MANUAL_WHERE: dict[str, dict] = {
 }
 
 MANUAL_ROLES: dict[str, list[str]] = {
+    "device:ballot / any / all (bool overloads)": ["call"],
+    "device:texture<T,dim,mode> / surface<T,dim> (device texture/surface references)": ["type"],
     "device:cudaDeviceSynchronize (in device code)": ["call"],
     "cub:cub::DeviceReduce::ArgMin / ArgMax (single KeyValuePair output iterator overload)": ["call"],
     "cub:cub::DeviceHistogram (overloads taking C arrays)": ["call"],
@@ -439,6 +479,7 @@ MANUAL_ROLES: dict[str, list[str]] = {
 
 # rows that are rules of their own (a special matcher, condition or status)
 OWN_RULE = set(MANUAL_WHERE) | set(MANUAL_ROLES) | {
+    "cub:cub::Device* (overloads with trailing bool debug_synchronous)",
     "thrust:C++ dialect < C++17 for Thrust/CUB/libcu++",
     "cub:cub::Block* (trailing int LEGACY_PTX_ARCH template parameter)",
 }
@@ -543,7 +584,7 @@ class Group:
         self.single: str | None = None
 
 
-def build_groups(rows: list[dict], skip: set[str]) -> tuple[dict[str, Group], list[tuple[str, str]]]:
+def build_groups(rows: list[dict], skip: set[str], explicit: bool = True) -> tuple[dict[str, Group], list[tuple[str, str]]]:
     groups: dict[str, Group] = {}
     skipped: list[tuple[str, str]] = []
     for row in rows:
@@ -551,7 +592,7 @@ def build_groups(rows: list[dict], skip: set[str]) -> tuple[dict[str, Group], li
         if key in skip:
             skipped.append((key, "hand-written rule lists it in `catalog:`"))
             continue
-        if explicitly_excluded(row["library"], row["api"]) or cusparse_legacy(row):
+        if explicit and (explicitly_excluded(row["library"], row["api"]) or cusparse_legacy(row)):
             skipped.append((key, "explicit exclusion (hand-written migration)"))
             continue
         lib, fk = row["library"], row["fix_kind"]
@@ -575,15 +616,21 @@ def build_groups(rows: list[dict], skip: set[str]) -> tuple[dict[str, Group], li
                 repl_text = row["replacement"].strip()
                 own = True
             else:
-                repl_text, app, caveat = RENAME_FIX.get(key, (clean_replacement(row["replacement"]), "safe", None))
-                if not re.fullmatch(r"[A-Za-z_][\w:<>]*(\[_t\])?", repl_text):
-                    raise SystemExit(f"rename replacement {row['replacement']!r} for {key} is not a name; add RENAME_FIX/TEXT_FIX")
+                repl_text, app, caveat = RENAME_FIX.get(key) or rename_target(row)
+                if repl_text is None:
+                    app = "manual"  # no single name to write: report with the catalog's guidance
         elif fk == "signature":
             spec = SIGNATURE.get(key)
             if spec is not None:
                 app, edits, where, caveat, params = spec["applicability"], spec["edits"], spec["where"], spec["caveat"], spec["params"]
                 match = {"call": {"names": {n: list(params) for n in names}}}
                 own = True
+            elif key == "cub:cub::Device* (overloads with trailing bool debug_synchronous)":
+                app = "safe"
+                roles = ["call"]
+                where = {"all": [{"argc_min": 6}, {"arg": "-1", "matches": r"^(true|false|\w*[dD]ebug\w*)$"}]}
+                edits = [{"delete_arg": "-1"}]
+                caveat = "the debug_synchronous flag only added a synchronize and a printf; use CUB_DEBUG_SYNC if needed"
             elif key == "cub:cub::Block* (trailing int LEGACY_PTX_ARCH template parameter)":
                 app = "safe"
                 roles = ["type"]
@@ -616,6 +663,10 @@ def build_groups(rows: list[dict], skip: set[str]) -> tuple[dict[str, Group], li
             match = {"include": {"prefixes": ["thrust/", "cub/", "cuda/"]}}
             status = "opt-in"
         where = MANUAL_WHERE.get(key, where)
+        if match is None and row["kind"] == "struct_field":
+            typ, fld = row["api"].split("::")
+            names = [fld]
+            match = {"member": {"fields": [fld], "receiver_types": [typ]}}
         if match is None:
             match = {"identifier": {"names": list(names), "roles": list(roles)}}
         shape = next(iter(match))
@@ -821,10 +872,10 @@ def _plain(o):
     return o
 
 
-def generate(out: Path, rules_dir: Path = RULES, ids_path: Path | None = None) -> dict:
+def generate(out: Path, rules_dir: Path = RULES, ids_path: Path | None = None, explicit: bool | None = None) -> dict:
     rows = load_rows()
     skip = handwritten_keys(rules_dir)
-    groups, skipped = build_groups(rows, skip)
+    groups, skipped = build_groups(rows, skip, USE_EXPLICIT_EXCLUSIONS if explicit is None else explicit)
     ids_path = ids_path or (OUT / IDS_NAME)
     ids = assign_ids(groups, ids_path)
     if out.exists():
@@ -845,26 +896,45 @@ def generate(out: Path, rules_dir: Path = RULES, ids_path: Path | None = None) -
     skipped_text = "# Catalog rows not generated here, and why (written by scripts/gen_catalog_rules.py)\n"
     skipped_text += yaml.safe_dump([{"key": k, "why": w} for k, w in skipped], sort_keys=False, width=200)
     (out / "skipped.yaml").write_text(skipped_text, encoding="utf-8")
+    (out / "README.md").write_text(README, encoding="utf-8")
     for d in sorted(out.iterdir()):
         if d.is_dir() and not any(d.iterdir()):
             d.rmdir()
     return {"rules": written, "rows": sum(len(g.rows) for g in groups.values()), "skipped": len(skipped)}
 
 
+README = """# Generated catalog rules (CM1000-CM1999)
+
+Everything in this directory is written by `scripts/gen_catalog_rules.py` from
+`cudamigrate/data/cuda_api_changes.csv`; do not edit it by hand.
+
+* `python scripts/gen_catalog_rules.py` regenerates it (run it after changing the catalog, the generator,
+  or the `catalog:` keys of a hand-written rule); `--check` reports differences; tests/test_catalog.py fails
+  when the files are stale.
+* `ids.yaml` keeps rule ids stable across regenerations; `skipped.yaml` lists the catalog rows left to
+  hand-written rules and why.
+* A hand-written rule takes rows over by listing their `library:api` keys under `catalog:`; the generator
+  then leaves them out. The generator's docstring explains the grouping.
+"""
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--check", action="store_true", help="compare with rules/catalog/ instead of writing it")
+    ap.add_argument("--no-explicit-exclusions", action="store_true",
+                    help="leave out only rows that hand-written rules list under `catalog:`")
     args = ap.parse_args(argv)
+    explicit = False if args.no_explicit_exclusions else None
     if args.check:
         with tempfile.TemporaryDirectory() as tmp:
             t = Path(tmp) / "catalog"
-            generate(t, ids_path=OUT / IDS_NAME)
+            generate(t, ids_path=OUT / IDS_NAME, explicit=explicit)
             diffs = compare_dirs(t, OUT)
         for d in diffs:
             print(d)
         return 1 if diffs else 0
-    stats = generate(args.out, ids_path=OUT / IDS_NAME if args.out != OUT else None)
+    stats = generate(args.out, ids_path=OUT / IDS_NAME if args.out != OUT else None, explicit=explicit)
     print(f"wrote {stats['rules']} rules covering {stats['rows']} catalog rows to {args.out} ({stats['skipped']} rows skipped)")
     return 0
 

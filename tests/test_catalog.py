@@ -251,3 +251,16 @@ def test_qualified_and_glob_names_are_found(code, api):
 ])
 def test_lookalikes_are_not_found(code):
     assert [f.message for f in scan(code)] == []
+
+
+def test_without_explicit_exclusions_every_row_gets_a_valid_rule(tmp_path):
+    """What the lead runs once the hand-written rules declare their `catalog:` keys."""
+    out = tmp_path / "catalog"
+    stats = gen.generate(out, ids_path=tmp_path / "ids.yaml", explicit=False)
+    rs = load_rules([out])
+    assert not rs.errors, rs.errors[:3]
+    cov = compute(rs.rules)
+    assert cov.uncovered == [] and stats["rows"] == 1081
+    by_kind = cov.totals("fix_kind")
+    assert by_kind["rename"]["auto"] == by_kind["rename"]["rows"]
+    assert by_kind["include"]["auto"] == by_kind["include"]["rows"]
