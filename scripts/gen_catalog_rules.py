@@ -429,16 +429,18 @@ SIGNATURE: dict[str, dict] = {
         edits=[{"insert_before": "statement", "with": "CUgraphExecUpdateResultInfo updateResultInfo = {};"},
                {"replace": "args", "with": "{{ args.hGraphExec }}, {{ args.hGraph }}, &updateResultInfo"},
                {"insert_after": "statement",
-                "with": "{% if args.hErrorNode_out not in ['NULL', 'nullptr', '0'] %}*({{ args.hErrorNode_out }}) = updateResultInfo.errorNode;\n{% endif %}"
-                        "*({{ args.updateResult_out }}) = updateResultInfo.result;"}],
+                "with": "{% set en = args.hErrorNode_out %}{% set ur = args.updateResult_out %}"
+                        "{% if en not in ['NULL', 'nullptr', '0'] %}{{ en[1:] if en.startswith('&') else '*(' ~ en ~ ')' }} = updateResultInfo.errorNode;\n{% endif %}"
+                        "{{ ur[1:] if ur.startswith('&') else '*(' ~ ur ~ ')' }} = updateResultInfo.result;"}],
         caveat="the out-values are copied after the statement; move them if the statement itself reads them"),
     "cudart:cudaGraphExecUpdate": _sig(
         ["hGraphExec", "hGraph", "hErrorNode_out", "updateResult_out"], where={"argc": 4},
         edits=[{"insert_before": "statement", "with": "cudaGraphExecUpdateResultInfo updateResultInfo = {};"},
                {"replace": "args", "with": "{{ args.hGraphExec }}, {{ args.hGraph }}, &updateResultInfo"},
                {"insert_after": "statement",
-                "with": "{% if args.hErrorNode_out not in ['NULL', 'nullptr', '0'] %}*({{ args.hErrorNode_out }}) = updateResultInfo.errorNode;\n{% endif %}"
-                        "*({{ args.updateResult_out }}) = updateResultInfo.result;"}],
+                "with": "{% set en = args.hErrorNode_out %}{% set ur = args.updateResult_out %}"
+                        "{% if en not in ['NULL', 'nullptr', '0'] %}{{ en[1:] if en.startswith('&') else '*(' ~ en ~ ')' }} = updateResultInfo.errorNode;\n{% endif %}"
+                        "{{ ur[1:] if ur.startswith('&') else '*(' ~ ur ~ ')' }} = updateResultInfo.result;"}],
         caveat="C++ still has a 4-argument inline overload (cuda_runtime.h); C does not. The out-values are copied after the statement"),
     "cub:cub::WARP_ALL": _sig(["predicate", "member_mask"], where={"argc": 2}, app="safe",
                               edits=[{"replace": "node", "with": "__all_sync({{ args.member_mask }}, {{ args.predicate }})"}]),
