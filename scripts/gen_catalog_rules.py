@@ -567,6 +567,9 @@ def advice_for(row: dict, kind: str, replacement: str | None, caveat: str | None
         else:
             sn = short_notes(row["notes"])
             text = f"No replacement is recorded; {sn}." if sn else "No replacement is recorded; rewrite the use."
+            if row["library"] == "cusparse":
+                text += (" The successor of the legacy cuSPARSE routines is the Generic API (cusparseSpMV, cusparseSpMM, "
+                         "cusparseSpSV, cusparseSpSM, cusparseSpGEMM, cusparseSparseToDense/DenseToSparse).")
     if caveat:
         text += f" Note: {caveat}."
     return text
