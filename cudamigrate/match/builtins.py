@@ -243,3 +243,40 @@ def device_vector_in_loop(rule: Rule, ctx: FileContext, options: dict[str, Any])
             m.vars.update({"variable": v, "what": f"{f}() called"})
             out.append(m)
     return out
+
+
+# --------------------------------------------------------------------------- dead branches
+def dead_for_target(node: ts.Node, ctx: FileContext) -> bool:
+    """Is `node` in a preprocessor branch that CUDA version macros make dead at the target toolkit?
+
+    `#if CUDART_VERSION >= 13000 ... #else <node> #endif` is dead when targeting 13.0, and so is
+    `#if CUDART_VERSION < 13000 <node> #endif`; conditions that do not decide on version macros alone
+    (`#ifdef USE_X`, `#if 1`) never make code dead here.
+    """
+    env = None
+    cur = node
+    while cur.parent is not None:
+        p = cur.parent
+        branch_if = None
+        in_body = False
+        if p.type in ("preproc_if", "preproc_elif"):
+            alt = p.child_by_field_name("alternative")
+            cond = p.child_by_field_name("condition")
+            if cond is not None and (alt is None or cur.start_byte < alt.start_byte) and cur.start_byte >= cond.end_byte:
+                branch_if, in_body = p, True
+        elif p.type == "preproc_else":
+            branch_if = p.parent if p.parent is not None and p.parent.type in ("preproc_if", "preproc_elif") else None
+        if branch_if is not None:
+            cond = branch_if.child_by_field_name("condition")
+            ctext = node_text(cond) if cond is not None else ""
+            if _VM.search(ctext):
+                if env is None:
+                    env = _version_env(ctx, ctx.target, set())
+                try:
+                    val = env.eval(ctext)
+                except PPError:
+                    val = None
+                if val is not None and bool(val) != in_body:
+                    return True
+        cur = p
+    return False

@@ -20,7 +20,7 @@ NULL_STREAMS = NULL_SPELLINGS | {
 LITERAL_TYPES = {"number_literal", "string_literal", "char_literal", "true", "false", "null", "concatenated_string"}
 
 
-ARG_KEYS = {"arg", "missing", "present", "is", "is_not", "equals", "matches", "not_matches"}
+ARG_KEYS = {"arg", "missing", "present", "is", "is_not", "equals", "matches", "not_matches", "type_matches", "type_not_matches"}
 
 
 class ConditionError(Exception):
@@ -176,6 +176,16 @@ def _eval_arg(cond: dict, m: Match) -> bool:
         return False
     if "not_matches" in cond and re.search(cond["not_matches"], text) is not None:
         return False
+    if "type_matches" in cond or "type_not_matches" in cond:
+        # declared type of a plain variable argument (`x`, `&x`, `*x`); unknown types match neither key
+        from .matchers import _declared_type
+
+        base = text.lstrip("&*")
+        t = _declared_type(None, m.unit, base, node) if re.fullmatch(r"[A-Za-z_]\w*", base) else None
+        if "type_matches" in cond and (t is None or re.search(cond["type_matches"], t) is None):
+            return False
+        if "type_not_matches" in cond and t is not None and re.search(cond["type_not_matches"], t) is not None:
+            return False
     return True
 
 

@@ -47,6 +47,12 @@ def _target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
         if m.name_range is None:
             raise EditError("match has no name range")
         return m.name_range
+    if target == "identifier":
+        # the bare identifier: `::cudaThreadExit` keeps its `::`, `thrust::identity` its namespace
+        rng = m.ident_range or m.name_range
+        if rng is None:
+            raise EditError("match has no identifier")
+        return rng
     if target == "callee":
         if m.callee is None:
             raise EditError("match has no callee")
@@ -190,3 +196,54 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
         "nl": ctx.source.newline.decode(),
         "rule": {"id": m.rule.id, "deprecated_in": m.rule.deprecated_in, "removed_in": m.rule.removed_in},
     }
+
+
+COMPAT_STATEMENTS = {"expression_statement", "declaration", "return_statement"}
+
+
+def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, keep: tuple[int, int]) -> list[Edit]:
+    """`fix --keep-compat X.Y`: when the rewritten form first appeared after X.Y, keep both forms.
+
+    A rule declares `fix.introduced_in` (the toolkit version that introduced the new form) and
+    optionally `fix.compat_macro` (CUDART_VERSION, or CUDA_VERSION for driver code). The statement
+    holding the edits is replaced by `#if MACRO >= NEW` new statement `#else` old statement `#endif`.
+    Rewrites that cannot be wrapped (inside a macro definition, or not a statement of their own
+    lines) lose their automatic fix rather than break the older toolkit.
+    """
+    from ..rules.schema import parse_version
+
+    fix = rule.fix or {}
+    intro = fix.get("introduced_in")
+    if intro is None:
+        return edits
+    iv = parse_version(str(intro))
+    if iv is None or iv <= keep:
+        return edits
+    if m.unit.in_macro:
+        return []
+    data = ctx.source.data
+    stmt = statement_of(m.node)
+    if stmt.type not in COMPAT_STATEMENTS:
+        return []
+    s, e = m.abs(stmt)
+    if any(ed.start < s or ed.end > e for ed in edits):
+        return []
+    ls, le, indent = _line_bounds(data, s, e)
+    if data[ls:s].strip() or data[e:le].strip():
+        return []
+    old = data[ls:le].decode("utf-8", "replace")
+    new_parts, pos = [], ls
+    for ed in sorted(edits, key=lambda x: (x.start, x.end)):
+        new_parts.append(data[pos:ed.start].decode("utf-8", "replace"))
+        new_parts.append(ed.text)
+        pos = ed.end
+    new_parts.append(data[pos:le].decode("utf-8", "replace"))
+    new = "".join(new_parts)
+    nl = ctx.source.newline.decode()
+    if not old.endswith(("\n", "\r")):
+        old += nl
+        new += nl
+    macro = fix.get("compat_macro", "CUDART_VERSION")
+    num = iv[0] * 1000 + iv[1] * 10
+    text = f"#if {macro} >= {num}{nl}{new}#else{nl}{old}#endif{nl}"
+    return [Edit(ls, le, text)]
