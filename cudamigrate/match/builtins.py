@@ -280,3 +280,76 @@ def dead_for_target(node: ts.Node, ctx: FileContext) -> bool:
                     return True
         cur = p
     return False
+
+
+# --------------------------------------------------------------------------- struct fields filled by a getter
+def _strip_addr(text: str) -> str:
+    from .context import normalize
+
+    t = normalize(text)
+    while t.startswith("(") and t.endswith(")"):
+        t = t[1:-1]
+    return t[1:] if t.startswith("&") else t
+
+
+@builtin("filled_struct_field")
+def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    """`recv.field` / `recv->field` where `recv` is declared with one of `types`; when the same function
+    filled it earlier with a getter call (`getter(&recv, dev)`), vars.source is that call's argument
+    `source_arg` (e.g. the device), and vars.has_source is true.
+
+    Spec: {name: filled_struct_field, fields: [...], types: [...], getters: {name: [struct_arg, source_arg]}}.
+    """
+    from .matchers import _declared_type
+    from .context import normalize
+
+    spec = rule.spec
+    fields = set(spec.get("fields", []))
+    types = spec.get("types", [])
+    getters: dict[str, list[int]] = spec.get("getters", {}) or {}
+    out: list[Match] = []
+    q = query("(field_expression argument: (_) @r field: (field_identifier) @f) @fe")
+    for unit in ctx.units:
+        for _, caps in ts.QueryCursor(q).matches(unit.root):
+            f = caps["f"][0]
+            if node_text(f) not in fields:
+                continue
+            fe, recv = caps["fe"][0], caps["r"][0]
+            base = recv
+            while base.type in ("subscript_expression", "pointer_expression", "parenthesized_expression") and base.named_children:
+                base = base.named_children[0]
+            if base.type != "identifier":
+                continue
+            t = _declared_type(ctx, unit, node_text(base), fe)
+            if t is None or not any(ty in t for ty in types):
+                continue
+            m = Match(rule=rule, unit=unit, node=fe, name=node_text(f), written=node_text(fe), field_node=f,
+                      receiver=recv, name_range=unit.abs(f), ident_range=unit.abs(f))
+            p = fe.parent
+            while p is not None and p.type == "parenthesized_expression":
+                p = p.parent
+            written = p is not None and (
+                (p.type == "assignment_expression" and p.child_by_field_name("left") is not None
+                 and p.child_by_field_name("left").start_byte <= fe.start_byte < p.child_by_field_name("left").end_byte)
+                or (p.type in ("pointer_expression", "update_expression") and node_text(p)[:1] in "&+-"))
+            m.vars["is_write"] = bool(written)
+            sc = scope_of(fe)
+            m.vars["in_device_code"] = sc.is_device or sc.is_kernel
+            m.vars["has_source"] = False
+            want = normalize(node_text(recv)).lstrip("*")
+            fn = sc.function
+            if fn is not None and not unit.in_macro:
+                best = None
+                for gname, (sarg, darg) in getters.items():
+                    for gunit, call in ctx.calls.get(gname, []):
+                        if gunit is not unit or not (fn.start_byte <= call.start_byte < fe.start_byte):
+                            continue
+                        args = [c for c in call.child_by_field_name("arguments").named_children if c.type != "comment"]
+                        if len(args) > max(sarg, darg) and _strip_addr(node_text(args[sarg])) == want:
+                            if best is None or call.start_byte > best[0]:
+                                best = (call.start_byte, node_text(args[darg]))
+                if best is not None:
+                    m.vars["has_source"] = True
+                    m.vars["source"] = best[1]
+            out.append(m)
+    return out
