@@ -228,7 +228,7 @@ class Engine:
                         edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
                         edits = [e for e in edits if data[e.start : e.end].decode("utf-8", "replace") != e.text]
                         if edits and self.opts.keep_compat is not None:
-                            edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat)
+                            edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
                         if edits:
                             title = render(str(r.fix.get("title", r.summary)), tctx)
                             fix = Fix(m.fix_applicability or r.fix["applicability"], title, edits)

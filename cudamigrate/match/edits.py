@@ -201,7 +201,8 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
 COMPAT_STATEMENTS = {"expression_statement", "declaration", "return_statement"}
 
 
-def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, keep: tuple[int, int]) -> list[Edit]:
+def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, keep: tuple[int, int],
+                      tctx: dict[str, Any] | None = None) -> list[Edit]:
     """`fix --keep-compat X.Y`: when the rewritten form first appeared after X.Y, keep both forms.
 
     A rule declares `fix.introduced_in` (the toolkit version that introduced the new form) and
@@ -229,7 +230,8 @@ def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, 
     if any(ed.start < s or ed.end > e for ed in edits):
         return []
     ls, le, indent = _line_bounds(data, s, e)
-    if data[ls:s].strip() or data[e:le].strip():
+    tail = data[e:le].strip()
+    if data[ls:s].strip() or (tail and not tail.startswith(b"//")):
         return []
     old = data[ls:le].decode("utf-8", "replace")
     new_parts, pos = [], ls
@@ -243,7 +245,7 @@ def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, 
     if not old.endswith(("\n", "\r")):
         old += nl
         new += nl
-    macro = fix.get("compat_macro", "CUDART_VERSION")
+    macro = render(str(fix.get("compat_macro", "CUDART_VERSION")), tctx or {}).strip()
     num = iv[0] * 1000 + iv[1] * 10
     text = f"#if {macro} >= {num}{nl}{new}#else{nl}{old}#endif{nl}"
     return [Edit(ls, le, text)]
