@@ -140,6 +140,10 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             ok = all(m.vars.get(k) == v for k, v in val.items())
         elif key == "role":
             ok = m.vars.get("role") in (val if isinstance(val, list) else [val])
+        elif key == "case_label":
+            from .edits import case_of
+
+            ok = (case_of(m.node) is not None) == bool(val)
         elif key == "option":
             ok = all(ctx.options.get(m.rule.id, {}).get(k, m.rule.options.get(k)) == v for k, v in val.items())
         else:

@@ -81,6 +81,11 @@ def _target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
         return m.abs(m.receiver)
     if target == "statement":
         return m.abs(statement_of(m.node))
+    if target == "case":
+        got = case_range(m.node)
+        if got is None:
+            raise EditError("match is not a case label")
+        return m.abs(got[0])[0], m.abs(got[0])[0] + (got[1] - got[0].start_byte)
     if target.startswith("capture."):
         key = target.split(".", 1)[1]
         if key not in m.captures:
@@ -88,6 +93,52 @@ def _target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
         s, e, _ = m.captures[key]
         return s, e
     raise EditError(f"unknown edit target {target!r}")
+
+
+JUMPS = {"break_statement", "return_statement", "continue_statement", "goto_statement", "throw_statement"}
+
+
+def case_of(node: ts.Node) -> ts.Node | None:
+    """The case_statement whose label value is `node` (through parentheses and `::` qualification)."""
+    cur = node
+    while cur.parent is not None and cur.parent.type in ("parenthesized_expression", "qualified_identifier"):
+        cur = cur.parent
+    p = cur.parent
+    if p is not None and p.type == "case_statement":
+        v = p.child_by_field_name("value")
+        if v is not None and v.start_byte == cur.start_byte and v.end_byte == cur.end_byte:
+            return p
+    return None
+
+
+def case_range(node: ts.Node) -> tuple[ts.Node, int] | None:
+    """(case_statement, end byte) of what removing a case label removes.
+
+    The whole case, body included, when the case before it cannot fall into that body (it ends in
+    break/return/continue/goto/throw, or there is none); otherwise only `case X:`, so that the previous
+    case keeps falling through into the body.
+    """
+    case = case_of(node)
+    if case is None:
+        return None
+    body = [c for c in case.named_children if c.type != "comment" and c.start_byte > case.child_by_field_name("value").end_byte]
+    prev = case.prev_named_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_named_sibling
+    falls_in = False
+    if prev is not None and prev.type == "case_statement":
+        pbody = [c for c in prev.named_children if c.type != "comment" and c is not prev.child_by_field_name("value")]
+        pv = prev.child_by_field_name("value")
+        pbody = [c for c in pbody if pv is None or c.start_byte > pv.end_byte]
+        last = pbody[-1] if pbody else None
+        while last is not None and last.type == "compound_statement" and last.named_children:
+            inner = [c for c in last.named_children if c.type != "comment"]
+            last = inner[-1] if inner else None
+        falls_in = last is None or last.type not in JUMPS
+    if falls_in and body:
+        colon = next((c for c in case.children if c.type == ":"), None)
+        return case, (colon.end_byte if colon is not None else case.child_by_field_name("value").end_byte)
+    return case, case.end_byte
 
 
 def _arg_sep(m: Match, ctx: FileContext) -> str:
@@ -146,8 +197,9 @@ def build_edits(specs: list[dict[str, Any]], m: Match, ctx: FileContext, tctx: d
         elif "delete" in spec:
             s, e = _target(m, ctx, spec["delete"])
             ls, le, _ = _line_bounds(data, s, e)
-            if data[ls:s].strip() == b"" and data[e:le].strip() == b"":
-                s, e = ls, le  # the statement owns its lines: remove them whole
+            tail = data[e:le].strip()
+            if data[ls:s].strip() == b"" and (tail == b"" or tail.startswith(b"//")):
+                s, e = ls, le  # the statement owns its lines (and their trailing comment): remove them whole
             edits.append(Edit(s, e, ""))
         elif "insert_before" in spec or "insert_after" in spec:
             where = spec.get("insert_before") or spec.get("insert_after")
