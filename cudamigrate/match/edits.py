@@ -81,6 +81,8 @@ def _target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
         return m.abs(m.receiver)
     if target == "statement":
         return m.abs(statement_of(m.node))
+    if target == "base_specifier":
+        return _base_specifier_range(m, ctx)
     if target == "case":
         got = case_range(m.node)
         if got is None:
@@ -139,6 +141,45 @@ def case_range(node: ts.Node) -> tuple[ts.Node, int] | None:
         colon = next((c for c in case.children if c.type == ":"), None)
         return case, (colon.end_byte if colon is not None else case.child_by_field_name("value").end_byte)
     return case, case.end_byte
+
+
+def _base_specifier_range(m: Match, ctx: FileContext) -> tuple[int, int]:
+    """This base class in `struct S : public A, B {`: `: public A` when it is the only base (with the space
+    before it), else `public A, ` / `, B`."""
+    node = m.node
+    while node.parent is not None and node.parent.type != "base_class_clause":
+        if node.parent.type not in ("qualified_identifier", "template_type"):
+            raise EditError("match is not a base class")
+        node = node.parent
+    clause = node.parent
+    if clause is None:
+        raise EditError("match is not a base class")
+    kids = list(clause.children)
+    # entries: (start, end) of `[virtual] [access] type`
+    entries: list[tuple[int, int]] = []
+    start = None
+    for c in kids:
+        if c.type in (":", ","):
+            continue
+        if start is None:
+            start = c.start_byte
+        if c.type not in ("access_specifier", "virtual"):
+            entries.append((start, c.end_byte))
+            start = None
+    idx = next((i for i, (a, b) in enumerate(entries) if a <= node.start_byte < b), None)
+    if idx is None:
+        raise EditError("base class not found")
+    data = ctx.source.data
+    base = m.unit.abs(clause)[0] - clause.start_byte
+    if len(entries) == 1:
+        s, e = clause.start_byte, clause.end_byte
+        while s > 0 and data[base + s - 1 : base + s] in (b" ", b"\t"):
+            s -= 1
+    elif idx == 0:
+        s, e = entries[0][0], entries[1][0]
+    else:
+        s, e = entries[idx - 1][1], entries[idx][1]
+    return base + s, base + e
 
 
 def _arg_sep(m: Match, ctx: FileContext) -> str:
