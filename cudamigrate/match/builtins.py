@@ -353,3 +353,65 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                     m.vars["source"] = best[1]
             out.append(m)
     return out
+
+
+# --------------------------------------------------------------------------- namespace uses
+@builtin("namespace_use")
+def namespace_use(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    """Qualified names through, and `using namespace` of, the namespaces in `spec.namespaces`
+    (e.g. `cooperative_groups::experimental`), with namespace aliases resolved. vars.namespace is the
+    namespace as listed, vars.member the name used inside it (when there is one)."""
+    wanted = list(rule.spec.get("namespaces", []))
+    lasts = {w.split("::")[-1] for w in wanted}
+    out: list[Match] = []
+    for unit in ctx.units:
+        q = query("(namespace_identifier) @ns")
+        for ns in ts.QueryCursor(q).captures(unit.root).get("ns", []):
+            if node_text(ns) not in lasts:
+                continue
+            path = [node_text(ns)]
+            cur = ns.parent  # qualified_identifier whose scope is ns
+            top = cur
+            if cur is None:
+                continue
+            if cur.type == "nested_namespace_specifier" or cur.type == "using_declaration":
+                continue
+            # climb: each enclosing qualified_identifier whose `name` is the current one adds its scope
+            while cur is not None and cur.parent is not None and cur.parent.type == "qualified_identifier":
+                p = cur.parent
+                name = p.child_by_field_name("name")
+                if name is None or name.start_byte != cur.start_byte:
+                    break
+                sc = p.child_by_field_name("scope")
+                if sc is not None:
+                    path.insert(0, node_text(sc))
+                cur = p
+                top = p
+            full = "::".join(path)
+            cands = ctx.resolve(full) | {full}
+            hit = next((w for w in wanted if w in cands), None)
+            if hit is None:
+                continue
+            inner = ns.parent.child_by_field_name("name") if ns.parent is not None else None
+            m = Match(rule=rule, unit=unit, node=top, name=hit, written=normalize_name(node_text(top)),
+                      name_range=unit.abs(ns), ident_range=unit.abs(ns))
+            m.vars["namespace"] = hit
+            m.vars["member"] = normalize_name(node_text(inner)) if inner is not None else ""
+            out.append(m)
+    data = ctx.source.data
+    for mo in re.finditer(rb"using\s+namespace\s+((?:::)?[A-Za-z_][\w:\s]*?)\s*;", data):
+        full = normalize_name(mo.group(1).decode())
+        cands = ctx.resolve(full) | {full}
+        for key, val in ctx.namespace_aliases.items():
+            if full.startswith(key + "::") or full == key:
+                cands.add(val + full[len(key):])
+        hit = next((w for w in wanted if w in cands), None)
+        if hit is None:
+            continue
+        node = ctx.main.root.descendant_for_byte_range(mo.start(), mo.end() - 1)
+        m = Match(rule=rule, unit=ctx.main, node=node, name=hit, written=full)
+        m.range = (mo.start(), mo.end())
+        m.vars["namespace"] = hit
+        m.vars["member"] = ""
+        out.append(m)
+    return out
