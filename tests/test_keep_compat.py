@@ -73,3 +73,24 @@ def test_guarded_fix_compiles_with_13(tmp_path):
     src.write_bytes(res.fixed)
     out = compile_file(src, tmp_path / "guarded.o")
     assert out.ok, out.output[-3000:]
+
+
+def test_driver_rules_guard_with_cuda_version():
+    from pathlib import Path
+
+    code = b"#include <cuda.h>\nvoid f(CUgraphExec *e, CUgraph g, CUcontext *c, CUdevice d) {\n  cuGraphInstantiate(e, g, nullptr, nullptr, 0);\n  cuCtxCreate(c, 0, d);\n}\n"
+    eng = Engine(all_rules(), Options(select=["CM507", "CM509"], keep_compat=(11, 8)))
+    out = fix_bytes(eng, Path("d.cu"), code, "d.cu", unsafe=True).fixed.decode()
+    assert "#if CUDA_VERSION >= 12000\n  cuGraphInstantiate(e, g, 0);\n#else" in out
+    assert "#if CUDA_VERSION >= 13000\n  cuCtxCreate(c, nullptr, 0, d);\n#else\n  cuCtxCreate(c, 0, d);\n#endif" in out
+
+
+def test_unwrappable_declaration_loses_its_fix():
+    from pathlib import Path
+
+    code = b"#include <cuda_runtime.h>\nstruct P { double4 v; };\nvoid f() {\n  double4 a = make_double4(1, 2, 3, 4);\n}\n"
+    eng = Engine(all_rules(), Options(select=["CM511"], keep_compat=(12, 8)))
+    res = fix_bytes(eng, Path("v.cu"), code, "v.cu", unsafe=True)
+    out = res.fixed.decode()
+    assert "struct P { double4 v; };" in out  # a member cannot be guarded: left for a manual edit
+    assert "#if CUDART_VERSION >= 13000\n  double4_16a a = make_double4_16a(1, 2, 3, 4);\n#else\n  double4 a = make_double4(1, 2, 3, 4);\n#endif" in out

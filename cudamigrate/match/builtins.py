@@ -246,7 +246,7 @@ def device_vector_in_loop(rule: Rule, ctx: FileContext, options: dict[str, Any])
 
 
 # --------------------------------------------------------------------------- dead branches
-def dead_for_target(node: ts.Node, ctx: FileContext) -> bool:
+def dead_for_target(node: ts.Node, ctx: FileContext, target: tuple[int, int] | None = None) -> bool:
     """Is `node` in a preprocessor branch that CUDA version macros make dead at the target toolkit?
 
     `#if CUDART_VERSION >= 13000 ... #else <node> #endif` is dead when targeting 13.0, and so is
@@ -271,7 +271,7 @@ def dead_for_target(node: ts.Node, ctx: FileContext) -> bool:
             ctext = node_text(cond) if cond is not None else ""
             if _VM.search(ctext):
                 if env is None:
-                    env = _version_env(ctx, ctx.target, set())
+                    env = _version_env(ctx, target or ctx.target, set())
                 try:
                     val = env.eval(ctext)
                 except PPError:

@@ -315,6 +315,10 @@ def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, 
         return edits
     if m.unit.in_macro:
         return []
+    from .builtins import dead_for_target
+
+    if dead_for_target(m.node, ctx, keep):
+        return edits  # already under a version guard that the older toolkit does not compile
     data = ctx.source.data
     stmt = statement_of(m.node)
     if stmt.type not in COMPAT_STATEMENTS:
