@@ -140,7 +140,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     progress.close()
     for e in errors:
         _err(e)
-    if fmt == "html":
+    if fmt in ("html", "sarif"):  # reports that show code or compute fix regions
         for f in findings:
             if f.path not in sources:
                 try:

@@ -7,7 +7,7 @@ from typing import Any
 
 import tree_sitter as ts
 
-from .context import FileContext, named_children, node_text, normalize, scope_of
+from .context import FileContext, base_variable, declared_types, named_children, node_text, normalize, scope_of
 from .matchers import Match
 
 NULL_SPELLINGS = {"0", "NULL", "nullptr", "0L", "0UL", "0U", "0LL", "__null", "(void*)0", "((void*)0)"}
@@ -87,7 +87,7 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
         raise ConditionError(f"condition must be a mapping, got {cond!r}")
     result = True
     if "arg" in cond:
-        if not _eval_arg(cond, m):
+        if not _eval_arg(cond, m, ctx):
             return False
         cond = {k: v for k, v in cond.items() if k not in ARG_KEYS}
     for key, val in cond.items():
@@ -144,6 +144,14 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             from .edits import case_of
 
             ok = (case_of(m.node) is not None) == bool(val)
+        elif key == "preceded_by":
+            # the source just before the matched node (for strings: the whole literal), e.g. the previous
+            # element of an initializer list: `{"-arch", "sm_70"}`
+            s0 = m.abs(m.node)[0]
+            before = ctx.source.data[max(0, s0 - 400) : s0].decode("utf-8", "replace")
+            ok = re.search(val + r"\Z", before) is not None
+        elif key == "arg_type":
+            ok = _arg_type(val, m, ctx)
         elif key == "option":
             ok = all(ctx.options.get(m.rule.id, {}).get(k, m.rule.options.get(k)) == v for k, v in val.items())
         else:
@@ -154,7 +162,7 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
     return result
 
 
-def _eval_arg(cond: dict, m: Match) -> bool:
+def _eval_arg(cond: dict, m: Match, ctx: FileContext | None = None) -> bool:
     key = cond["arg"]
     node = m.arg(str(key))
     if cond.get("missing") is True:
@@ -185,7 +193,7 @@ def _eval_arg(cond: dict, m: Match) -> bool:
         from .matchers import _declared_type
 
         base = text.lstrip("&*")
-        t = _declared_type(None, m.unit, base, node) if re.fullmatch(r"[A-Za-z_]\w*", base) else None
+        t = _declared_type(ctx, m.unit, base, node) if ctx is not None and re.fullmatch(r"[A-Za-z_]\w*", base) else None
         if "type_matches" in cond and (t is None or re.search(cond["type_matches"], t) is None):
             return False
         if "type_not_matches" in cond and t is not None and re.search(cond["type_not_matches"], t) is not None:
@@ -217,3 +225,34 @@ def _result_unused(node: ts.Node) -> bool:
     while p is not None and p.type == "parenthesized_expression":
         p = p.parent
     return p is not None and p.type == "expression_statement"
+
+
+def _arg_type(spec: Any, m: Match, ctx: FileContext) -> bool:
+    """`arg_type: {arg: 0|name|any|all, matches: REGEX}`: the declared type of the variable an argument is built from.
+
+    `v.begin() + 1`, `std::end(v)`, `thrust::raw_pointer_cast(v.data())` all lead to `v`; its closest declaration
+    in the same function (or at file scope) gives the type, with `using`/`typedef` aliases and
+    `using namespace` expanded. With `any`/`all`, arguments whose type cannot be found are ignored (`all`
+    needs at least one known)."""
+    if not isinstance(spec, dict) or "matches" not in spec or "arg" not in spec:
+        raise ConditionError("arg_type needs `arg` and `matches`")
+    rx = re.compile(spec["matches"])
+    key = str(spec["arg"])
+
+    def types_of(node: ts.Node | None) -> set[str] | None:
+        var = base_variable(node)
+        if var is None:
+            return None
+        ts_ = declared_types(ctx, m.unit, node_text(var), var)
+        return ts_ or None
+
+    def hit(types: set[str]) -> bool:
+        return any(rx.search(t) for t in types)
+
+    if key in ("any", "all"):
+        known = [t for t in (types_of(a) for a in m.args) if t is not None]
+        if key == "any":
+            return any(hit(t) for t in known)
+        return bool(known) and all(hit(t) for t in known)
+    types = types_of(m.arg(key))
+    return types is not None and hit(types)

@@ -184,22 +184,34 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
     return m
 
 
-def _declared_type(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> str | None:
-    """Best-effort type of a variable: look for its declaration in enclosing scopes, then the file."""
+def _declarations(ctx: FileContext, unit: Unit) -> dict[str, list[tuple[int, str]]]:
+    """Variable name -> [(offset, declared type)] for every declaration in the unit (computed once)."""
+    cache = ctx.__dict__.setdefault("_decl_cache", {})
+    key = id(unit)
+    if key in cache:
+        return cache[key]
     q = query("(declaration type: (_) @t declarator: (_) @d) (parameter_declaration type: (_) @t declarator: (_) @d) "
               "(field_declaration type: (_) @t declarator: (_) @d)")
-    pat = re.compile(r"(?:^|[^\w])" + re.escape(ident) + r"(?:$|[^\w])")
-    best: tuple[int, str] | None = None
+    out: dict[str, list[tuple[int, str]]] = {}
     for _, caps in ts.QueryCursor(q).matches(unit.root):
         d = caps["d"][0]
-        if d.start_byte > at.start_byte:
-            continue
-        dtext = node_text(d).split("=")[0]
-        if pat.search(dtext):
-            # prefer the closest preceding declaration
-            if best is None or d.start_byte > best[0]:
-                best = (d.start_byte, normalize_name(node_text(caps["t"][0])))
-    return best[1] if best else None
+        t = normalize_name(node_text(caps["t"][0]))
+        ref = "&" in node_text(d).split("=")[0] or "*" in node_text(d).split("=")[0]
+        while d.type in ("init_declarator", "reference_declarator", "pointer_declarator", "array_declarator") and d.named_children:
+            d = d.child_by_field_name("declarator") or d.named_children[0]
+        if d.type in ("identifier", "field_identifier"):
+            out.setdefault(node_text(d), []).append((d.start_byte, t + ("*" if ref else "")))
+    cache[key] = out
+    return out
+
+
+def _declared_type(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> str | None:
+    """Best-effort type of a variable: the closest preceding declaration of that name."""
+    best: tuple[int, str] | None = None
+    for pos, t in _declarations(ctx, unit).get(ident, []):
+        if pos <= at.start_byte and (best is None or pos > best[0]):
+            best = (pos, t)
+    return best[1].rstrip("*") if best else None
 
 
 def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
