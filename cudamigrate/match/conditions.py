@@ -47,8 +47,12 @@ def _arg_is(node: ts.Node, what: str) -> bool:
 
 
 def strip_address(text: str) -> str:
+    """`&h`, `h`, `*h` and `this->h` all name the same handle for same_as comparisons."""
     t = normalize(text)
-    return t[1:] if t.startswith("&") else t
+    while t.startswith("(") and t.endswith(")") and t.count("(") == 1:
+        t = t[1:-1]
+    t = t[1:] if t[:1] in ("&", "*") else t
+    return t.removeprefix("this->")
 
 
 def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | None) -> bool:
@@ -56,7 +60,10 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
     if isinstance(spec, list):
         names, arg, same = spec, None, None
     else:
-        names, arg, same = spec["names"], spec.get("arg"), spec.get("same_as")
+        names, arg, same = list(spec.get("names", [])), spec.get("arg"), spec.get("same_as")
+        if spec.get("name_matches"):
+            rx = re.compile(spec["name_matches"])
+            names += [n for n in ctx.calls if rx.search(n) and n not in names]
     want = None
     if same is not None:
         node = m.arg(same)
@@ -76,6 +83,21 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
             if idx < len(args) and strip_address(node_text(args[idx])) == want:
                 return True
     return False
+
+
+def wrapper_of(m: Match) -> str:
+    """`CUBLAS_CHECK` when the match is the only argument of a call such as `CUBLAS_CHECK(cublasCreate(&h))`."""
+    node = m.node
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    if p is None or p.type != "argument_list" or len([c for c in p.named_children if c.type != "comment"]) != 1:
+        return ""
+    call = p.parent
+    if call is None or call.type != "call_expression":
+        return ""
+    fn = call.child_by_field_name("function")
+    return node_text(fn) if fn is not None else ""
 
 
 def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
@@ -99,6 +121,16 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             ok = not evaluate(val, m, ctx)
         elif key == "argc":
             ok = len(m.args) == val or (isinstance(val, list) and len(m.args) in val)
+        elif key == "wrapped":
+            ok = (wrapper_of(m) != "") == bool(val)
+        elif key == "argc_matches_params":
+            ok = (len(m.args) == len(m.params)) == bool(val)
+        elif key in ("statement_matches", "statement_not_matches"):
+            from .edits import statement_of
+
+            s, e = m.abs(statement_of(m.node))
+            has = re.search(val, ctx.source.data[s:e].decode("utf-8", "replace"), re.DOTALL) is not None
+            ok = has if key == "statement_matches" else not has
         elif key == "argc_min":
             ok = len(m.args) >= val
         elif key == "argc_max":

@@ -20,6 +20,7 @@ from ..rules.schema import Rule
 from .context import FileContext, named_children, node_text, normalize, normalize_name
 
 LAUNCH_PARAMS = ["grid", "block", "shmem", "stream"]
+_CALL_ARGS = re.compile(r"\((?:[^()]|\(\))+\)")
 DECLARATOR_PARENTS = {"init_declarator", "function_declarator", "pointer_declarator", "reference_declarator",
                       "array_declarator", "parameter_declaration", "declaration", "field_declaration",
                       "preproc_def", "preproc_function_def", "enumerator", "optional_parameter_declaration"}
@@ -128,6 +129,12 @@ def match_call(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match 
     written = normalize_name(node_text(callee))
     names: dict[str, list[str]] = rule.spec["names"]
     name = _resolve_name(ctx, written, names)
+    if name is None and "(" in written:
+        # a call inside the callee chain, `thrust::cuda::par(alloc).on`, is matched by the name `thrust::cuda::par().on`
+        elided, prev = written, None
+        while prev != elided:
+            prev, elided = elided, _CALL_ARGS.sub("()", elided)
+        name = _resolve_name(ctx, elided, names)
     if name is None and rule.spec.get("adl"):
         # argument-dependent lookup: reduce(thrust::device, ...) finds thrust::reduce
         args = named_children(call.child_by_field_name("arguments"))
