@@ -14,7 +14,7 @@ from .findings import Finding, Fix, sort_key
 from .match import builtins
 from .match.conditions import ConditionError, evaluate
 from .match.context import FileContext
-from .match.edits import EditError, build_edits, template_context
+from .match.edits import EditError, build_edits, keep_compat_edits, template_context
 from .match.matchers import HIT_MATCHERS, Match, identifier_hits, includes, launches, strings
 from .parse.treesitter import Unit, macro_units, parse
 from .rules.schema import Rule, parse_version
@@ -33,6 +33,7 @@ class Options:
     options: dict[str, Any] = field(default_factory=dict)  # global template options (e.g. stream)
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
+    keep_compat: tuple[int, int] | None = None  # oldest toolkit the fixed code must still build with
 
 
 @dataclass
@@ -272,6 +273,8 @@ class Engine:
             if _in_disabled_block(m.node):
                 continue
             try:
+                if (r.removed_in or r.deprecated_in) and builtins.dead_for_target(m.node, ctx):
+                    continue  # version-guarded code that the target toolkit never compiles
                 if r.where is not None and not evaluate(r.where, m, ctx):
                     continue
                 opts = self.rule_options(r)
@@ -283,6 +286,8 @@ class Engine:
                     if r.fix.get("when") is None or evaluate(r.fix["when"], m, ctx):
                         edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
                         edits = [e for e in edits if data[e.start : e.end].decode("utf-8", "replace") != e.text]
+                        if edits and self.opts.keep_compat is not None:
+                            edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
                         if edits:
                             title = render(str(r.fix.get("title", r.summary)), tctx)
                             fix = Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))

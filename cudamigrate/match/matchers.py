@@ -47,6 +47,7 @@ class Match:
     edits: list | None = None  # builtin matchers may compute edits themselves
     fix_applicability: str | None = None
     range: tuple[int, int] | None = None  # absolute report range override
+    ident_range: tuple[int, int] | None = None  # absolute: the bare identifier, without `::` qualification
 
     def abs(self, node: ts.Node) -> tuple[int, int]:
         return self.unit.abs(node)
@@ -201,7 +202,8 @@ def match_call(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match 
     arglist = call.child_by_field_name("arguments")
     return Match(rule=rule, unit=unit, node=call, name=name, written=written, callee=callee, arglist=arglist,
                  args=named_children(arglist), params=list(names[name] or []),
-                 name_range=unit.abs(climb_name(hit)[1]) if hit.type == "identifier" else unit.abs(hit))
+                 name_range=unit.abs(climb_name(hit)[1]) if hit.type == "identifier" else unit.abs(hit),
+                 ident_range=unit.abs(hit))
 
 
 def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
@@ -261,6 +263,8 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
         if p is not None and p.type in ("field_expression",) and _same(p.child_by_field_name("field"), top):
             return None
         role = "value"
+        if "::" not in written and _declared_type(ctx, unit, node_text(hit), hit) is not None:
+            return None  # a variable (or parameter) the code declares itself
     else:
         return None
     if role not in roles:
@@ -268,7 +272,7 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
     if role == "call" and _is_user_definition(ctx, written, name):
         return None
     m = Match(rule=rule, unit=unit, node=top if role != "call" else call[0], name=name, written=written,
-              name_range=(unit.abs(qual_top)[0], unit.abs(hit)[1]))
+              name_range=(unit.abs(qual_top)[0], unit.abs(hit)[1]), ident_range=unit.abs(hit))
     m.vars["role"] = role
     if call is not None:
         m.callee = call[1]
@@ -329,7 +333,7 @@ def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Matc
         elif re.search(rb"struct\s+\w+\s*\{[^}]*\b" + re.escape(hit.text) + rb"\b", ctx.source.data):
             return None  # unknown receiver, and the file declares its own field of that name
     m = Match(rule=rule, unit=unit, node=p, name=node_text(hit), written=node_text(hit), field_node=hit, receiver=recv,
-              name_range=unit.abs(hit))
+              name_range=unit.abs(hit), ident_range=unit.abs(hit))
     call = p.parent
     m.vars["is_write"] = bool(call is not None and call.type == "assignment_expression" and _same(call.child_by_field_name("left"), p))
     return m

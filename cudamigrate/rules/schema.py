@@ -162,6 +162,13 @@ def validate(doc: Any, path: Path) -> Rule:
             raise _fail(path, "fix.edits", "an automatic fix needs edits")
         for i, e in enumerate(edits):
             _validate_edit(e, path, f"fix.edits[{i}]")
+        if fix.get("introduced_in") is not None:
+            # the toolkit version that introduced the rewritten form (used by `fix --keep-compat`)
+            try:
+                parse_version(fix["introduced_in"])
+            except ValueError:
+                raise _fail(path, "fix.introduced_in", f"must be a version like 13.0 (quote it in YAML), got {fix['introduced_in']!r}") from None
+            fix["introduced_in"] = str(fix["introduced_in"])
     cost = doc.get("cost", {}) or {}
     if not isinstance(cost, dict):
         raise _fail(path, "cost", "must be a mapping")
