@@ -189,9 +189,13 @@ def test_cli_without_gpu_prints_one_line(monkeypatch):
 
 
 def test_static_selftest_cli():
-    res = CliRunner().invoke(main, ["selftest", "--fixtures", str(FIXTURES)])
+    # the streams family: the CLI path (every family's cases are covered by test_fixtures.py)
+    res = CliRunner().invoke(main, ["selftest", "--fixtures", str(FIXTURES / "streams")])
     assert res.exit_code == 0, res.output
     assert "all good" in res.output
+    bad = FIXTURES.parent / "nonexistent-fixtures"
+    res = CliRunner().invoke(main, ["selftest", "--gpu", "--build-only", "--fixtures", str(bad)])
+    assert res.exit_code != 0
 
 
 def test_case_libs_from_yaml_and_includes(tmp_path):
