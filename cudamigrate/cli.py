@@ -314,8 +314,10 @@ def explain(rule_id: str) -> None:
               help="Write selftest.json and selftest.txt here.")
 @click.option("--build-only", is_flag=True, help="With --gpu: build everything, run nothing (works without a GPU).")
 @click.option("--budget", type=float, default=None, help="Seconds for the whole stage; what is left is reported as failed.")
+@click.option("--record-expected", is_flag=True,
+              help="Cases without their expected.txt record the fixed program's output (OUT/expected/) instead of failing.")
 def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, timeout: float, arch: str,
-             out_dir: Path | None, build_only: bool, budget: float | None) -> None:
+             out_dir: Path | None, build_only: bool, budget: float | None, record_expected: bool) -> None:
     """Check every fixture case; with --gpu, run the original and fixed programs on the GPU."""
     from . import selftest as st
 
@@ -340,7 +342,7 @@ def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, tim
     work = Path(tempfile.mkdtemp(prefix="cudamigrate-gpu-"))  # builds stay out of --out (only results go there)
     report = st.run_gpu_stage(fixtures_dir, work=work, jobs=jobs, timeout=timeout, arch=arch, gpu=info,
                               build_only=build_only, run_jobs=run_jobs, log=lambda m: click.echo(m, err=True),
-                              budget=budget)
+                              budget=budget, record_expected=record_expected)
     click.echo(st.table(report), nl=False)
     if out_dir is not None:
         j, _ = st.write_outputs(report, out_dir)

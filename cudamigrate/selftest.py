@@ -186,6 +186,7 @@ class CaseResult:
     status: str = "pending"  # pass | fail | skip | built
     reasons: list[str] = field(default_factory=list)
     logs: dict[str, str] = field(default_factory=dict)
+    record: bool = False  # no expected.txt yet: record the fixed program's output
 
     def fail(self, why: str) -> None:
         self.status = "fail"
@@ -267,8 +268,11 @@ def _slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
 
-def plan(cases: list[Case], work: Path, arch: str) -> tuple[list[CaseResult], list[Job]]:
-    """Results (with fix checks done) and the nvcc jobs for every GPU case."""
+def plan(cases: list[Case], work: Path, arch: str, record_expected: bool = False) -> tuple[list[CaseResult], list[Job]]:
+    """Results (with fix checks done) and the nvcc jobs for every GPU case.
+
+    `record_expected`: a case that should compare with a missing expected.txt records the fixed program's
+    output instead of failing (status "recorded"; `write_outputs` puts it under expected/<case>/)."""
     results, jobs = [], []
     for case in gpu_cases(cases):
         r = CaseResult(case.name, compare=compare_mode(case), libs=case_libs(case))
@@ -301,8 +305,13 @@ def plan(cases: list[Case], work: Path, arch: str) -> tuple[list[CaseResult], li
         if "before" in programs(r.compare):
             jobs.append(Job(case, "before", case.before, d / "before", r.libs, flags, arch))
         if r.compare == "expected" and not (case.dir / "expected.txt").is_file():
-            r.fail("compare: expected, but expected.txt is missing (the fixed program's output is saved in "
-                   "outputs/ to review and commit as expected.txt)")
+            if record_expected:
+                r.record = True
+                r.reasons.append("no expected.txt: the fixed program's output is recorded in expected/ to review "
+                                 "and commit")
+            else:
+                r.fail("compare: expected, but expected.txt is missing (the fixed program's output is saved in "
+                       "outputs/; --record-expected writes it as expected/<case>/expected.txt)")
         if "after" in programs(r.compare):
             fixed_src = d / f"fixed{case.before.suffix}"
             fixed_src.write_bytes(fixed)
@@ -371,7 +380,10 @@ def judge(r: CaseResult, case: Case, outputs: dict[str, RunOutput]) -> None:
     if r.compare == "expected":
         exp = case.dir / "expected.txt"
         if not exp.is_file():
-            r.identical = False
+            if r.record and r.status != "fail":
+                r.status = "recorded"
+            else:
+                r.identical = False
             return
         want = exp.read_text(encoding="utf-8")
     else:
@@ -440,13 +452,14 @@ def table(report: Report) -> str:
     c = report.counts
     gpu = report.gpu["name"] if report.gpu else "no GPU (build only)"
     out.append(f"{len(report.results)} case(s) on {gpu} ({report.arch}): " +
-               ", ".join(f"{c[k]} {k}" for k in ("pass", "built", "skip", "fail") if c[k]))
+               ", ".join(f"{c[k]} {k}" for k in ("pass", "recorded", "built", "skip", "fail") if c[k]))
     return "\n".join(out) + "\n"
 
 
 def run_gpu_stage(fixtures: Path, *, work: Path, jobs: int = 0, timeout: float = 120, arch: str = "auto",
                   gpu: GpuInfo | None = None, build_only: bool = False, run_jobs: int = 1,
-                  log: Callable[[str], None] | None = None, budget: float | None = None) -> Report:
+                  log: Callable[[str], None] | None = None, budget: float | None = None,
+                  record_expected: bool = False) -> Report:
     """Plan, build, run and compare every gpu.run case. `gpu` None with build_only=False means: detect.
 
     `budget` (seconds): work not started in time is reported as failed ("time budget exhausted") so that
@@ -458,7 +471,7 @@ def run_gpu_stage(fixtures: Path, *, work: Path, jobs: int = 0, timeout: float =
     a = resolve_arch(arch, gpu)
     cases = load_cases(fixtures)
     work.mkdir(parents=True, exist_ok=True)
-    results, bjobs = plan(cases, work, a)
+    results, bjobs = plan(cases, work, a, record_expected)
     by_name = {c.name: c for c in cases}
     log(f"building {len(bjobs)} program(s) for {a} ...")
     build_all(bjobs, jobs or max(2, os.cpu_count() or 2), deadline=deadline)
@@ -511,6 +524,10 @@ def write_outputs(report: Report, out: Path) -> tuple[Path, Path]:
     t = out / "selftest.txt"
     doc = report.to_json()
     for case in doc["cases"]:  # full outputs go to files; the JSON keeps their first 4000 characters
+        if case["status"] == "recorded" and "after.stdout" in case["logs"]:
+            f = out / "expected" / case["name"] / "expected.txt"
+            f.parent.mkdir(parents=True, exist_ok=True)
+            f.write_text(case["logs"]["after.stdout"], encoding="utf-8")
         for k, v in case["logs"].items():
             if k.endswith(".stdout"):
                 f = out / "outputs" / _slug(case["name"]) / k

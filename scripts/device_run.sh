@@ -5,6 +5,9 @@
 # and writes everything to $OUT:
 #   env.txt            nvidia-smi, nvcc, python, where cuBLAS/NVRTC came from
 #   selftest.txt       the table;  selftest.json  per-case results;  selftest.log  progress/stderr
+#   outputs/<case>/    every program's full stdout;  expected/<family>/<case>/expected.txt  outputs recorded
+#                      for cases that compare with an expected.txt not written yet (review, then
+#                      `cp -r $OUT/expected/. fixtures/`)
 #   calibration.json   the calibration entry for this GPU (copy into cudamigrate/calibration.json)
 #   calibrate.log      benchmark progress; status.txt  exit codes of both stages
 #
@@ -124,7 +127,7 @@ note "setup took $(( $(date +%s) - START ))s"
 # Budgets keep the whole run under 10 minutes and make both commands write their results before the limit.
 timeout 230 "$PY" -m cudamigrate calibrate --out "$OUT/calibration.json" --timeout 90 --budget 200 2>"$OUT/calibrate.log"
 CAL=$?
-timeout 330 "$PY" -m cudamigrate selftest --gpu --out "$OUT" --timeout 60 --budget 300 >"$OUT/selftest.stdout" 2>"$OUT/selftest.log"
+timeout 330 "$PY" -m cudamigrate selftest --gpu --out "$OUT" --timeout 60 --budget 300 --record-expected >"$OUT/selftest.stdout" 2>"$OUT/selftest.log"
 ST=$?
 printf 'calibrate=%s selftest=%s seconds=%s\n' "$CAL" "$ST" "$(( $(date +%s) - START ))" | tee "$OUT/status.txt"
 cat "$OUT/selftest.txt" 2>/dev/null || tail -40 "$OUT/selftest.log"

@@ -268,6 +268,16 @@ def test_stage_end_to_end_with_host_only_programs(tmp_path):
     assert by["host/expected"].status == "pass" and by["host/expected"].compare == "expected", st.table(rep)
     assert "before" not in by["host/expected"].built
     assert not rep.ok
+    # --record-expected: a missing expected.txt records the output instead of failing
+    (root / "host" / "expected" / "expected.txt").unlink()
+    rep2 = st.run_gpu_stage(root, work=tmp_path / "work2", gpu=fake, jobs=2, record_expected=True)
+    r2 = next(r for r in rep2.results if r.name == "host/expected")
+    assert r2.status == "recorded", st.table(rep2)
+    st.write_outputs(rep2, tmp_path / "out2")
+    assert (tmp_path / "out2" / "expected" / "host" / "expected" / "expected.txt").read_text() == "sum=3.0\n"
+    rep3 = st.run_gpu_stage(root, work=tmp_path / "work3", gpu=fake, jobs=2)
+    assert next(r for r in rep3.results if r.name == "host/expected").status == "fail"
+
     j, t = st.write_outputs(rep, tmp_path / "out")
     assert json.loads(j.read_text())["summary"] == {"pass": 2, "fail": 1}
     assert "host/drifted" in t.read_text()
