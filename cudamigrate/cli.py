@@ -379,6 +379,9 @@ def calibrate(out_file: Path | None, bench_dir: Path | None, merge: bool, arch: 
                                   log=lambda m: click.echo(m, err=True), budget=budget)
     for p in problems:
         _err(p)
+    if not doc["gpus"][0]["rules"]:
+        _err("no benchmark produced figures: no calibration written")
+        sys.exit(EXIT_FINDINGS)
     if out_file is not None:
         doc = cal.merge_into(out_file, doc) if merge else doc
         out_file.parent.mkdir(parents=True, exist_ok=True)

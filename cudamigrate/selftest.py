@@ -369,8 +369,8 @@ def judge(r: CaseResult, case: Case, outputs: dict[str, RunOutput]) -> None:
             hint = ""
             if "driver version is insufficient" in o.stderr or "cudaErrorInsufficientDriver" in o.stderr:
                 hint = " (the NVIDIA driver is older than the CUDA runtime the program was built with)"
-            elif o.stderr.strip():
-                hint = ": " + o.stderr.strip().splitlines()[-1][:200]
+            elif o.stderr.strip() or o.stdout.strip():
+                hint = ": " + (o.stderr.strip() or o.stdout.strip()).splitlines()[-1][:200]
             r.fail(f"{which}: exit status {o.rc}{hint}")
     if r.compare in ("run", "none"):
         return  # nothing to compare: running (and exiting 0) is the check
