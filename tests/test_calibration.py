@@ -164,3 +164,26 @@ def test_calibration_document_from_benchmark_lines(tmp_path):
     out.write_text(json.dumps(merged))
     c = load_calibration(out.name, out.parent, gpu="NVIDIA H200")
     assert c["CM102"]["ratio"] == pytest.approx(9.5625, abs=1e-3)
+
+
+def test_calibrate_cli_writes_and_merges(tmp_path, monkeypatch):
+    from cudamigrate import selftest
+
+    info = GpuInfo("NVIDIA H200", "580.159.03", "9.0")
+    line = {"bench": "legacy_stream_launch", "key": "legacy-stream-launch", "rules": ["CM102"], "unit": "per launch",
+            "bad_us": 30.0, "good_us": 5.0}
+    monkeypatch.setattr(selftest, "detect_gpu", lambda: info)
+    monkeypatch.setattr(cal, "calibrate", lambda i, d, **kw: ({"version": 1, "gpus": [cal.entry_from_lines(i, [line], "13.0.88")]}, []))
+    out = tmp_path / "calibration.json"
+    out.write_text(json.dumps(_doc()))
+    res = CliRunner().invoke(main, ["calibrate", "--out", str(out), "--merge", "--bench-dir", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(out.read_text())
+    assert [e["gpu"] for e in doc["gpus"]] == ["NVIDIA A100-SXM4-80GB", "NVIDIA H200"]
+    assert doc["gpus"][1]["rules"]["CM102"]["figure"] == "30 µs per launch vs 5 µs"
+    # nothing measured: nothing written
+    monkeypatch.setattr(cal, "calibrate", lambda i, d, **kw: ({"version": 1, "gpus": [cal.entry_from_lines(i, [], None)]},
+                                                              ["x.cu: run failed"]))
+    out2 = tmp_path / "c2.json"
+    res = CliRunner().invoke(main, ["calibrate", "--out", str(out2), "--bench-dir", str(tmp_path)])
+    assert res.exit_code == 1 and not out2.exists()
