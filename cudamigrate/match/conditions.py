@@ -46,6 +46,17 @@ def _arg_is(node: ts.Node, what: str) -> bool:
     raise ConditionError(f"unknown `is:` value {what!r}")
 
 
+def _arg_is_sem(m: Match, key: Any, node: ts.Node, what: str) -> bool:
+    """`_arg_is`, answered by libclang's evaluated value when semantic mode knows it."""
+    fact = m.sem
+    if fact is not None and what in ("null_stream", "null", "zero"):
+        idx = m.arg_index(str(key))
+        if idx is not None and idx < len(fact.args) and fact.args[idx].value is not None:
+            v = fact.args[idx].value
+            return v == 0 or (what == "null_stream" and v == 1)
+    return _arg_is(node, what)
+
+
 def strip_address(text: str) -> str:
     t = normalize(text)
     return t[1:] if t.startswith("&") else t
@@ -140,6 +151,10 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             ok = all(m.vars.get(k) == v for k, v in val.items())
         elif key == "role":
             ok = m.vars.get("role") in (val if isinstance(val, list) else [val])
+        elif key == "semantic":
+            from ..semantic import semantic_condition
+
+            ok = semantic_condition(val, m, ctx)
         elif key == "option":
             ok = all(ctx.options.get(m.rule.id, {}).get(k, m.rule.options.get(k)) == v for k, v in val.items())
         else:
@@ -162,11 +177,11 @@ def _eval_arg(cond: dict, m: Match) -> bool:
     text = normalize(node_text(node))
     if "is" in cond:
         whats = cond["is"] if isinstance(cond["is"], list) else [cond["is"]]
-        if not any(_arg_is(node, w) for w in whats):
+        if not any(_arg_is_sem(m, key, node, w) for w in whats):
             return False
     if "is_not" in cond:
         whats = cond["is_not"] if isinstance(cond["is_not"], list) else [cond["is_not"]]
-        if any(_arg_is(node, w) for w in whats):
+        if any(_arg_is_sem(m, key, node, w) for w in whats):
             return False
     if "equals" in cond:
         vals = cond["equals"] if isinstance(cond["equals"], list) else [cond["equals"]]
