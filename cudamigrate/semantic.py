@@ -115,9 +115,10 @@ class _Extractor:
         self.written: set[tuple] = set()
         self.calls_to: dict[tuple, list] = {}
         self.pending: list[tuple] = []  # (call cursor, is_launch, config cursor)
-        self.macro_inst: dict[tuple[str, int], tuple[str, int, tuple[str, int] | None]] = {}
         self.sys_cache: dict[str, bool] = {}
         self.src_cache: dict[str, bytes] = {}
+        self.real_cache: dict[str, str] = {}
+        self.ptr_cache: dict[int, str] = {}
 
     # -- locations
     def _loc(self, fn: str, sl) -> tuple[str | None, int]:
@@ -128,7 +129,17 @@ class _Extractor:
         getattr(self.lib, fn)(sl, ctypes.byref(f), ctypes.byref(l), ctypes.byref(c), ctypes.byref(o))
         if not f:
             return None, 0
-        return os.path.realpath(self.ci.File(f).name), o.value
+        ptr = ctypes.cast(f, ctypes.c_void_p).value
+        real = self.ptr_cache.get(ptr)
+        if real is None:
+            real = self.ptr_cache[ptr] = self.real(self.ci.File(f).name)
+        return real, o.value
+
+    def real(self, raw: str) -> str:
+        real = self.real_cache.get(raw)
+        if real is None:
+            real = self.real_cache[raw] = os.path.realpath(raw)
+        return real
 
     def spelling(self, sl):
         return self._loc("clang_getSpellingLocation", sl)
@@ -178,7 +189,7 @@ class _Extractor:
             return True  # builtins
         if loc.is_in_system_header:
             return True
-        return self.is_toolkit_file(os.path.realpath(loc.file.name))
+        return self.is_toolkit_file(self.real(loc.file.name))
 
     @staticmethod
     def decl_key(decl) -> tuple:
@@ -189,24 +200,12 @@ class _Extractor:
     def run(self) -> dict[str, FileFacts]:
         K = self.K
         for top in self.tu.cursor.get_children():
-            if top.kind == K.MACRO_INSTANTIATION:
-                f, off = self.expansion(top.location)
-                if f is not None and not self.is_toolkit_file(f):
-                    ref = top.referenced
-                    d = None
-                    if ref is not None and ref.location.file is not None:
-                        d = (os.path.realpath(ref.location.file.name), ref.location.offset)
-                        if not self.is_toolkit_file(d[0]):
-                            mf = self.facts(d[0])
-                            mf.macro_uses[top.spelling] = mf.macro_uses.get(top.spelling, 0) + 1
-                    self.macro_inst[(f, off)] = (top.spelling, top.extent.end.offset, d)
-                continue
-            if top.kind in (K.MACRO_DEFINITION, K.INCLUSION_DIRECTIVE):
+            if top.kind in (K.MACRO_INSTANTIATION, K.MACRO_DEFINITION, K.INCLUSION_DIRECTIVE):
                 continue
             loc = top.location
             if loc.file is None or loc.is_in_system_header:
                 continue
-            if self.is_toolkit_file(os.path.realpath(loc.file.name)):
+            if self.is_toolkit_file(self.real(loc.file.name)):
                 continue
             self.walk(top)
         for call, is_launch, cfg in self.pending:
@@ -333,6 +332,7 @@ class _Extractor:
             params = decl
         sf, soff = self.spelling(name_cur.location)
         ef, eoff = self.expansion(call.location)
+        use_end = call.extent.end.offset
         if is_launch:
             arg_curs = list(cfg.get_arguments()) if cfg is not None else []
             api = True  # the launch itself is the construct, the kernel is the user's
@@ -341,22 +341,24 @@ class _Extractor:
             arg_curs = list(call.get_arguments())
         fact = CallFact(callee=callee, api=api, launch=is_launch)
         for i, a in enumerate(arg_curs):
-            fact.args.append(self.arg_fact(a, params, i))
+            fact.args.append(self.arg_fact(a, params, i, use_end))
         if sf is None or ef is None:
             return
-        if not self.is_toolkit_file(sf) and self._spelled_at_use(sf, soff, ef, eoff):
+        if not self.is_toolkit_file(sf) and self._spelled_at_use(sf, soff, ef, eoff, use_end):
             self.facts(sf).calls.setdefault(soff, fact)
             return
         # expanded from a macro: report at the use, in the file of the use
         if self.is_toolkit_file(ef):
             return
-        inst = self.macro_inst.get((ef, eoff))
-        if inst is None:
-            # the call starts inside the macro arguments (CHECK(cudaFoo(...))) but its name is a macro
+        data = self.src_cache.get(ef)
+        if data is None:
+            self.facts(ef)
+            data = self.src_cache.get(ef, b"")
+        mo = re.compile(rb"[A-Za-z_]\w*").match(data, eoff)
+        if mo is None or use_end <= eoff:
             return
-        mname, end, d = inst
-        fact.macro = mname
-        fact.use_range = (eoff, end)
+        fact.macro = mo.group(0).decode()
+        fact.use_range = (eoff, use_end)
         fact.body_file = sf
         fact.body_offset = soff
         self.facts(ef).expansions.append(fact)
@@ -364,15 +366,15 @@ class _Extractor:
             bf = self.facts(sf)
             bf.expanded_bodies[soff] = bf.expanded_bodies.get(soff, 0) + 1
 
-    def _spelled_at_use(self, sf, soff, ef, eoff) -> bool:
+    @staticmethod
+    def _spelled_at_use(sf, soff, ef, eoff, use_end) -> bool:
         """Written in the file itself: not in a macro, or inside a macro use's arguments."""
         if (sf, soff) == (ef, eoff):
             return True
-        inst = self.macro_inst.get((ef, eoff))
-        return sf == ef and inst is not None and eoff <= soff < inst[1]
+        return sf == ef and eoff <= soff < use_end
 
     # -- values
-    def arg_fact(self, a, params, i: int) -> ArgFact:
+    def arg_fact(self, a, params, i: int, use_end: int) -> ArgFact:
         K = self.K
         ext = a.extent
         default = ext.start.file is None and ext.end.file is None and a.kind == K.UNEXPOSED_EXPR and not list(a.get_children())
@@ -384,12 +386,11 @@ class _Extractor:
         ef, eoff = self.expansion(a.location)
         af.value = self.value(a, 0)
         af.start = soff if sf is not None else None
-        af.in_body = not self._spelled_at_use(sf, soff, ef, eoff)
+        af.in_body = not self._spelled_at_use(sf, soff, ef, eoff, use_end)
         if af.in_body:
             # a macro used as the argument (`COPY(d, h, n, MY_STREAM)`): its name is at the use
             ff, foff = self._loc("clang_getFileLocation", a.location)
-            inst = self.macro_inst.get((ef, eoff))
-            if ff == ef and inst is not None and eoff < foff < inst[1]:
+            if ff == ef and eoff < foff < use_end:
                 af.start, af.in_body = foff, False
         return af
 
@@ -514,7 +515,7 @@ class _Extractor:
 
 # --------------------------------------------------------------------------- parsing TUs
 
-PARSE_OPTS_SCAN = 0x01  # detailed preprocessing record (macro expansions)
+PARSE_OPTS_SCAN = 0x0  # macro uses come from expansion locations; no detailed preprocessing record needed
 PREAMBLE_OPTS = 0x04 | 0x100  # precompiled preamble, created on the first parse (for reparses)
 
 
@@ -940,8 +941,10 @@ class SemanticContext:
             if e.start < 0:
                 return "the edit lies in a macro defined in another file"
             for name, (bs, be) in _define_bodies(ctx).items():
-                if bs <= e.start <= be and self.facts.macro_uses.get(name, 0) > 1:
-                    return f"the edit would change macro `{name}`, which is used {self.facts.macro_uses[name]} times"
+                if bs <= e.start <= be:
+                    uses = max([n for off, n in self.facts.expanded_bodies.items() if bs <= off <= be] or [0])
+                    if uses > 1:
+                        return f"the edit would change macro `{name}`, which is expanded {uses} times"
         return None
 
     # -- conditions
