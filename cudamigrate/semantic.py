@@ -97,6 +97,7 @@ def digest(data: bytes) -> str:
 
 # --------------------------------------------------------------------------- extraction
 
+_IDENT = re.compile(rb"[A-Za-z_]\w*")
 _CAST_KINDS = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR",
                "CXX_FUNCTIONAL_CAST_EXPR", "CXX_CONST_CAST_EXPR"}
 _WRITE_PARENTS_OK = {"UNEXPOSED_EXPR", "MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR"}
@@ -316,16 +317,19 @@ class _Extractor:
         if name_cur is None or decl is None:
             return
         if decl.kind == K.OVERLOADED_DECL_REF:
-            n = decl.get_num_overloaded_decls()
-            decls = [decl.get_overloaded_decl(i) for i in range(n)]
+            n = self.lib.clang_getNumOverloadedDecls(decl)
+            decls = [self.lib.clang_getOverloadedDecl(decl, i) for i in range(n)]
             if not decls:
                 return
             names = {self.qualified(d) for d in decls}
             if len(names) != 1:
                 return
             callee = names.pop()
-            api = all(self.decl_is_api(d) for d in decls)
-            params = None
+            kinds = {self.decl_is_api(d) for d in decls}
+            if len(kinds) != 1:
+                return  # the API and a project overload: overload resolution waits for instantiation
+            api = kinds.pop()
+            params = decls[0] if len(decls) == 1 else None
         else:
             callee = self.qualified(decl)
             api = self.decl_is_api(decl)
@@ -333,6 +337,9 @@ class _Extractor:
         sf, soff = self.spelling(name_cur.location)
         ef, eoff = self.expansion(call.location)
         use_end = call.extent.end.offset
+        if ef is not None and (sf, soff) != (ef, eoff):
+            use_end = max(use_end, self.macro_use_end(ef, eoff))
+        callee_floc = self._loc("clang_getFileLocation", name_cur.location)[1]
         if is_launch:
             arg_curs = list(cfg.get_arguments()) if cfg is not None else []
             api = True  # the launch itself is the construct, the kernel is the user's
@@ -341,7 +348,7 @@ class _Extractor:
             arg_curs = list(call.get_arguments())
         fact = CallFact(callee=callee, api=api, launch=is_launch)
         for i, a in enumerate(arg_curs):
-            fact.args.append(self.arg_fact(a, params, i, use_end))
+            fact.args.append(self.arg_fact(a, params, i, use_end, callee_floc))
         if sf is None or ef is None:
             return
         if not self.is_toolkit_file(sf) and self._spelled_at_use(sf, soff, ef, eoff, use_end):
@@ -354,7 +361,7 @@ class _Extractor:
         if data is None:
             self.facts(ef)
             data = self.src_cache.get(ef, b"")
-        mo = re.compile(rb"[A-Za-z_]\w*").match(data, eoff)
+        mo = _IDENT.match(data, eoff)
         if mo is None or use_end <= eoff:
             return
         fact.macro = mo.group(0).decode()
@@ -366,6 +373,42 @@ class _Extractor:
             bf = self.facts(sf)
             bf.expanded_bodies[soff] = bf.expanded_bodies.get(soff, 0) + 1
 
+    def macro_use_end(self, f: str, off: int) -> int:
+        """End of the macro use starting at `off` (its name and balanced argument list)."""
+        data = self.src_cache.get(f)
+        if data is None:
+            self.facts(f)
+            data = self.src_cache.get(f, b"")
+        mo = _IDENT.match(data, off)
+        if mo is None:
+            return off
+        i = mo.end()
+        n = len(data)
+        j = i
+        while j < n and data[j : j + 1] in b" \t\r\n":
+            j += 1
+        if j >= n or data[j : j + 1] != b"(":
+            return i
+        depth = 0
+        quote = None
+        while j < n:
+            ch = data[j : j + 1]
+            if quote:
+                if ch == b"\\":
+                    j += 1
+                elif ch == quote:
+                    quote = None
+            elif ch in (b'"', b"'"):
+                quote = ch
+            elif ch == b"(":
+                depth += 1
+            elif ch == b")":
+                depth -= 1
+                if depth == 0:
+                    return j + 1
+            j += 1
+        return i
+
     @staticmethod
     def _spelled_at_use(sf, soff, ef, eoff, use_end) -> bool:
         """Written in the file itself: not in a macro, or inside a macro use's arguments."""
@@ -374,7 +417,7 @@ class _Extractor:
         return sf == ef and eoff <= soff < use_end
 
     # -- values
-    def arg_fact(self, a, params, i: int, use_end: int) -> ArgFact:
+    def arg_fact(self, a, params, i: int, use_end: int, callee_floc: int = -1) -> ArgFact:
         K = self.K
         ext = a.extent
         default = ext.start.file is None and ext.end.file is None and a.kind == K.UNEXPOSED_EXPR and not list(a.get_children())
@@ -390,7 +433,7 @@ class _Extractor:
         if af.in_body:
             # a macro used as the argument (`COPY(d, h, n, MY_STREAM)`): its name is at the use
             ff, foff = self._loc("clang_getFileLocation", a.location)
-            if ff == ef and eoff < foff < use_end:
+            if ff == ef and eoff < foff < use_end and foff != callee_floc:
                 af.start, af.in_body = foff, False
         return af
 
@@ -529,14 +572,17 @@ class TUResult:
     errors: int = 0
 
 
-def _fatal(ci, tu) -> tuple[int, str | None]:
+def _fatal(ci, tu, main: str = "") -> tuple[int, str | None]:
     n = 0
     first = None
     for d in tu.diagnostics:
         if d.severity >= ci.Diagnostic.Error:
             n += 1
             if d.severity >= ci.Diagnostic.Fatal and first is None:
-                first = f"{d.location.file}:{d.location.line}: {d.spelling}"
+                where = f"line {d.location.line}"
+                if d.location.file is not None and os.path.realpath(d.location.file.name) != os.path.realpath(main):
+                    where = f"{d.location.file.name}:{d.location.line}"
+                first = f"{where}: {d.spelling}"
     return n, first
 
 
@@ -561,7 +607,7 @@ def parse_tu(cmd, keep: bool = False, unsaved: list[tuple[str, bytes]] | None = 
         res.warning = f"libclang could not parse it ({exc})"
         return (res, None) if keep else res
     res.parse_s = time.perf_counter() - t0
-    res.errors, fatal = _fatal(ci, tu)
+    res.errors, fatal = _fatal(ci, tu, str(cmd.file))
     if fatal is not None:
         res.warning = f"libclang: {fatal}"
         return (res, tu) if keep else res
