@@ -217,7 +217,7 @@ def test_cli_semantic_scan_headers_once_and_fallback(tmp_path):
 
     from cudamigrate.cli import main
 
-    proj = tmp_path / "proj"
+    proj = tmp_path / "my-cuda-proj"  # "cuda" in a project path must not make it look like the toolkit
     proj.mkdir()
     (proj / "copy.h").write_text("#pragma once\n#include <cuda_runtime.h>\n"
                                  "inline void up(float *d, float *h) { cudaMemcpyAsync(d, h, 4, cudaMemcpyHostToDevice, 0); }\n")
