@@ -1045,8 +1045,12 @@ class SemanticContext:
 
     # -- fixes that would edit a shared macro definition
     def fix_blocker(self, m, edits, ctx) -> str | None:
-        if any(isinstance(a, FakeNode) and not a.located for a in m.args) and edits is None:
-            return None
+        try:
+            return self._fix_blocker(m, edits, ctx)
+        except Exception as exc:  # be safe: no automatic fix rather than a wrong one
+            return f"semantic check of the fix failed ({exc!r})"
+
+    def _fix_blocker(self, m, edits, ctx) -> str | None:
         for e in edits or []:
             if e.start < 0:
                 return "the edit lies in a macro defined in another file"

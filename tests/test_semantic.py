@@ -246,3 +246,45 @@ def test_unavailable_libclang_warns_once_and_falls_back(tmp_path, monkeypatch):
     r = CliRunner().invoke(main, ["scan", str(tmp_path), "--format", "json"])
     assert r.stderr.count("semantic mode unavailable") == 1
     assert len(json.loads(r.stdout)["findings"]) == 1
+
+
+def test_rule_declared_semantic_conditions(tmp_path):
+    """`where: {semantic: ...}` uses libclang's facts, and tree-sitter's documented defaults without them."""
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "CM903-test-semantic-conditions.yaml").write_text("""
+id: CM903
+name: test-semantic-conditions
+family: test
+summary: Test-only rule for `semantic:` conditions.
+severity: info
+message: "`{{ name }}` on a null stream"
+match:
+  call:
+    names:
+      cudaMemsetAsync: [devPtr, value, count, stream]
+where:
+  semantic: {arg_evaluates_null_stream: stream, callee_is_api: true}
+references: ["test-only rule"]
+""")
+    src = tmp_path / "a.cu"
+    src.write_text("#include <cuda_runtime.h>\n"
+                   "void f(float *d, cudaStream_t user) {\n"
+                   "  cudaStream_t s = 0;\n"
+                   "  cudaMemsetAsync(d, 0, 4, s);\n"
+                   "  cudaMemsetAsync(d, 0, 4, 0);\n"
+                   "  cudaMemsetAsync(d, 0, 4, user);\n"
+                   "}\n")
+    d = SemanticDB(cl.load_compile_db(write_db(tmp_path, [src])))
+    d.build(jobs=1)
+    rs = load_rules([rules])
+    assert not rs.errors, rs.errors
+    eng = Engine(rs.rules, Options(select=["CM903"]))
+    from cudamigrate.source import check_bytes
+
+    data = src.read_bytes()
+    sem = eng.scan_source(check_bytes(src, data), str(src), semantic=SemanticContext(d.facts_for(src, data)))
+    ts = eng.scan_bytes(src, data)
+    assert not sem.errors and not ts.errors, (sem.errors, ts.errors)
+    assert [f.line for f in sem.findings] == [4, 5]
+    assert [f.line for f in ts.findings] == [5]  # tree-sitter: the spelling decides
