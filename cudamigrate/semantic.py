@@ -570,6 +570,7 @@ class TUResult:
     parse_s: float = 0.0
     facts_s: float = 0.0
     errors: int = 0
+    pch_used: bool = False
 
 
 def _fatal(ci, tu, main: str = "") -> tuple[int, str | None]:
@@ -609,6 +610,8 @@ def parse_tu(cmd, keep: bool = False, unsaved: list[tuple[str, bytes]] | None = 
             tu = idx.parse(str(cmd.file), args=["-include-pch", pch, *args], options=opts, unsaved_files=files)
             if _fatal(ci, tu, str(cmd.file))[1] is not None:
                 tu = None  # a PCH that does not fit: parse from scratch
+            else:
+                res.pch_used = True
         except Exception:
             tu = None
     if tu is None:
@@ -646,6 +649,25 @@ def extract(ci, tu, cmd, unsaved=None) -> dict[str, FileFacts]:
 def _parse_worker(item):
     cmd, pch = item
     return parse_tu(cmd, pch=pch)
+
+
+def _pch_key(args: list[str]) -> list[str]:
+    """The flags that shape the precompiled wrapper: all but the project's own -I/-iquote
+    directories (kept when one of them shadows a toolkit header the wrapper includes)."""
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-I", "-iquote") and i + 1 < len(args):
+            d = args[i + 1]
+            if any(os.path.exists(os.path.join(d, h)) for h in ("cuda_runtime.h", "cuda_runtime_api.h", "cuda.h",
+                                                                  "driver_types.h", "crt")):
+                out += [a, d]
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
 
 
 def build_pch(args: list[str], directory: str) -> str | None:
@@ -728,6 +750,7 @@ class SemanticDB:
         self.timings.add("libclang-parse-cpu", sum(r.parse_s for r in results))
         self.timings.add("facts-cpu", sum(r.facts_s for r in results))
         self.timings.counts["tus"] = len(cmds)
+        self.timings.counts["tus_with_pch"] = sum(1 for r in results if r.pch_used)
         self.timings.counts["jobs"] = jobs
 
     def _build_pchs(self, cmds) -> None:
@@ -738,7 +761,7 @@ class SemanticDB:
 
         groups: dict[tuple, list] = {}
         for c in cmds:
-            a = tuple(cl.clang_args(c))
+            a = tuple(_pch_key(cl.clang_args(c)))
             if a[:2] == ("-x", "cuda"):
                 groups.setdefault(a, []).append(c)
         for a, cs in groups.items():
