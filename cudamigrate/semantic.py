@@ -783,6 +783,11 @@ class SemanticDB:
             if path not in self.facts:
                 self.facts[path] = ff
                 self.owner[path] = r.file
+            elif ff.digest == self.facts[path].digest:
+                # a header's macro bodies are expanded by every TU that uses them
+                mine = self.facts[path].expanded_bodies
+                for off, n in ff.expanded_bodies.items():
+                    mine[off] = mine.get(off, 0) + n
 
     def tu_for(self, path: str) -> Any:
         if path in self.by_file:
