@@ -1,51 +1,114 @@
 """Baselines: adopt the tool on a large codebase by reporting only new findings.
 
-Findings are matched by fingerprint (rule, file, normalized matched text and
-its ordinal), so lines shifting above a finding do not make it "new".
+A baseline entry records, for one finding, its rule, its file (relative to the
+baseline file's directory, so the scan may run from any directory) and a key
+made of the rule and the whitespace-normalized text the finding matched. Lines
+shifting above a finding, or code reformatting inside it, do not change the
+key. Entries are counted, not positional: if a file held two identical
+violations when the baseline was written and holds three now, one is new.
+
+Entries also carry the finding's fingerprint (which includes the path as it was
+displayed); baselines without `key` (version 1) are matched on it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
 from .findings import Finding
 
-VERSION = 1
+VERSION = 2
 
 
 class BaselineError(Exception):
     pass
 
 
-def write_baseline(path: Path, findings: list[Finding]) -> None:
-    doc = {
-        "version": VERSION,
-        "tool": "cudamigrate",
-        "findings": sorted(
-            ({"rule": f.rule_id, "path": f.path, "fingerprint": f.fingerprint, "line": f.line} for f in findings),
-            key=lambda d: (d["path"], d["line"], d["rule"]),
-        ),
-    }
-    path.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+def _rel(path: str, root: Path) -> str:
+    try:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+    except ValueError:  # another drive on Windows
+        rel = os.path.abspath(path)
+    return rel.replace(os.sep, "/")
 
 
-def load_baseline(path: Path) -> Counter:
+class _Texts:
+    """The matched text of findings, read once per file."""
+
+    def __init__(self, sources: dict[str, bytes] | None = None):
+        self.cache: dict[str, bytes | None] = dict(sources or {})
+
+    def key(self, f: Finding) -> str | None:
+        if f.path not in self.cache:
+            try:
+                self.cache[f.path] = Path(f.path).read_bytes()
+            except OSError:
+                self.cache[f.path] = None
+        data = self.cache[f.path]
+        if data is None or f.end_byte > len(data):
+            return None
+        norm = b" ".join(data[f.start_byte : f.end_byte].split())
+        return hashlib.sha256(f.rule_id.encode() + b"\0" + norm).hexdigest()[:32]
+
+
+def entries(findings: list[Finding], root: Path, sources: dict[str, bytes] | None = None) -> list[dict]:
+    texts = _Texts(sources)
+    out = []
+    for f in findings:
+        d = {"rule": f.rule_id, "path": _rel(f.path, root), "line": f.line, "fingerprint": f.fingerprint}
+        k = texts.key(f)
+        if k:
+            d["key"] = k
+        out.append(d)
+    return sorted(out, key=lambda d: (d["path"], d["line"], d["rule"], d.get("key", "")))
+
+
+def write_baseline(path: Path, findings: list[Finding], sources: dict[str, bytes] | None = None) -> None:
+    doc = {"version": VERSION, "tool": "cudamigrate", "findings": entries(findings, path.parent, sources)}
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_baseline(path: Path) -> tuple[Counter, Counter]:
+    """(counts by (relative path, key), counts by (displayed path, fingerprint)) of the baseline's entries."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        return Counter((d["path"], d["fingerprint"].split("-")[0]) for d in doc["findings"])
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        if not isinstance(doc, dict) or doc.get("tool", "cudamigrate") != "cudamigrate":
+            raise ValueError("not written by cudamigrate")
+        if int(doc.get("version", 1)) > VERSION:
+            raise ValueError(f"version {doc['version']} is newer than this cudamigrate understands ({VERSION})")
+        by_key: Counter = Counter()
+        by_fp: Counter = Counter()
+        for d in doc["findings"]:
+            if d.get("key"):
+                by_key[(d["path"], d["key"])] += 1
+            else:
+                by_fp[(d["path"], d["fingerprint"].split("-")[0])] += 1
+        return by_key, by_fp
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise BaselineError(f"{path}: not a cudamigrate baseline ({exc})") from None
 
 
-def filter_new(path: Path, findings: list[Finding]) -> list[Finding]:
-    known = load_baseline(path)
+def filter_new(path: Path, findings: list[Finding], sources: dict[str, bytes] | None = None) -> list[Finding]:
+    """The findings the baseline at `path` does not account for."""
+    by_key, by_fp = load_baseline(path)
+    texts = _Texts(sources)
+    root = path.parent
     out = []
     for f in findings:
-        key = (f.path, f.fingerprint.split("-")[0])
-        if known[key] > 0:
-            known[key] -= 1
-        else:
-            out.append(f)
+        k = texts.key(f) if by_key else None
+        kk = (_rel(f.path, root), k)
+        if k is not None and by_key[kk] > 0:
+            by_key[kk] -= 1
+            continue
+        fk = (f.path, f.fingerprint.split("-")[0])
+        if by_fp[fk] > 0:
+            by_fp[fk] -= 1
+            continue
+        out.append(f)
     return out

@@ -153,7 +153,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     t2 = time.perf_counter()
     for e in errors:
         _err(e)
-    if fmt == "html":
+    if fmt in ("html", "sarif"):  # reports that show code or compute fix regions
         for f in findings:
             if f.path not in sources:
                 try:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import cost as costmod
+from . import unused_suppressions
 from .findings import Finding, Fix, sort_key
 from .match import builtins
 from .match.conditions import ConditionError, evaluate
@@ -110,6 +111,8 @@ class Engine:
                 self.always.append(r)
             for k in kws:
                 self.by_keyword.setdefault(k, []).append(r)
+        # one identifier query for all rules, compiled once; small keyword sets get their own (cached) query
+        self.hit_keywords = sorted(k for k, rs in self.by_keyword.items() if any(r.kind in HIT_MATCHERS for r in rs))
         kws = sorted(self.by_keyword, key=len, reverse=True)
         self.prefilter = re.compile(rb"\b(" + b"|".join(re.escape(k.encode()) for k in kws) + rb")\b") if kws else None
         # semantic mode: (path, bytes) -> semantic.FileFacts | None (see cudamigrate/semantic.py)
@@ -167,7 +170,10 @@ class Engine:
         tree = parse(pbytes)
         units = [Unit(tree=tree, base=0)]
         if b"#" in data and found:
-            kw_rx = re.compile(rb"\b(" + b"|".join(re.escape(k.encode()) for k in found) + rb")\b")
+            pat = rb"\b(" + b"|".join(re.escape(k.encode()) for k in found) + rb")\b"
+            if any(r.kind == "string" for r in candidates.values()):
+                pat += rb'|"'  # string rules look at literals in macro bodies too: `#define OPT "-arch=sm_70"`
+            kw_rx = re.compile(pat)
             units += macro_units(tree, pbytes, kw_rx)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
                           semantic=semantic)
@@ -178,7 +184,7 @@ class Engine:
             if rs:
                 hit_rules[k] = rs
         errors: list[str] = []
-        for unit, node in identifier_hits(ctx, hit_rules):
+        for unit, node in identifier_hits(ctx, self.hit_keywords if len(hit_rules) > 8 else hit_rules):
             text = node.text.decode()
             for r in hit_rules.get(text, []):
                 try:
@@ -214,6 +220,7 @@ class Engine:
         res.suppressions = Suppressions.scan(data)
         if res.suppressions.items:
             res.findings = [f for f in res.findings if not res.suppressions.suppressed(f.rule_id, f.line, f.end_line)]
+            unused_suppressions.post_pass(self, src, display, res)  # CM801, when selected
         res.errors = sorted(set(errors))
         return res
 
@@ -239,6 +246,8 @@ class Engine:
             key = (r.id, start, end)
             if key in seen:
                 continue
+            if _in_disabled_block(m.node):
+                continue
             try:
                 if r.where is not None and not evaluate(r.where, m, ctx):
                     continue
@@ -253,9 +262,9 @@ class Engine:
                         edits = [e for e in edits if data[e.start : e.end].decode("utf-8", "replace") != e.text]
                         if edits:
                             title = render(str(r.fix.get("title", r.summary)), tctx)
-                            fix = Fix(m.fix_applicability or r.fix["applicability"], title, edits)
+                            fix = Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
                 elif m.edits:
-                    fix = Fix(m.fix_applicability or "unsafe", r.summary, m.edits)
+                    fix = Fix(m.fix_applicability or "unsafe", r.summary, sorted(m.edits, key=lambda e: (e.start, e.end)))
                 blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx) if ctx.semantic is not None else None
                 if blocked:
                     fix = None
@@ -302,6 +311,21 @@ class Engine:
             counts[fp] = n + 1
             f.fingerprint = fp if n == 0 else f"{fp}-{n}"
         return out, errors
+
+
+def _in_disabled_block(node) -> bool:
+    """Code under `#if 0` is documentation, not code: do not report it."""
+    cur = node.parent
+    while cur is not None:
+        if cur.type == "preproc_if":
+            cond = cur.child_by_field_name("condition")
+            if cond is not None and cond.text.strip() in (b"0", b"(0)"):
+                # only the #if-branch is disabled, not its #else
+                alt = cur.child_by_field_name("alternative")
+                if alt is None or node.start_byte < alt.start_byte:
+                    return True
+        cur = cur.parent
+    return False
 
 
 def active_rule_filter(engine: Engine) -> Callable[[str], bool]:

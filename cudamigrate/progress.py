@@ -1,18 +1,36 @@
-"""A progress line on stderr for long scans, only when stderr is a terminal."""
+"""A progress line on stderr for long scans, only when stderr is a terminal.
+
+Nothing is written when stderr is redirected (files, pipes, CI logs), when
+TERM is `dumb`, or for scans under `min_files` files, which finish too fast
+for a progress line to help.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import time
+from typing import TextIO
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty()) and os.environ.get("TERM") != "dumb"
+    except (AttributeError, ValueError):  # closed or fake streams
+        return False
 
 
 class Progress:
-    def __init__(self, total: int, min_files: int = 200):
+    def __init__(self, total: int, min_files: int = 200, stream: TextIO | None = None, interval: float = 0.1):
+        self.stream = stream if stream is not None else sys.stderr
         self.total = total
         self.done = 0
         self.findings = 0
-        self.enabled = sys.stderr.isatty() and total >= min_files
+        self.interval = interval
+        self.enabled = total >= min_files and _is_terminal(self.stream)
         self._last = 0.0
+        self._width = 0
 
     def update(self, result) -> None:
         self.done += 1
@@ -20,15 +38,20 @@ class Progress:
         if not self.enabled:
             return
         now = time.monotonic()
-        if now - self._last < 0.1 and self.done != self.total:
+        if now - self._last < self.interval and self.done != self.total:
             return
         self._last = now
-        width = 30
-        filled = int(width * self.done / max(1, self.total))
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} files, {self.findings} findings")
-        sys.stderr.flush()
+        cols = shutil.get_terminal_size((80, 24)).columns
+        text = f"{self.done}/{self.total} files, {self.findings} findings"
+        bar = max(10, min(30, cols - len(text) - 4))
+        filled = int(bar * self.done / max(1, self.total))
+        line = f"[{'#' * filled}{'.' * (bar - filled)}] {text}"[: max(1, cols - 1)]
+        self.stream.write("\r" + line + " " * max(0, self._width - len(line)))
+        self.stream.flush()
+        self._width = len(line)
 
     def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\r" + " " * 79 + "\r")
-            sys.stderr.flush()
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0

@@ -8,11 +8,16 @@ and derive a parse buffer of the same length, so byte offsets agree everywhere.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 BOM = b"\xef\xbb\xbf"
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+
+
+# a `/* ... */` on one line that ends in a backslash continuation, not after a quote on that line
+_MACRO_LINE_COMMENT = re.compile(rb"^([^\"\n]*?)(/\*[^\n]*?\*/)(?=[^\n]*\\\r?$)", re.MULTILINE)
 
 
 class SourceError(Exception):
@@ -30,10 +35,15 @@ class SourceFile:
 
     @property
     def parse_bytes(self) -> bytes:
-        """Bytes handed to the parser: the BOM blanked to spaces so offsets stay equal."""
-        if self.has_bom:
-            return b"   " + self.data[3:]
-        return self.data
+        """Bytes handed to the parser, the same length as the file: the BOM and block comments on
+        continued macro lines (`x = (call);  /* why */  \\`) blanked to spaces. tree-sitter ends a
+        `#define` at such a comment and parses the rest of the macro as top-level code."""
+        data = b"   " + self.data[3:] if self.has_bom else self.data
+        if b"/*" in data and (b"\\\n" in data or b"\\\r\n" in data):
+            prev = None
+            while prev != data:  # one comment per line and pass
+                prev, data = data, _MACRO_LINE_COMMENT.sub(lambda m: m.group(1) + b" " * len(m.group(2)), data)
+        return data
 
     @property
     def text(self) -> str:

@@ -1,17 +1,13 @@
 """nvcc 13.0 compiles every fixed fixture and every lookalike; removal fixtures fail before the fix.
 
-All compilations are started together in a thread pool (nvcc is a separate
-process) the first time any of these tests runs, so the stage takes about
-(total nvcc time / cores). Only `-c` is used here; linking happens in the GPU stage.
+One test per compilation, so `pytest -n auto` (the README's command) spreads
+nvcc processes over all cores. Only `-c` is used here; linking happens in the
+GPU stage, which needs executables anyway.
 """
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 
@@ -41,24 +37,6 @@ def _jobs():
 
 
 JOBS = _jobs()
-_RESULTS: dict = {}
-
-
-@pytest.fixture(scope="module")
-def results():
-    if not _RESULTS:
-        tmp = Path(tempfile.mkdtemp(prefix="cudamigrate-nvcc-"))
-        workers = max(2, (os.cpu_count() or 2))
-
-        def work(job):
-            c, which, src, flags, inc = job
-            out = tmp / f"{c.name.replace('/', '_')}-{which}.o"
-            return (c.name, which), compile_file(src, out, link=False, flags=flags, include_dirs=inc)
-
-        with ThreadPoolExecutor(workers) as pool:
-            for key, res in pool.map(work, JOBS):
-                _RESULTS[key] = res
-    return _RESULTS
 
 
 def _ids(jobs):
@@ -66,9 +44,9 @@ def _ids(jobs):
 
 
 @pytest.mark.parametrize("job", JOBS, ids=_ids(JOBS))
-def test_nvcc(job, results):
-    c, which, src, *_ = job
-    res = results[(c.name, which)]
+def test_nvcc(job, tmp_path):
+    c, which, src, flags, inc = job
+    res = compile_file(src, tmp_path / f"{which}.o", link=False, flags=flags, include_dirs=inc)
     if which == "before" and c.compile.get("before") == "fail":
         assert not res.ok, f"{src} compiles with nvcc 13.0, so the rule does not target a real break"
         pattern = c.compile.get("before_error")

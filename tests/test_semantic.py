@@ -38,13 +38,15 @@ CASES = load_cases(FIXTURES)
 SEM_CASES = [c for c in CASES if c.settings.get("semantic")]
 PLAIN_CASES = [c for c in CASES if not c.settings.get("semantic")]
 TS_NOTE = re.compile(r"//\s*treesitter:\s*([+-])\s*([A-Z0-9]+)")
-NVCC = "/usr/local/cuda-13.0/bin/nvcc"
 
 
-def write_db(tmp: Path, files: list[Path], extra: list[str] | None = None) -> Path:
+def write_db(tmp: Path, files: list[Path], flags: dict[Path, list[str]] | None = None) -> Path:
+    """compile_commands.json with the very nvcc command lines the nvcc tests compile with."""
+    from cudamigrate.build import nvcc_command
+
     entries = []
     for f in files:
-        args = [NVCC, "-std=c++17", "-arch=sm_80", f"-I{f.parent}", *(extra or []), "-c", str(f), "-o", f"{f.stem}.o"]
+        args = nvcc_command(f, tmp / f"{f.stem}.o", link=False, flags=(flags or {}).get(f), include_dirs=[f.parent])
         entries.append({"directory": str(f.parent), "arguments": args, "file": str(f)})
     p = tmp / "compile_commands.json"
     p.write_text(json.dumps(entries, indent=1))
@@ -60,7 +62,8 @@ def db(tmp_path_factory):
     """One database over every fixture TU, parsed in parallel once."""
     tmp = tmp_path_factory.mktemp("semdb")
     files = [p for c in CASES for p in _sources(c)]
-    d = SemanticDB(cl.load_compile_db(write_db(tmp, files)))
+    flags = {p: list(c.compile.get("flags", []) or []) for c in CASES for p in _sources(c)}
+    d = SemanticDB(cl.load_compile_db(write_db(tmp, files, flags)))
     d.build(jobs=2)
     assert not d.failed, d.failed
     return d
@@ -191,7 +194,7 @@ def test_front_ends_agree(case, db):
 
 def test_flag_mapping():
     cmd = cl.Command(Path("/p/src/a.cu"), Path("/p/build"), [
-        NVCC, "-gencode", "arch=compute_90,code=sm_90", "-Xcompiler", "-fPIC,-DHOST=1", "--expt-relaxed-constexpr",
+        "/usr/local/cuda-13.0/bin/nvcc", "-gencode", "arch=compute_90,code=sm_90", "-Xcompiler", "-fPIC,-DHOST=1", "--expt-relaxed-constexpr",
         "-I../inc", "-isystem", "/opt/x", "-DX=1", "-std=c++20", "-O3", "-lineinfo", "--use_fast_math",
         "-rdc=true", "-ccbin", "g++", "-c", "../src/a.cu", "-o", "a.o"])
     args = cl.clang_args(cmd)

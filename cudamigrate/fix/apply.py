@@ -41,7 +41,8 @@ class FixResult:
     def diff(self) -> str:
         a = self.original.decode("utf-8", "replace").splitlines(keepends=True)
         b = self.fixed.decode("utf-8", "replace").splitlines(keepends=True)
-        return "".join(difflib.unified_diff(a, b, f"a/{self.path}", f"b/{self.path}"))
+        name = self.path.lstrip("/")
+        return "".join(difflib.unified_diff(a, b, f"a/{name}", f"b/{name}"))
 
 
 def fixable(f: Finding, unsafe: bool) -> bool:

@@ -14,7 +14,7 @@ import tree_sitter as ts
 from ..findings import Edit
 from ..parse.treesitter import query
 from ..rules.schema import Rule
-from .context import FileContext, node_text, normalize_name, scope_of
+from .context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
 from .matchers import Match
 from .ppexpr import Evaluator, PPError
 
@@ -37,27 +37,43 @@ def run(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
 
 
 # --------------------------------------------------------------------------- version guards
+# Headers that include cuda_runtime_api.h (which defines CUDART_VERSION, cuda_runtime_api.h:139).
 RUNTIME_HEADERS = re.compile(r"(^|/)(cuda_runtime(_api)?|cublas(_v2|_api|Lt)?|cusparse|cufft|curand|cusolver\w*|cuda_fp16|cooperative_groups)\.h$")
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 
 
-def _version_env(ctx: FileContext, target: tuple[int, int], assume: set[str]):
-    maj, mnr = target
-    cuda_h = any(i == "cuda.h" or i.endswith("/cuda.h") for i in ctx.includes) or "CUDA_VERSION" in assume
-    runtime = ctx.is_cuda_file or any(RUNTIME_HEADERS.search(i) for i in ctx.includes) or "CUDART_VERSION" in assume
-    nvcc = ctx.is_cuda_file or "__CUDACC_VER_MAJOR__" in assume
-    known: dict[str, int] = {}
-    if cuda_h:
-        known["CUDA_VERSION"] = maj * 1000 + mnr * 10
-    if runtime:
-        known["CUDART_VERSION"] = maj * 1000 + mnr * 10
-        known["__CUDA_API_VER_MAJOR__"] = maj
-        known["__CUDA_API_VER_MINOR__"] = mnr
-    if nvcc:
-        known["__CUDACC_VER_MAJOR__"] = maj
-        known["__CUDACC_VER_MINOR__"] = mnr
+def _known_macros(ctx: FileContext, includes: list[tuple[int, str]], assume: set[str], before: int,
+                  redefined: set[str]) -> set[str]:
+    """Which version macros are defined (with the toolkit's value) at byte `before` of this file.
+
+    - `CUDART_VERSION`: defined by cuda_runtime_api.h, which nvcc includes implicitly in .cu/.cuh files;
+      elsewhere only after an include of a runtime header.
+    - `CUDA_VERSION`: defined by cuda.h only (cuda.h:263), so only after `#include <cuda.h>`.
+    - `__CUDACC_VER_MAJOR__/MINOR__`, `__CUDA_API_VER_MAJOR__/MINOR__`: predefined by nvcc, so known in .cu/.cuh.
+    Anything else, or a macro the file `#define`s or `#undef`s itself, is unknown; `assume_defined` lists macros
+    the user declares defined (at the toolkit's value) everywhere.
+    """
+    incs = [inc for pos, inc in includes if pos < before]
+    known: set[str] = set()
+    if any(i == "cuda.h" or i.endswith("/cuda.h") for i in incs) or "CUDA_VERSION" in assume:
+        known.add("CUDA_VERSION")
+    if ctx.is_cuda_file or any(RUNTIME_HEADERS.search(i) for i in incs) or "CUDART_VERSION" in assume:
+        known.add("CUDART_VERSION")
+    if ctx.is_cuda_file or "__CUDACC_VER_MAJOR__" in assume:
+        known |= {"__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__"}
+    if ctx.is_cuda_file or "__CUDA_API_VER_MAJOR__" in assume:
+        known |= {"__CUDA_API_VER_MAJOR__", "__CUDA_API_VER_MINOR__"}
+    return known - redefined
+
+
+def _version_env(known: set[str], version: tuple[int, int]) -> Evaluator:
+    maj, mnr = version
+    values = {"CUDA_VERSION": maj * 1000 + mnr * 10, "CUDART_VERSION": maj * 1000 + mnr * 10,
+              "__CUDACC_VER_MAJOR__": maj, "__CUDACC_VER_MINOR__": mnr,
+              "__CUDA_API_VER_MAJOR__": maj, "__CUDA_API_VER_MINOR__": mnr}
 
     def lookup(name: str):
-        return known.get(name)
+        return values[name] if name in known else None
 
     def defined(name: str):
         return True if name in known else None
@@ -65,9 +81,18 @@ def _version_env(ctx: FileContext, target: tuple[int, int], assume: set[str]):
     return Evaluator(lookup, defined)
 
 
+def toolkits_from(target: tuple[int, int]) -> list[tuple[int, int]]:
+    """The toolkit versions a guard must agree on: the target and every later major.minor (minors 0-9, majors up
+    to 40, and 99.9 for "far future"). A guard is decided only when all of them give the same answer, so
+    `__CUDACC_VER_MAJOR__ == 13 && __CUDACC_VER_MINOR__ >= 2` (false at 13.0, true at 13.2) stays undecided."""
+    out = [(maj, mnr) for maj in range(target[0], 41) for mnr in range(10) if (maj, mnr) >= target]
+    return out + [(99, 9)]
+
+
 VERSION_MACROS = ("CUDA_VERSION", "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__",
                   "__CUDA_API_VER_MAJOR__", "__CUDA_API_VER_MINOR__")
 _VM = re.compile(r"\b(" + "|".join(VERSION_MACROS) + r")\b")
+_REDEF = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(" + b"|".join(m.encode() for m in VERSION_MACROS) + rb")\b", re.M)
 
 
 def _line_start(data: bytes, pos: int) -> int:
@@ -79,18 +104,43 @@ def _line_end(data: bytes, pos: int) -> int:
     return len(data) if e == -1 else e + 1
 
 
+def _decide(ctx: FileContext, includes: list[tuple[int, str]], ctext: str, pos: int, assume: set[str],
+            redefined: set[str]) -> bool | None:
+    if not _VM.search(ctext):
+        return None
+    known = _known_macros(ctx, includes, assume, pos, redefined)
+    if not known or not _VM.search(ctext):
+        return None
+    seen: set[bool] = set()
+    try:
+        for v in toolkits_from(ctx.target):
+            r = _version_env(known, v).eval(ctext)
+            if r is None:
+                return None
+            seen.add(bool(r))
+            if len(seen) > 1:
+                return None
+    except PPError:
+        return None
+    return seen.pop() if seen else None
+
+
 @builtin("version_guard")
 def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    """`#if`/`#elif`/`#ifdef`/`#ifndef` chains on CUDA version macros whose outcome is the same for the target
+    toolkit and every later one; the edit keeps the live branch and drops the dead ones."""
     data = ctx.source.data
     if not _VM.search(data.decode("utf-8", "replace")):
         return []
     assume = set(options.get("assume_defined", []) or [])
-    now = _version_env(ctx, ctx.target, assume)
-    future = _version_env(ctx, (99, 9), assume)
+    redefined = {m.group(1).decode() for m in _REDEF.finditer(data)}
+    includes = [(m.start(), m.group(1).decode()) for m in _INCLUDE.finditer(data)]
     out: list[Match] = []
     unit = ctx.main
-    for node in ts.QueryCursor(query("(preproc_if) @p")).captures(unit.root).get("p", []):
-        branches = []  # (directive, cond_text, state, dir_start, body_start, body_end)
+    nl = ctx.source.newline.decode()
+    for node in ts.QueryCursor(query("(preproc_if) @p (preproc_ifdef) @p")).captures(unit.root).get("p", []):
+        # branches: [directive, condition text, state, line start, body start, body end]
+        branches: list[list[Any]] = []
         cur: ts.Node | None = node
         ok = True
         while cur is not None:
@@ -100,16 +150,19 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
                     ok = False
                     break
                 ctext = node_text(cond)
-                state = None
-                if _VM.search(ctext):
-                    try:
-                        a, b = now.eval(ctext), future.eval(ctext)
-                    except PPError:
-                        a, b = None, None
-                    if a is not None and b is not None and bool(a) == bool(b):
-                        state = bool(a)
                 kw = "#if" if cur.type == "preproc_if" else "#elif"
-                branches.append([kw, ctext, state, _line_start(data, cur.start_byte), _line_end(data, cond.end_byte - 1), None])
+                branches.append([kw, ctext, _decide(ctx, includes, ctext, cur.start_byte, assume, redefined),
+                                 _line_start(data, cur.start_byte), _line_end(data, cond.end_byte - 1), None])
+                cur = cur.child_by_field_name("alternative")
+            elif cur.type == "preproc_ifdef":
+                name = cur.child_by_field_name("name")
+                first = cur.children[0] if cur.children else None
+                if name is None or first is None or first.type not in ("#ifdef", "#ifndef"):
+                    ok = False  # `#elifdef` and friends: left alone
+                    break
+                ctext = ("!" if first.type == "#ifndef" else "") + f"defined({node_text(name)})"
+                branches.append(["#if", ctext, _decide(ctx, includes, ctext, cur.start_byte, assume, redefined),
+                                 _line_start(data, cur.start_byte), _line_end(data, name.end_byte - 1), None])
                 cur = cur.child_by_field_name("alternative")
             elif cur.type == "preproc_else":
                 first = cur.children[0]
@@ -122,12 +175,10 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
         if not ok or not endif or not any(b[2] is not None and b[0] != "#else" for b in branches):
             continue
         endif_start = _line_start(data, endif[0].start_byte)
-        end = _line_end(data, endif[0].end_byte - 1) if not data[endif[0].end_byte:].startswith(b"\n") else endif[0].end_byte + 1
         end = _line_end(data, endif[0].start_byte)
         for i, b in enumerate(branches):
             b[5] = branches[i + 1][3] if i + 1 < len(branches) else endif_start
-        # rebuild
-        kept = []
+        kept: list[list[Any]] = []
         live_body = None
         for b in branches:
             if b[2] is False:
@@ -135,10 +186,10 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             if b[2] is True:
                 if not kept:
                     live_body = b
-                kept.append(["#else", "", True, b[3], b[4], b[5]])
+                else:
+                    kept.append(["#else", "", True, b[3], b[4], b[5]])
                 break
             kept.append(b)
-        nl = ctx.source.newline.decode()
         start = branches[0][3]
         if live_body is not None:
             new = data[live_body[4] : live_body[5]].decode("utf-8", "replace")
@@ -151,14 +202,11 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             for i, b in enumerate(kept):
                 if b[0] == "#else":
                     directive = "#else" + nl
-                elif i == 0 and b[0] != "#if":
-                    directive = "#if " + b[1].strip() + nl
-                elif b[0] == "#if" and i == 0:
-                    directive = data[b[3] : b[4]].decode("utf-8", "replace")
+                elif i == 0 and b[3] != start:
+                    # an #elif that becomes the first branch: `#elif` -> `#if`, comments kept
+                    directive = re.sub(r"^([ \t]*#[ \t]*)elif", r"\1if", data[b[3] : b[4]].decode("utf-8", "replace"), count=1)
                 else:
                     directive = data[b[3] : b[4]].decode("utf-8", "replace")
-                    if i == 0:
-                        directive = directive.replace("#elif", "#if", 1)
                 parts.append(directive + data[b[4] : b[5]].decode("utf-8", "replace"))
             parts.append(data[endif_start:end].decode("utf-8", "replace"))
             new = "".join(parts)
@@ -167,13 +215,14 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
         if new == old:
             continue
         decided = next(b for b in branches if b[2] is not None and b[0] != "#else")
-        m = Match(rule=rule, unit=unit, node=node, name=decided[1].strip(), written=decided[1].strip())
+        line = data[decided[3] : decided[4]].decode("utf-8", "replace").strip()
+        m = Match(rule=rule, unit=unit, node=node, name=decided[1].strip(), written=line)
         dline_end = decided[4]
         while dline_end > decided[3] and data[dline_end - 1 : dline_end] in (b"\n", b"\r"):
             dline_end -= 1
         m.range = (decided[3], dline_end)
-        m.vars.update({"condition": " ".join(decided[1].split()), "state": "true" if decided[2] else "false",
-                       "outcome": outcome})
+        m.vars.update({"condition": " ".join(decided[1].split()), "directive": " ".join(line.split()),
+                       "state": "true" if decided[2] else "false", "outcome": outcome})
         m.edits = [Edit(start, end, new)]
         out.append(m)
     return out
@@ -181,65 +230,120 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
 
 # --------------------------------------------------------------------------- thrust containers
 DV_TYPES = re.compile(r"^(thrust::)?(device_vector|universal_vector)$")
+DV_WORDS = re.compile(rb"\b(device_vector|universal_vector)\b")
 
 
-def _device_vectors(ctx: FileContext) -> dict[str, list[ts.Node]]:
-    """Variables declared as thrust::device_vector (any scope), by name."""
-    out: dict[str, list[ts.Node]] = {}
-    q = query("(declaration type: (_) @t declarator: (_) @d) @decl (parameter_declaration type: (_) @t declarator: (_) @d) @decl")
-    for unit in ctx.units[:1]:
-        for _, caps in ts.QueryCursor(q).matches(unit.root):
-            t = normalize_name(node_text(caps["t"][0]))
-            full = set(ctx.resolve(t))
-            if not any(DV_TYPES.match(x) for x in full | {t}):
-                continue
-            d = caps["d"][0]
-            while d.type in ("init_declarator", "reference_declarator", "pointer_declarator") and d.named_children:
-                d = d.child_by_field_name("declarator") or d.named_children[0]
-            if d.type == "identifier":
-                out.setdefault(node_text(d), []).append(caps["decl"][0])
-    return out
+# universal_vector's reference is a plain `T&` (cuda/pointer.h: universal_pointer), so its elements are ordinary
+# (managed) memory accesses; only device_vector elements go through a copy + synchronize.
+DEVICE_ONLY = re.compile(r"^(thrust::)?device_vector$")
+
+
+def _is_dv(types: set[str], rx: re.Pattern[str] = DV_TYPES) -> bool:
+    return any(rx.match(t) for t in types)
+
+
+def _dv_type(ctx: FileContext, type_node: ts.Node) -> bool:
+    t = normalize_name(node_text(type_node))
+    aliases = type_aliases(ctx.source.data)
+    seen = {t}
+    while t in aliases and aliases[t] not in seen:
+        t = aliases[t]
+        seen.add(t)
+    return any(_is_dv(ctx.resolve(x)) for x in seen)
+
+
+def _is_write(node: ts.Node) -> bool:
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    if p is None:
+        return False
+    if p.type == "assignment_expression":
+        left = p.child_by_field_name("left")
+        return left is not None and left.start_byte == node.start_byte and left.end_byte == node.end_byte
+    return p.type == "update_expression"
+
+
+def _is_read(node: ts.Node) -> bool:
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    if p is not None and p.type == "assignment_expression":
+        left = p.child_by_field_name("left")
+        op = p.child_by_field_name("operator")
+        if left is not None and left.start_byte == node.start_byte and left.end_byte == node.end_byte:
+            return op is not None and node_text(op) != "="  # `v[i] += x` reads and writes
+    return True
 
 
 @builtin("device_vector_element_access")
 def device_vector_element_access(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
-    dvs = _device_vectors(ctx)
-    if not dvs:
+    """`v[i]`, `v.front()`, `v.back()` on a thrust::device_vector in a host loop: one blocking copy each."""
+    if not DV_WORDS.search(ctx.source.data):
         return []
     out = []
-    q = query("(subscript_expression argument: (identifier) @v) @s")
-    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
-        v = node_text(caps["v"][0])
-        if v not in dvs:
-            continue
+    q = query("(subscript_expression argument: (identifier) @v) @s "
+              "(call_expression function: (field_expression argument: (identifier) @v field: (field_identifier) @f)) @s")
+    unit = ctx.main
+    for _, caps in ts.QueryCursor(q).matches(unit.root):
         s = caps["s"][0]
+        if "f" in caps and node_text(caps["f"][0]) not in ("front", "back"):
+            continue
+        var = caps["v"][0]
         sc = scope_of(s)
         if sc.loop_depth == 0 or sc.is_kernel or sc.is_device:
             continue
-        m = Match(rule=rule, unit=ctx.main, node=s, name=v, written=node_text(s))
-        p = s.parent
-        m.vars["is_write"] = bool(p is not None and p.type == "assignment_expression" and p.child_by_field_name("left") is not None
-                                  and p.child_by_field_name("left").start_byte == s.start_byte)
-        m.vars["variable"] = v
+        if not _is_dv(declared_types(ctx, unit, node_text(var), var), DEVICE_ONLY):
+            continue
+        v = node_text(var)
+        m = Match(rule=rule, unit=unit, node=s, name=v, written=node_text(s))
+        w, r = _is_write(s), _is_read(s)
+        m.vars.update({"is_write": w, "is_read": r, "variable": v,
+                       "access": "read-modify-write" if (w and r) else "write" if w else "read"})
         out.append(m)
     return out
 
 
+GROWING = ("resize", "reserve", "assign", "push_back", "insert", "shrink_to_fit")
+
+
 @builtin("device_vector_in_loop")
 def device_vector_in_loop(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
-    dvs = _device_vectors(ctx)
+    """thrust::device_vector objects constructed, or resized/grown, inside a host loop."""
+    if not DV_WORDS.search(ctx.source.data):
+        return []
     out = []
-    for name, decls in dvs.items():
-        for d in decls:
-            if d.type == "declaration" and scope_of(d).loop_depth > 0:
-                m = Match(rule=rule, unit=ctx.main, node=d, name=name, written=node_text(d))
-                m.vars.update({"variable": name, "what": "constructed"})
-                out.append(m)
-    q = query("(call_expression function: (field_expression argument: (identifier) @v field: (field_identifier) @f)) @c")
-    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
-        v, f = node_text(caps["v"][0]), node_text(caps["f"][0])
-        if v in dvs and f in ("resize", "reserve", "shrink_to_fit", "assign") and scope_of(caps["c"][0]).loop_depth > 0:
-            m = Match(rule=rule, unit=ctx.main, node=caps["c"][0], name=v, written=node_text(caps["c"][0]))
-            m.vars.update({"variable": v, "what": f"{f}() called"})
+    unit = ctx.main
+    q = query("(declaration type: (_) @t) @decl")
+    for _, caps in ts.QueryCursor(q).matches(unit.root):
+        decl = caps["decl"][0]
+        sc = scope_of(decl)
+        if sc.loop_depth == 0 or sc.is_kernel or sc.is_device:
+            continue
+        if any(c.type == "storage_class_specifier" and node_text(c) in ("static", "extern", "thread_local") for c in decl.children):
+            continue  # constructed once
+        if not _dv_type(ctx, caps["t"][0]):
+            continue
+        for d in declarators(decl):
+            got = declarator_name(d)
+            if got is None or not got[1]:
+                continue  # a pointer or reference owns no storage
+            m = Match(rule=rule, unit=unit, node=d, name=got[0], written=node_text(d))
+            m.vars.update({"variable": got[0], "what": "constructed", "method": ""})
             out.append(m)
+    q = query("(call_expression function: (field_expression argument: (identifier) @v field: (field_identifier) @f)) @c")
+    for _, caps in ts.QueryCursor(q).matches(unit.root):
+        c, var, f = caps["c"][0], caps["v"][0], node_text(caps["f"][0])
+        if f not in GROWING:
+            continue
+        sc = scope_of(c)
+        if sc.loop_depth == 0 or sc.is_kernel or sc.is_device:
+            continue
+        if not _is_dv(declared_types(ctx, unit, node_text(var), var)):
+            continue
+        m = Match(rule=rule, unit=unit, node=c, name=node_text(var), written=node_text(c))
+        m.vars.update({"variable": node_text(var), "what": f"{f}() called", "method": f})
+        out.append(m)
     return out
+
+from . import texture  # noqa: E402,F401  (texture/surface reference migration builtins)

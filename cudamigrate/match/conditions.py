@@ -7,7 +7,7 @@ from typing import Any
 
 import tree_sitter as ts
 
-from .context import FileContext, named_children, node_text, normalize, scope_of
+from .context import FileContext, base_variable, declared_types, named_children, node_text, normalize, scope_of
 from .matchers import Match
 
 NULL_SPELLINGS = {"0", "NULL", "nullptr", "0L", "0UL", "0U", "0LL", "__null", "(void*)0", "((void*)0)"}
@@ -58,8 +58,12 @@ def _arg_is_sem(m: Match, key: Any, node: ts.Node, what: str) -> bool:
 
 
 def strip_address(text: str) -> str:
+    """`&h`, `h`, `*h` and `this->h` all name the same handle for same_as comparisons."""
     t = normalize(text)
-    return t[1:] if t.startswith("&") else t
+    while t.startswith("(") and t.endswith(")") and t.count("(") == 1:
+        t = t[1:-1]
+    t = t[1:] if t[:1] in ("&", "*") else t
+    return t.removeprefix("this->")
 
 
 def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | None) -> bool:
@@ -67,7 +71,10 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
     if isinstance(spec, list):
         names, arg, same = spec, None, None
     else:
-        names, arg, same = spec["names"], spec.get("arg"), spec.get("same_as")
+        names, arg, same = list(spec.get("names", [])), spec.get("arg"), spec.get("same_as")
+        if spec.get("name_matches"):
+            rx = re.compile(spec["name_matches"])
+            names += [n for n in ctx.calls if rx.search(n) and n not in names]
     want = None
     if same is not None:
         node = m.arg(same)
@@ -87,6 +94,21 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
             if idx < len(args) and strip_address(node_text(args[idx])) == want:
                 return True
     return False
+
+
+def wrapper_of(m: Match) -> str:
+    """`CUBLAS_CHECK` when the match is the only argument of a call such as `CUBLAS_CHECK(cublasCreate(&h))`."""
+    node = m.node
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    if p is None or p.type != "argument_list" or len([c for c in p.named_children if c.type != "comment"]) != 1:
+        return ""
+    call = p.parent
+    if call is None or call.type != "call_expression":
+        return ""
+    fn = call.child_by_field_name("function")
+    return node_text(fn) if fn is not None else ""
 
 
 def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
@@ -110,6 +132,16 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             ok = not evaluate(val, m, ctx)
         elif key == "argc":
             ok = len(m.args) == val or (isinstance(val, list) and len(m.args) in val)
+        elif key == "wrapped":
+            ok = (wrapper_of(m) != "") == bool(val)
+        elif key == "argc_matches_params":
+            ok = (len(m.args) == len(m.params)) == bool(val)
+        elif key in ("statement_matches", "statement_not_matches"):
+            from .edits import statement_of
+
+            s, e = m.abs(statement_of(m.node))
+            has = re.search(val, ctx.source.data[s:e].decode("utf-8", "replace"), re.DOTALL) is not None
+            ok = has if key == "statement_matches" else not has
         elif key == "argc_min":
             ok = len(m.args) >= val
         elif key == "argc_max":
@@ -155,6 +187,14 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             from ..semantic import semantic_condition
 
             ok = semantic_condition(val, m, ctx)
+        elif key == "preceded_by":
+            # the source just before the matched node (for strings: the whole literal), e.g. the previous
+            # element of an initializer list: `{"-arch", "sm_70"}`
+            s0 = m.abs(m.node)[0]
+            before = ctx.source.data[max(0, s0 - 400) : s0].decode("utf-8", "replace")
+            ok = re.search(val + r"\Z", before) is not None
+        elif key == "arg_type":
+            ok = _arg_type(val, m, ctx)
         elif key == "option":
             ok = all(ctx.options.get(m.rule.id, {}).get(k, m.rule.options.get(k)) == v for k, v in val.items())
         else:
@@ -218,3 +258,34 @@ def _result_unused(node: ts.Node) -> bool:
     while p is not None and p.type == "parenthesized_expression":
         p = p.parent
     return p is not None and p.type == "expression_statement"
+
+
+def _arg_type(spec: Any, m: Match, ctx: FileContext) -> bool:
+    """`arg_type: {arg: 0|name|any|all, matches: REGEX}`: the declared type of the variable an argument is built from.
+
+    `v.begin() + 1`, `std::end(v)`, `thrust::raw_pointer_cast(v.data())` all lead to `v`; its closest declaration
+    in the same function (or at file scope) gives the type, with `using`/`typedef` aliases and
+    `using namespace` expanded. With `any`/`all`, arguments whose type cannot be found are ignored (`all`
+    needs at least one known)."""
+    if not isinstance(spec, dict) or "matches" not in spec or "arg" not in spec:
+        raise ConditionError("arg_type needs `arg` and `matches`")
+    rx = re.compile(spec["matches"])
+    key = str(spec["arg"])
+
+    def types_of(node: ts.Node | None) -> set[str] | None:
+        var = base_variable(node)
+        if var is None:
+            return None
+        ts_ = declared_types(ctx, m.unit, node_text(var), var)
+        return ts_ or None
+
+    def hit(types: set[str]) -> bool:
+        return any(rx.search(t) for t in types)
+
+    if key in ("any", "all"):
+        known = [t for t in (types_of(a) for a in m.args) if t is not None]
+        if key == "any":
+            return any(hit(t) for t in known)
+        return bool(known) and all(hit(t) for t in known)
+    types = types_of(m.arg(key))
+    return types is not None and hit(types)

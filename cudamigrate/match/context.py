@@ -86,12 +86,16 @@ def function_name_of(fn: ts.Node) -> str | None:
 def scope_of(node: ts.Node) -> Scope:
     loops = 0
     in_lambda = False
+    prev = node
     cur = node.parent
     while cur is not None:
         t = cur.type
         if t in LOOP_TYPES:
-            # a node in a for-initializer is not "in the loop"
-            loops += 1
+            # a for-initializer and a range-for's range run once: they are not "in the loop"
+            once = cur.child_by_field_name("initializer") if t == "for_statement" else (
+                cur.child_by_field_name("right") if t == "for_range_loop" else None)
+            if once is None or not (once.start_byte == prev.start_byte and once.end_byte == prev.end_byte):
+                loops += 1
         elif t == "lambda_expression":
             in_lambda = True
         elif t == "function_definition":
@@ -104,6 +108,7 @@ def scope_of(node: ts.Node) -> Scope:
                 if c.type in ("__global__", "__device__", "__host__", "storage_class_specifier", "attribute_specifier")
             )
             return Scope(cur, name, quals, loops, in_lambda)
+        prev = cur
         cur = cur.parent
     return Scope(loop_depth=loops, in_lambda=in_lambda)
 
@@ -203,3 +208,114 @@ class FileContext:
             if full.split("::")[-1] == parts[0]:
                 out.add("::".join([full, *parts[1:]]))
         return out
+
+
+# --------------------------------------------------------------------------- declared types
+_DECL_QUERY = ("(declaration type: (_) @t) @decl (parameter_declaration type: (_) @t) @decl "
+               "(optional_parameter_declaration type: (_) @t) @decl (field_declaration type: (_) @t) @decl")
+_ITER_CALLS = {"begin", "end", "cbegin", "cend", "rbegin", "rend", "crbegin", "crend", "data", "raw_pointer_cast"}
+
+
+def declarator_name(d: ts.Node) -> tuple[str, bool] | None:
+    """(variable name, declares an object) of one declarator; pointers and references declare no object."""
+    owns = True
+    while d.type in ("init_declarator", "reference_declarator", "pointer_declarator", "array_declarator"):
+        if d.type in ("reference_declarator", "pointer_declarator"):
+            owns = False
+        nxt = d.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in d.named_children if c.type.endswith("declarator") or c.type == "identifier"), None)
+        if nxt is None:
+            return None
+        d = nxt
+    if d.type == "function_declarator" and d.parent is not None and d.parent.type == "declaration" \
+            and scope_of(d).function is not None:
+        # `thrust::device_vector<int> v(n);` in a block parses like a function declaration (the vexing parse);
+        # C++ forbids local function definitions, and local declarations of functions are rare
+        inner = d.child_by_field_name("declarator")
+        if inner is not None and inner.type == "identifier":
+            return node_text(inner), owns
+    if d.type in ("identifier", "field_identifier"):
+        return node_text(d), owns
+    return None
+
+
+def declarators(decl: ts.Node) -> list[ts.Node]:
+    return [c for c in decl.children_by_field_name("declarator")]
+
+
+def base_variable(node: ts.Node | None) -> ts.Node | None:
+    """The variable an iterator/pointer expression is built from: `v.begin() + 1`, `std::end(v)`, `raw_pointer_cast(v.data())`."""
+    cur = node
+    while cur is not None:
+        t = cur.type
+        if t == "identifier":
+            return cur
+        if t in ("parenthesized_expression", "cast_expression"):
+            cur = cur.child_by_field_name("value") or (cur.named_children[-1] if cur.named_children else None)
+        elif t == "binary_expression" and cur.child_by_field_name("operator") is not None \
+                and node_text(cur.child_by_field_name("operator")) in ("+", "-"):
+            cur = cur.child_by_field_name("left")
+        elif t == "call_expression":
+            fn = cur.child_by_field_name("function")
+            args = named_children(cur.child_by_field_name("arguments"))
+            if fn is not None and fn.type == "field_expression":
+                f = fn.child_by_field_name("field")
+                if f is None or node_text(f) not in _ITER_CALLS:
+                    return None
+                cur = fn.child_by_field_name("argument")
+            elif fn is not None and normalize_name(node_text(fn)).split("::")[-1] in _ITER_CALLS and len(args) == 1:
+                cur = args[0]
+            else:
+                return None
+        else:
+            return None
+    return None
+
+
+def type_aliases(data: bytes) -> dict[str, str]:
+    """`using dvec = thrust::device_vector<float>;` and `typedef ... dvec;` -> {'dvec': 'thrust::device_vector'}."""
+    out: dict[str, str] = {}
+    for m in re.finditer(rb"\busing\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?([^;{}]+);", data):
+        out[m.group(1).decode()] = normalize_name(m.group(2).decode())
+    for m in re.finditer(rb"\btypedef\s+(?:typename\s+)?([^;{}]+?)\s*\b([A-Za-z_]\w*)\s*;", data):
+        out[m.group(2).decode()] = normalize_name(m.group(1).decode())
+    return out
+
+
+def declaration_of(root: ts.Node, ident: str, at: ts.Node) -> tuple[ts.Node, ts.Node, bool] | None:
+    """(declaration, its type node, declares an object) of the closest declaration of `ident` before `at`.
+
+    Declarations inside a function that does not enclose `at` are skipped, so a `v` of another function
+    is never taken for this one's."""
+    fn = scope_of(at).function
+    best = None
+    for _, caps in ts.QueryCursor(query(_DECL_QUERY)).matches(root):
+        decl = caps["decl"][0]
+        if decl.start_byte > at.start_byte:
+            continue
+        dfn = scope_of(decl).function
+        if dfn is not None and (fn is None or dfn.start_byte != fn.start_byte):
+            continue
+        for d in declarators(decl):
+            got = declarator_name(d)
+            if got is not None and got[0] == ident and (best is None or decl.start_byte > best[0].start_byte):
+                best = (decl, caps["t"][0], got[1])
+    return best
+
+
+def declared_types(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> set[str]:
+    """Every spelling the declared type of `ident` may denote: written, alias-expanded, namespace-resolved."""
+    got = declaration_of(unit.root, ident, at)
+    if got is None:
+        return set()
+    t = normalize_name(node_text(got[1]))
+    aliases = type_aliases(ctx.source.data)
+    seen = {t}
+    while t in aliases and aliases[t] not in seen:
+        t = aliases[t]
+        seen.add(t)
+    out: set[str] = set()
+    for x in seen:
+        out |= ctx.resolve(x)
+    return out

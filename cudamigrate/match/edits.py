@@ -8,7 +8,7 @@ import tree_sitter as ts
 
 from ..findings import Edit
 from ..templates import render
-from .conditions import evaluate
+from .conditions import evaluate, wrapper_of
 from .context import FileContext, node_text
 from .matchers import Match
 
@@ -171,6 +171,7 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
             args[m.params[i]] = t
     s, e = m.report_range
     return {
+        "wrapper": wrapper_of(m),
         "name": m.name,
         "written": m.written,
         "callee": node_text(m.callee) if m.callee is not None else m.written,

@@ -20,6 +20,7 @@ from ..rules.schema import Rule
 from .context import FileContext, named_children, node_text, normalize, normalize_name
 
 LAUNCH_PARAMS = ["grid", "block", "shmem", "stream"]
+_CALL_ARGS = re.compile(r"\((?:[^()]|\(\))+\)")
 DECLARATOR_PARENTS = {"init_declarator", "function_declarator", "pointer_declarator", "reference_declarator",
                       "array_declarator", "parameter_declaration", "declaration", "field_declaration",
                       "preproc_def", "preproc_function_def", "enumerator", "optional_parameter_declaration"}
@@ -128,6 +129,12 @@ def match_call(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match 
     written = normalize_name(node_text(callee))
     names: dict[str, list[str]] = rule.spec["names"]
     name = _resolve_name(ctx, written, names)
+    if name is None and "(" in written:
+        # a call inside the callee chain, `thrust::cuda::par(alloc).on`, is matched by the name `thrust::cuda::par().on`
+        elided, prev = written, None
+        while prev != elided:
+            prev, elided = elided, _CALL_ARGS.sub("()", elided)
+        name = _resolve_name(ctx, elided, names)
     if name is None and rule.spec.get("adl"):
         # argument-dependent lookup: reduce(thrust::device, ...) finds thrust::reduce
         args = named_children(call.child_by_field_name("arguments"))
@@ -181,22 +188,34 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
     return m
 
 
-def _declared_type(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> str | None:
-    """Best-effort type of a variable: look for its declaration in enclosing scopes, then the file."""
+def _declarations(ctx: FileContext, unit: Unit) -> dict[str, list[tuple[int, str]]]:
+    """Variable name -> [(offset, declared type)] for every declaration in the unit (computed once)."""
+    cache = ctx.__dict__.setdefault("_decl_cache", {})
+    key = id(unit)
+    if key in cache:
+        return cache[key]
     q = query("(declaration type: (_) @t declarator: (_) @d) (parameter_declaration type: (_) @t declarator: (_) @d) "
               "(field_declaration type: (_) @t declarator: (_) @d)")
-    pat = re.compile(r"(?:^|[^\w])" + re.escape(ident) + r"(?:$|[^\w])")
-    best: tuple[int, str] | None = None
+    out: dict[str, list[tuple[int, str]]] = {}
     for _, caps in ts.QueryCursor(q).matches(unit.root):
         d = caps["d"][0]
-        if d.start_byte > at.start_byte:
-            continue
-        dtext = node_text(d).split("=")[0]
-        if pat.search(dtext):
-            # prefer the closest preceding declaration
-            if best is None or d.start_byte > best[0]:
-                best = (d.start_byte, normalize_name(node_text(caps["t"][0])))
-    return best[1] if best else None
+        t = normalize_name(node_text(caps["t"][0]))
+        ref = "&" in node_text(d).split("=")[0] or "*" in node_text(d).split("=")[0]
+        while d.type in ("init_declarator", "reference_declarator", "pointer_declarator", "array_declarator") and d.named_children:
+            d = d.child_by_field_name("declarator") or d.named_children[0]
+        if d.type in ("identifier", "field_identifier"):
+            out.setdefault(node_text(d), []).append((d.start_byte, t + ("*" if ref else "")))
+    cache[key] = out
+    return out
+
+
+def _declared_type(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> str | None:
+    """Best-effort type of a variable: the closest preceding declaration of that name."""
+    best: tuple[int, str] | None = None
+    for pos, t in _declarations(ctx, unit).get(ident, []):
+        if pos <= at.start_byte and (best is None or pos > best[0]):
+            best = (pos, t)
+    return best[1].rstrip("*") if best else None
 
 
 def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Callable
 
 TOKEN = re.compile(
@@ -37,6 +38,11 @@ def tokenize(text: str) -> list[tuple[str, str]]:
     return out
 
 
+@lru_cache(maxsize=4096)
+def _tokens(text: str) -> tuple[tuple[str, str], ...]:
+    return tuple(tokenize(text))
+
+
 BINARY = {
     "||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6,
     "<": 7, ">": 7, "<=": 7, ">=": 7, "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "%": 10,
@@ -51,7 +57,7 @@ class Evaluator:
         self.defined = defined
 
     def eval(self, text: str) -> Val:
-        self.toks = tokenize(text)
+        self.toks = _tokens(text)  # evaluated for many toolkit versions: tokenize once
         self.i = 0
         v = self._ternary()
         if self.i != len(self.toks):

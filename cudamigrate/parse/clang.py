@@ -211,6 +211,8 @@ def cuda_path_for(argv: list[str]) -> str:
     """Toolkit of the command's own nvcc when it looks like <cuda>/bin/nvcc, else $CUDA_HOME or 13.0."""
     if argv:
         exe = Path(argv[0])
+        if exe.name.startswith("nvcc") and exe.exists():
+            exe = exe.resolve()  # /usr/local/bin/nvcc -> <toolkit>/bin/nvcc
         if exe.name.startswith("nvcc") and exe.parent.name == "bin" and (exe.parent.parent / "include" / "cuda_runtime.h").is_file():
             return str(exe.parent.parent)
     for var in ("CUDAMIGRATE_CUDA_PATH", "CUDA_HOME", "CUDA_PATH"):

@@ -1,0 +1,38 @@
+"""GitHub Actions workflow commands: one `::warning file=…,line=…::message` annotation per finding.
+
+Escaping follows @actions/core (toolkit `command.ts`): in the message `%`, CR and LF
+become %25, %0D, %0A; in property values `:` and `,` also become %3A and %2C.
+"""
+
+from __future__ import annotations
+
+from .model import Run
+
+LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(s: str) -> str:
+    return escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(level: str, props: dict[str, object], message: str) -> str:
+    p = ",".join(f"{k}={escape_property(str(v))}" for k, v in props.items() if v is not None)
+    return f"::{level} {p}::{escape_data(message)}" if p else f"::{level}::{escape_data(message)}"
+
+
+def render(run: Run) -> str:
+    out = []
+    for f in run.by_roi():
+        mark = {"safe": " [fix: cudamigrate fix]", "unsafe": " [fix: cudamigrate fix --unsafe-fixes]"}.get(f.applicability, "")
+        props = {"file": f.path, "line": f.line, "col": f.column, "endLine": f.end_line,
+                 "title": f"{f.rule_id} {f.rule_name}"}
+        if f.end_line == f.line:
+            props["endColumn"] = f.end_column
+        out.append(command(LEVELS.get(f.severity, "warning"), props, f"{f.message}{mark}"))
+    for e in run.errors:
+        out.append(command("error", {"title": "cudamigrate"}, e))
+    return "".join(line + "\n" for line in out)
