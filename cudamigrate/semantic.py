@@ -101,16 +101,21 @@ _IDENT = re.compile(rb"[A-Za-z_]\w*")
 _CAST_KINDS = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_STATIC_CAST_EXPR", "CXX_REINTERPRET_CAST_EXPR",
                "CXX_FUNCTIONAL_CAST_EXPR", "CXX_CONST_CAST_EXPR"}
 _WRITE_PARENTS_OK = {"UNEXPOSED_EXPR", "MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR"}
-_TOOLKIT_MARKERS = ("/usr/local/cuda", "/opt/nvidia/", "/nvhpc/", "/include/c++/", "/usr/include/", "/usr/lib/llvm", "/lib/clang/")
+_TOOLKIT_HEADERS = ("cuda_runtime_api.h", "cuda.h", "cublas_api.h", "cublas_v2.h", "cublas.h", "nvrtc.h", "cufft.h",
+                    "curand.h", "cusparse.h", "cusolverDn.h", "cudnn.h", "nccl.h", "thrust", "cub", "cuda")
+_TOOLKIT_MARKERS = ("/site-packages/nvidia/", "/dist-packages/nvidia/", "/usr/local/cuda", "/opt/nvidia/", "/nvhpc/", "/include/c++/", "/usr/include/", "/usr/lib/llvm", "/lib/clang/")
 
 
 class _Extractor:
-    def __init__(self, ci, tu, main: Path, cuda_path: str):
+    def __init__(self, ci, tu, main: Path, cuda_path: str, include_dirs: Iterable[str] = ()):
         self.ci = ci
         self.tu = tu
         self.K = ci.CursorKind
         self.main = str(main)
         self.cuda_path = os.path.realpath(cuda_path)
+        # -I directories that hold a toolkit's headers (vendored or pip-installed CUDA libraries)
+        self.toolkit_dirs = tuple(os.path.realpath(d) + os.sep for d in include_dirs
+                                  if any(os.path.exists(os.path.join(d, h)) for h in _TOOLKIT_HEADERS))
         self.lib = ci.conf.lib
         self.files: dict[str, FileFacts] = {}
         self.written: set[tuple] = set()
@@ -153,7 +158,8 @@ class _Extractor:
             return True
         hit = self.sys_cache.get(name)
         if hit is None:
-            hit = name.startswith(self.cuda_path) or any(m in name for m in _TOOLKIT_MARKERS)
+            hit = (name.startswith(self.cuda_path) or name.startswith(self.toolkit_dirs)
+                   or any(m in name for m in _TOOLKIT_MARKERS))
             self.sys_cache[name] = hit
         return hit
 
@@ -355,8 +361,8 @@ class _Extractor:
             self.facts(sf).calls.setdefault(soff, fact)
             return
         # expanded from a macro: report at the use, in the file of the use
-        if self.is_toolkit_file(ef):
-            return
+        if self.is_toolkit_file(ef) or self.is_toolkit_file(sf):
+            return  # a toolkit's own renaming macro (`cublasCreate` -> `cublasCreate_v2`): the spelling decides
         data = self.src_cache.get(ef)
         if data is None:
             self.facts(ef)
@@ -638,7 +644,9 @@ def parse_tu(cmd, keep: bool = False, unsaved: list[tuple[str, bytes]] | None = 
 def extract(ci, tu, cmd, unsaved=None) -> dict[str, FileFacts]:
     from .parse import clang as cl
 
-    ex = _Extractor(ci, tu, cmd.file, cl.cuda_path_for(cmd.argv))
+    args = cl.clang_args(cmd)
+    incs = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-I", "-isystem", "-iquote")]
+    ex = _Extractor(ci, tu, cmd.file, cl.cuda_path_for(cmd.argv), incs)
     for p, d in unsaved or []:
         rp = os.path.realpath(p)
         ex.src_cache[rp] = d
@@ -896,6 +904,17 @@ def resolve_callee(fact: CallFact, names: Iterable[str]) -> str | None:
     return None
 
 
+def _same_library(fact: CallFact, names: Iterable[str]) -> bool:
+    """The callee and one of the rule's names share their top namespace (or the rule spells `obj.method`)."""
+    root = fact.callee.split("::")[0] if "::" in fact.callee else ""
+    for n in names:
+        if "." in n.split("::")[-1]:
+            return True
+        if root and "::" in n and n.split("::")[0] == root:
+            return True
+    return False
+
+
 class SemanticContext:
     """What the engine consults for one file in semantic mode."""
 
@@ -936,6 +955,12 @@ class SemanticContext:
                 return original(rule, ctx, unit, hit)
             name = resolve_callee(fact, rule.spec["names"])
             if name is None:
+                if fact.api and _same_library(fact, rule.spec["names"]):
+                    # e.g. `thrust::cuda::par.on` (a method of an internal type): the spelling decides
+                    m = original(rule, ctx, unit, hit)
+                    if m is not None:
+                        m.sem = fact
+                    return m
                 return None  # a user function/method, or another API
             got = call_of(hit)
             if got is None:
@@ -1079,6 +1104,8 @@ class SemanticContext:
             return f"semantic check of the fix failed ({exc!r})"
 
     def _fix_blocker(self, m, edits, ctx) -> str | None:
+        if not m.vars.get("macro"):
+            return None  # only fixes computed for one macro use can be wrong for the others
         for e in edits or []:
             if e.start < 0:
                 return "the edit lies in a macro defined in another file"

@@ -181,11 +181,25 @@ def _key(f):
     return (f.line, f.column, f.rule_id, f.message, None if f.fix is None else [(e.start, e.end, e.text) for e in f.fix.edits])
 
 
+def _in_define(path: Path, line: int) -> bool:
+    lines = path.read_text().splitlines()
+    i = line - 1
+    while i > 0 and lines[i - 1].rstrip().endswith("\\"):
+        i -= 1
+    return lines[i].lstrip().startswith("#")
+
+
 @pytest.mark.parametrize("case", PLAIN_CASES, ids=_ids(PLAIN_CASES))
 def test_front_ends_agree(case, db):
+    """Same findings and fixes, except the documented macro difference: tree-sitter reports a call written
+    in a `#define` body once at the definition, semantic mode once per use (with that use's arguments)."""
     for path in _sources(case):
-        sem = sorted(map(_key, scan(case, path, db)), key=repr)
-        ts = sorted(map(_key, scan(case, path, None)), key=repr)
+        sem_all, ts_all = scan(case, path, db), scan(case, path, None)
+        sem_uses = {f.rule_id for f in sem_all if f.context.get("expanded_at_use")}
+        ts_bodies = {f.rule_id for f in ts_all if _in_define(path, f.line)}
+        assert sem_uses <= ts_bodies | {f.rule_id for f in ts_all}, (path, sem_uses, ts_bodies)
+        sem = sorted((_key(f) for f in sem_all if not f.context.get("expanded_at_use")), key=repr)
+        ts = sorted((_key(f) for f in ts_all if not (_in_define(path, f.line) and f.rule_id in sem_uses)), key=repr)
         assert sem == ts, f"{path}: semantic {sem} != tree-sitter {ts}"
 
 
