@@ -734,15 +734,16 @@ class SemanticDB:
         self.use_pch = True
         self._pch: dict[str, str] = {}  # TU -> PCH file
         self._pch_dir = None
+        self._pch_by_key: dict[tuple, str | None] = {}
 
     # scanning: all TUs in parallel, facts shipped back
-    def build(self, jobs: int | None = None, only: set[str] | None = None) -> None:
+    def build(self, jobs: int | None = None, only: set[str] | None = None, min_group: int = 2) -> None:
         cmds = [c for c in self.commands if only is None or str(c.file) in only]
         t0 = time.perf_counter()
         jobs = jobs or min(os.cpu_count() or 1, 8)
         results: list[TUResult] = []
         if self.use_pch:
-            self._build_pchs(cmds)
+            self._build_pchs(cmds, min_group)
         self.timings.add("pch", time.perf_counter() - t0)
         items = [(c, self._pch.get(str(c.file))) for c in cmds]
         if jobs <= 1 or len(cmds) <= 1:
@@ -761,7 +762,7 @@ class SemanticDB:
         self.timings.counts["tus_with_pch"] = sum(1 for r in results if r.pch_used)
         self.timings.counts["jobs"] = jobs
 
-    def _build_pchs(self, cmds) -> None:
+    def _build_pchs(self, cmds, min_group: int = 2) -> None:
         """One PCH per distinct `-x cuda` flag set shared by two or more TUs."""
         import tempfile
 
@@ -773,11 +774,13 @@ class SemanticDB:
             if a[:2] == ("-x", "cuda"):
                 groups.setdefault(a, []).append(c)
         for a, cs in groups.items():
-            if len(cs) < 2:
+            if len(cs) < min_group:
                 continue
             if self._pch_dir is None:
                 self._pch_dir = tempfile.TemporaryDirectory(prefix="cudamigrate-pch-")
-            pch = build_pch(list(a), self._pch_dir.name)
+            if a not in self._pch_by_key:
+                self._pch_by_key[a] = build_pch(list(a), self._pch_dir.name)
+            pch = self._pch_by_key[a]
             if pch:
                 for c in cs:
                     self._pch[str(c.file)] = pch

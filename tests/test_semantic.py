@@ -59,14 +59,19 @@ def _sources(case) -> list[Path]:
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory):
-    """One database over every fixture TU, parsed in parallel once."""
+    """One database over every fixture TU; each TU is parsed when a test first needs it (so xdist
+    workers share the work), all with one precompiled CUDA runtime wrapper."""
     tmp = tmp_path_factory.mktemp("semdb")
     files = [p for c in CASES for p in _sources(c)]
     flags = {p: list(c.compile.get("flags", []) or []) for c in CASES for p in _sources(c)}
-    d = SemanticDB(cl.load_compile_db(write_db(tmp, files, flags)))
-    d.build(jobs=2)
-    assert not d.failed, d.failed
-    return d
+    return SemanticDB(cl.load_compile_db(write_db(tmp, files, flags)))
+
+
+def ensure(db: SemanticDB, path: Path) -> None:
+    rp = str(path.resolve())
+    if rp not in db.facts and rp not in db.failed:
+        db.build(jobs=1, only={rp}, min_group=1)
+    assert rp not in db.failed, db.failed[rp]
 
 
 _RULES: dict = {}
@@ -90,6 +95,7 @@ def scan(case, path: Path, db: SemanticDB | None):
     eng = engine_for(case)
     data = path.read_bytes()
     if db is not None:
+        ensure(db, path)
         facts = db.facts_for(path, data)
         assert facts is not None, f"no semantic facts for {path}"
         from cudamigrate.source import check_bytes
@@ -154,6 +160,8 @@ def test_treesitter_differs_only_where_documented(case):
 @pytest.mark.parametrize("case", [c for c in SEM_CASES if c.after], ids=_ids([c for c in SEM_CASES if c.after]))
 def test_semantic_fix_matches_golden(case, db):
     eng = engine_for(case)
+    ensure(db, case.before)
+    ensure(db, case.after)
     eng.semantic_provider = db.facts_for
     res = fix_bytes(eng, case.before, case.before.read_bytes(), str(case.before), unsafe=case.unsafe)
     assert not res.errors, res.errors
@@ -305,3 +313,11 @@ references: ["test-only rule"]
     assert not sem.errors and not ts.errors, (sem.errors, ts.errors)
     assert [f.line for f in sem.findings] == [4, 5]
     assert [f.line for f in ts.findings] == [5]  # tree-sitter: the spelling decides
+
+
+def test_compile_db_discovery_stops_at_git_root(tmp_path):
+    (tmp_path / "compile_commands.json").write_text("[]")
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    assert cl.find_compile_db([repo / "src"]) is None

@@ -158,18 +158,20 @@ class Command:
 
 
 def find_compile_db(paths: list[Path]) -> Path | None:
-    """compile_commands.json in ., build/ or out/ of each path's directory and its parents."""
+    """compile_commands.json in ., build/ or out/ of each path's directory and its parents, up to the git root."""
     seen: set[Path] = set()
     starts = [p.resolve() if p.is_dir() else p.resolve().parent for p in (paths or [Path(".")])]
     for start in starts:
         for d in [start, *start.parents]:
             if d in seen:
-                continue
+                break
             seen.add(d)
             for sub in ("", "build", "out"):
                 cand = d / sub / DB_NAME if sub else d / DB_NAME
                 if cand.is_file():
                     return cand
+            if (d / ".git").exists():
+                break  # the repository's root: never pick up an unrelated database above it
     return None
 
 
