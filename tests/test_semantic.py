@@ -31,6 +31,8 @@ from .conftest import FIXTURES, RULES
 pytestmark = pytest.mark.libclang
 
 OK, WHY = cl.available()
+if OK and not Path(cl.DEFAULT_CUDA, "include", "cuda_runtime.h").is_file():
+    OK, WHY = False, f"no CUDA toolkit headers at {cl.DEFAULT_CUDA}"
 if not OK:
     pytestmark = [pytest.mark.libclang, pytest.mark.skip(reason=f"libclang semantic mode unavailable: {WHY}")]
 
@@ -321,3 +323,17 @@ def test_compile_db_discovery_stops_at_git_root(tmp_path):
     (repo / ".git").mkdir(parents=True)
     (repo / "src").mkdir()
     assert cl.find_compile_db([repo / "src"]) is None
+
+
+def test_cli_fix_in_semantic_mode(tmp_path):
+    from click.testing import CliRunner
+
+    from cudamigrate.cli import main
+
+    case = next(c for c in SEM_CASES if c.dir.name == "null-stream-values")
+    src = tmp_path / "before.cu"
+    shutil.copy(case.before, src)
+    write_db(tmp_path, [src])
+    r = CliRunner().invoke(main, ["fix", str(src), "--unsafe-fixes", "--select", "CM101,CM102", "--timings"])
+    assert src.read_text() == case.after.read_text(), r.stderr
+    assert "libclang-reparse" in r.stderr
