@@ -79,7 +79,6 @@ class FileFacts:
     members: dict[int, str] = field(default_factory=dict)  # member-name end offset -> receiver record
     refs: dict[int, tuple[str, bool]] = field(default_factory=dict)  # identifier offset -> (decl name, api)
     expanded_bodies: dict[int, int] = field(default_factory=dict)  # callee offset in a #define body -> uses
-    macro_uses: dict[str, int] = field(default_factory=dict)  # macros defined here -> number of expansions
 
     def keywords(self) -> set[str]:
         out = {c.callee.split("::")[-1] for c in self.calls.values() if c.api}
@@ -484,12 +483,7 @@ class _Extractor:
                 return self.value(kids[0], depth + 1)
             if not kids and k == K.CXX_FUNCTIONAL_CAST_EXPR:
                 return 0
-            if not kids and k == K.UNEXPOSED_EXPR:
-                # `cudaStream_t()` value-initialization, or an implicit default argument
-                if c.extent.start.file is not None and c.type.kind == self.ci.TypeKind.POINTER:
-                    return None
-                return None
-            return None
+            return None  # `cudaStream_t()` value-initialization and the like: unknown
         if k == K.DECL_REF_EXPR:
             d = c.referenced
             if d is None:
