@@ -48,6 +48,9 @@ def selection_options(fn):
         click.option("--extend-select", multiple=True, help="Enable more rules (including opt-in rules) on top of the defaults."),
         click.option("--target-cuda", "--to", "target", default=None, help="CUDA version the code must build with (default 13.0)."),
         click.option("--from", "from_version", default=None, help="CUDA version the code builds with today: rules for changes before it are skipped."),
+        click.option("--keep-compat", "keep_compat", default=None,
+                     help="Oldest CUDA version the fixed code must still build with: rewrites to APIs introduced after it "
+                          "are wrapped in `#if CUDART_VERSION >= ...` / `#else` (old form) / `#endif`."),
         click.option("--rules-dir", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
                      help="Extra directory of rule YAML files (repeatable)."),
         click.option("--no-builtin-rules", is_flag=True, help="Only use --rules-dir rules."),
@@ -93,7 +96,8 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
 
     calibration = load_calibration(cfg.get("calibration"), base)
     opts = Options(target=target, from_version=from_v, select=select, ignore=ignore, extend_select=extend,
-                   options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration)
+                   options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
+                   keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"))
     rs = load_rules(rule_dirs)
     engine = Engine(rs.rules, opts)
     spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))

@@ -13,7 +13,7 @@ from .findings import Finding, Fix, sort_key
 from .match import builtins
 from .match.conditions import ConditionError, evaluate
 from .match.context import FileContext
-from .match.edits import EditError, build_edits, template_context
+from .match.edits import EditError, build_edits, keep_compat_edits, template_context
 from .match.matchers import HIT_MATCHERS, Match, identifier_hits, includes, launches, strings
 from .parse.treesitter import Unit, macro_units, parse
 from .rules.schema import Rule, parse_version
@@ -32,6 +32,7 @@ class Options:
     options: dict[str, Any] = field(default_factory=dict)  # global template options (e.g. stream)
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
+    keep_compat: tuple[int, int] | None = None  # oldest toolkit the fixed code must still build with
 
 
 @dataclass
@@ -84,6 +85,43 @@ def in_window(r: Rule, lo: tuple[int, int] | None, hi: tuple[int, int]) -> bool:
     return True
 
 
+def _glob_regex(k: str) -> str:
+    return "".join(r"\w*" if part == "*" else re.escape(part) for part in re.split(r"(\*)", k))
+
+
+def _trie_regex(words: list[str]) -> str:
+    """One alternation for many literal words, factored by common prefixes (re tries them in order,
+    so a flat alternation of ~1000 names costs ~1000 attempts at every position)."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        ends = "" in node
+        alts = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch != ""]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        if ends:
+            return "(?:" + body + ")?"
+        return body
+
+    return emit(trie)
+
+
+def _keyword_regex(words: list[str], patterns: list[str]) -> re.Pattern[bytes] | None:
+    alts = []
+    if words:
+        alts.append(_trie_regex(sorted(set(words))))
+    alts += patterns
+    if not alts:
+        return None
+    return re.compile((r"\b(" + "|".join(alts) + r")\b").encode())
+
+
 def version_phrase(rule: Rule, target: tuple[int, int]) -> str:
     if rule.removed_in and parse_version(rule.removed_in) <= target:
         return f"removed in CUDA {rule.removed_in}"
@@ -111,10 +149,22 @@ class Engine:
                 self.always.append(r)
             for k in kws:
                 self.by_keyword.setdefault(k, []).append(r)
-        # one identifier query for all rules, compiled once; small keyword sets get their own (cached) query
-        self.hit_keywords = sorted(k for k, rs in self.by_keyword.items() if any(r.kind in HIT_MATCHERS for r in rs))
-        kws = sorted(self.by_keyword, key=len, reverse=True)
-        self.prefilter = re.compile(rb"\b(" + b"|".join(re.escape(k.encode()) for k in kws) + rb")\b") if kws else None
+        # keywords with `*` (from glob names such as `cub::Agent*`) match any identifier of that shape
+        self.glob_keywords = [(re.compile(_glob_regex(k) + r"\Z"), k) for k in sorted(k for k in self.by_keyword if "*" in k)]
+        self._rules_cache: dict[str, list[Rule]] = {}
+        self.prefilter = _keyword_regex([k for k in self.by_keyword if "*" not in k],
+                                        [_glob_regex(k) for _, k in self.glob_keywords])
+
+    def rules_for(self, word: str) -> list[Rule]:
+        """Rules that an identifier found by the prefilter may concern."""
+        got = self._rules_cache.get(word)
+        if got is None:
+            got = list(self.by_keyword.get(word, []))
+            for rx, k in self.glob_keywords:
+                if rx.match(word):
+                    got += [r for r in self.by_keyword[k] if r not in got]
+            self._rules_cache[word] = got
+        return got
         # semantic mode: (path, bytes) -> semantic.FileFacts | None (see cudamigrate/semantic.py)
         self.semantic_provider: Callable[[Path, bytes], Any] | None = None
 
@@ -157,7 +207,7 @@ class Engine:
             found |= semantic.keywords() & set(self.by_keyword)
         candidates: dict[str, Rule] = {}
         for k in found:
-            for r in self.by_keyword[k]:
+            for r in self.rules_for(k):
                 candidates[r.id] = r
         for r in self.always:
             if r.kind == "launch" and b"<<<" not in data and not (semantic is not None and semantic.has_launch):
@@ -180,11 +230,11 @@ class Engine:
         matches: list[Match] = []
         hit_rules: dict[str, list[Rule]] = {}
         for k in found:
-            rs = [r for r in self.by_keyword[k] if r.kind in HIT_MATCHERS and r.id in candidates]
+            rs = [r for r in self.rules_for(k) if r.kind in HIT_MATCHERS and r.id in candidates]
             if rs:
                 hit_rules[k] = rs
         errors: list[str] = []
-        for unit, node in identifier_hits(ctx, self.hit_keywords if len(hit_rules) > 8 else hit_rules):
+        for unit, node in identifier_hits(ctx, hit_rules):
             text = node.text.decode()
             for r in hit_rules.get(text, []):
                 try:
@@ -249,6 +299,8 @@ class Engine:
             if _in_disabled_block(m.node):
                 continue
             try:
+                if (r.removed_in or r.deprecated_in) and builtins.dead_for_target(m.node, ctx):
+                    continue  # version-guarded code that the target toolkit never compiles
                 if r.where is not None and not evaluate(r.where, m, ctx):
                     continue
                 opts = self.rule_options(r)
@@ -260,6 +312,8 @@ class Engine:
                     if r.fix.get("when") is None or evaluate(r.fix["when"], m, ctx):
                         edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
                         edits = [e for e in edits if data[e.start : e.end].decode("utf-8", "replace") != e.text]
+                        if edits and self.opts.keep_compat is not None:
+                            edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
                         if edits:
                             title = render(str(r.fix.get("title", r.summary)), tctx)
                             fix = Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))

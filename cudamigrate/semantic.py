@@ -959,6 +959,10 @@ class SemanticContext:
                         m.sem = fact
                     return m
                 return None  # a user function/method, or another API
+            m = original(rule, ctx, unit, hit)
+            if m is not None and m.name == name:
+                m.sem = fact  # tree-sitter agrees on the name: keep everything it computed
+                return m
             got = call_of(hit)
             if got is None:
                 return None
@@ -968,6 +972,8 @@ class SemanticContext:
                       callee=callee, arglist=arglist, args=named_children(arglist),
                       params=list(rule.spec["names"][name] or []),
                       name_range=unit.abs(climb_name(hit)[1]) if hit.type == "identifier" else unit.abs(hit))
+            if hasattr(m, "ident_range"):
+                m.ident_range = unit.abs(hit)
             m.sem = fact
             return m
 

@@ -346,4 +346,183 @@ def device_vector_in_loop(rule: Rule, ctx: FileContext, options: dict[str, Any])
         out.append(m)
     return out
 
+
+# --------------------------------------------------------------------------- dead branches
+def dead_for_target(node: ts.Node, ctx: FileContext, target: tuple[int, int] | None = None) -> bool:
+    """Is `node` in a preprocessor branch that CUDA version macros make dead?
+
+    Without `target`: dead for the target toolkit and every later one (as `version_guard` decides), e.g. the
+    `#else` of `#if CUDART_VERSION >= 13000`, or the body of `#if CUDART_VERSION < 13000`. With `target`
+    (`fix --keep-compat`): dead for exactly that toolkit. Conditions that do not decide on version macros
+    alone (`#ifdef USE_X`, `#if 1`) never make code dead here.
+    """
+    data = ctx.source.data
+    includes = [(mo.start(), mo.group(1).decode("utf-8", "replace")) for mo in _INCLUDE.finditer(data)]
+    redefined = {mo.group(1).decode() for mo in _REDEF.finditer(data)}
+    cur = node
+    while cur.parent is not None:
+        p = cur.parent
+        branch_if = None
+        in_body = False
+        if p.type in ("preproc_if", "preproc_elif"):
+            alt = p.child_by_field_name("alternative")
+            cond = p.child_by_field_name("condition")
+            if cond is not None and (alt is None or cur.start_byte < alt.start_byte) and cur.start_byte >= cond.end_byte:
+                branch_if, in_body = p, True
+        elif p.type == "preproc_else":
+            branch_if = p.parent if p.parent is not None and p.parent.type in ("preproc_if", "preproc_elif") else None
+        if branch_if is not None:
+            cond = branch_if.child_by_field_name("condition")
+            ctext = node_text(cond) if cond is not None else ""
+            if _VM.search(ctext):
+                pos = branch_if.start_byte
+                if target is None:
+                    val = _decide(ctx, includes, ctext, pos, set(), redefined)
+                else:
+                    known = _known_macros(ctx, includes, set(), pos, redefined)
+                    try:
+                        val = _version_env(known, target).eval(ctext) if known else None
+                    except PPError:
+                        val = None
+                if val is not None and bool(val) != in_body:
+                    return True
+        cur = p
+    return False
+
+
+# --------------------------------------------------------------------------- struct fields filled by a getter
+def _strip_addr(text: str) -> str:
+    from .context import normalize
+
+    t = normalize(text)
+    while t.startswith("(") and t.endswith(")"):
+        t = t[1:-1]
+    return t[1:] if t.startswith("&") else t
+
+
+@builtin("filled_struct_field")
+def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    """`recv.field` / `recv->field` where `recv` is declared with one of `types`; when the same function
+    filled it earlier with a getter call (`getter(&recv, dev)`), vars.source is that call's argument
+    `source_arg` (e.g. the device), and vars.has_source is true.
+
+    Spec: {name: filled_struct_field, fields: [...], types: [...], getters: {name: [struct_arg, source_arg]}}.
+    """
+    from .matchers import _declared_type
+    from .context import normalize
+
+    spec = rule.spec
+    fields = set(spec.get("fields", []))
+    types = spec.get("types", [])
+    getters: dict[str, list[int]] = spec.get("getters", {}) or {}
+    out: list[Match] = []
+    q = query("(field_expression argument: (_) @r field: (field_identifier) @f) @fe")
+    for unit in ctx.units:
+        for _, caps in ts.QueryCursor(q).matches(unit.root):
+            f = caps["f"][0]
+            if node_text(f) not in fields:
+                continue
+            fe, recv = caps["fe"][0], caps["r"][0]
+            base = recv
+            while base.type in ("subscript_expression", "pointer_expression", "parenthesized_expression") and base.named_children:
+                base = base.named_children[0]
+            if base.type != "identifier":
+                continue
+            t = _declared_type(ctx, unit, node_text(base), fe)
+            if t is None or not any(ty in t for ty in types):
+                continue
+            m = Match(rule=rule, unit=unit, node=fe, name=node_text(f), written=node_text(fe), field_node=f,
+                      receiver=recv, name_range=unit.abs(f), ident_range=unit.abs(f))
+            p = fe.parent
+            while p is not None and p.type == "parenthesized_expression":
+                p = p.parent
+            written = p is not None and (
+                (p.type == "assignment_expression" and p.child_by_field_name("left") is not None
+                 and p.child_by_field_name("left").start_byte <= fe.start_byte < p.child_by_field_name("left").end_byte)
+                or (p.type in ("pointer_expression", "update_expression") and node_text(p)[:1] in "&+-"))
+            m.vars["is_write"] = bool(written)
+            sc = scope_of(fe)
+            m.vars["in_device_code"] = sc.is_device or sc.is_kernel
+            m.vars["has_source"] = False
+            want = normalize(node_text(recv)).lstrip("*")
+            fn = sc.function
+            if fn is not None and not unit.in_macro:
+                best = None
+                for gname, (sarg, darg) in getters.items():
+                    for gunit, call in ctx.calls.get(gname, []):
+                        if gunit is not unit or not (fn.start_byte <= call.start_byte < fe.start_byte):
+                            continue
+                        args = [c for c in call.child_by_field_name("arguments").named_children if c.type != "comment"]
+                        if len(args) > max(sarg, darg) and _strip_addr(node_text(args[sarg])) == want:
+                            if best is None or call.start_byte > best[0]:
+                                best = (call.start_byte, node_text(args[darg]))
+                if best is not None:
+                    m.vars["has_source"] = True
+                    m.vars["source"] = best[1]
+            out.append(m)
+    return out
+
+
+# --------------------------------------------------------------------------- namespace uses
+@builtin("namespace_use")
+def namespace_use(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    """Qualified names through, and `using namespace` of, the namespaces in `spec.namespaces`
+    (e.g. `cooperative_groups::experimental`), with namespace aliases resolved. vars.namespace is the
+    namespace as listed, vars.member the name used inside it (when there is one)."""
+    wanted = list(rule.spec.get("namespaces", []))
+    lasts = {w.split("::")[-1] for w in wanted}
+    out: list[Match] = []
+    for unit in ctx.units:
+        q = query("(namespace_identifier) @ns")
+        for ns in ts.QueryCursor(q).captures(unit.root).get("ns", []):
+            if node_text(ns) not in lasts:
+                continue
+            path = [node_text(ns)]
+            cur = ns.parent  # qualified_identifier whose scope is ns
+            top = cur
+            if cur is None:
+                continue
+            if cur.type == "nested_namespace_specifier" or cur.type == "using_declaration":
+                continue
+            # climb: each enclosing qualified_identifier whose `name` is the current one adds its scope
+            while cur is not None and cur.parent is not None and cur.parent.type == "qualified_identifier":
+                p = cur.parent
+                name = p.child_by_field_name("name")
+                if name is None or name.start_byte != cur.start_byte:
+                    break
+                sc = p.child_by_field_name("scope")
+                if sc is not None:
+                    path.insert(0, node_text(sc))
+                cur = p
+                top = p
+            full = "::".join(path)
+            cands = ctx.resolve(full) | {full}
+            hit = next((w for w in wanted if w in cands), None)
+            if hit is None:
+                continue
+            inner = ns.parent.child_by_field_name("name") if ns.parent is not None else None
+            m = Match(rule=rule, unit=unit, node=top, name=hit, written=normalize_name(node_text(top)),
+                      name_range=unit.abs(ns), ident_range=unit.abs(ns))
+            m.vars["namespace"] = hit
+            m.vars["member"] = normalize_name(node_text(inner)) if inner is not None else ""
+            out.append(m)
+    data = ctx.source.data
+    for mo in re.finditer(rb"using\s+namespace\s+((?:::)?[A-Za-z_][\w:\s]*?)\s*;", data):
+        full = normalize_name(mo.group(1).decode())
+        cands = ctx.resolve(full) | {full}
+        for key, val in ctx.namespace_aliases.items():
+            if full.startswith(key + "::") or full == key:
+                cands.add(val + full[len(key):])
+        hit = next((w for w in wanted if w in cands), None)
+        if hit is None:
+            continue
+        node = ctx.main.root.descendant_for_byte_range(mo.start(), mo.end() - 1)
+        m = Match(rule=rule, unit=ctx.main, node=node, name=hit, written=full)
+        m.range = (mo.start(), mo.end())
+        m.vars["namespace"] = hit
+        m.vars["member"] = ""
+        out.append(m)
+    return out
+
+
 from . import texture  # noqa: E402,F401  (texture/surface reference migration builtins)

@@ -20,7 +20,7 @@ NULL_STREAMS = NULL_SPELLINGS | {
 LITERAL_TYPES = {"number_literal", "string_literal", "char_literal", "true", "false", "null", "concatenated_string"}
 
 
-ARG_KEYS = {"arg", "missing", "present", "is", "is_not", "equals", "matches", "not_matches"}
+ARG_KEYS = {"arg", "missing", "present", "is", "is_not", "equals", "matches", "not_matches", "type_matches", "type_not_matches"}
 
 
 class ConditionError(Exception):
@@ -120,7 +120,7 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
         raise ConditionError(f"condition must be a mapping, got {cond!r}")
     result = True
     if "arg" in cond:
-        if not _eval_arg(cond, m):
+        if not _eval_arg(cond, m, ctx):
             return False
         cond = {k: v for k, v in cond.items() if k not in ARG_KEYS}
     for key, val in cond.items():
@@ -187,6 +187,10 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             from ..semantic import semantic_condition
 
             ok = semantic_condition(val, m, ctx)
+        elif key == "case_label":
+            from .edits import case_of
+
+            ok = (case_of(m.node) is not None) == bool(val)
         elif key == "preceded_by":
             # the source just before the matched node (for strings: the whole literal), e.g. the previous
             # element of an initializer list: `{"-arch", "sm_70"}`
@@ -205,7 +209,7 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
     return result
 
 
-def _eval_arg(cond: dict, m: Match) -> bool:
+def _eval_arg(cond: dict, m: Match, ctx: FileContext | None = None) -> bool:
     key = cond["arg"]
     node = m.arg(str(key))
     if cond.get("missing") is True:
@@ -231,6 +235,16 @@ def _eval_arg(cond: dict, m: Match) -> bool:
         return False
     if "not_matches" in cond and re.search(cond["not_matches"], text) is not None:
         return False
+    if "type_matches" in cond or "type_not_matches" in cond:
+        # declared type of a plain variable argument (`x`, `&x`, `*x`); unknown types match neither key
+        from .matchers import _declared_type
+
+        base = text.lstrip("&*")
+        t = _declared_type(ctx, m.unit, base, node) if ctx is not None and re.fullmatch(r"[A-Za-z_]\w*", base) else None
+        if "type_matches" in cond and (t is None or re.search(cond["type_matches"], t) is None):
+            return False
+        if "type_not_matches" in cond and t is not None and re.search(cond["type_not_matches"], t) is not None:
+            return False
     return True
 
 

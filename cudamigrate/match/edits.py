@@ -47,6 +47,12 @@ def _target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
         if m.name_range is None:
             raise EditError("match has no name range")
         return m.name_range
+    if target == "identifier":
+        # the bare identifier: `::cudaThreadExit` keeps its `::`, `thrust::identity` its namespace
+        rng = m.ident_range or m.name_range
+        if rng is None:
+            raise EditError("match has no identifier")
+        return rng
     if target == "callee":
         if m.callee is None:
             raise EditError("match has no callee")
@@ -75,6 +81,13 @@ def _target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
         return m.abs(m.receiver)
     if target == "statement":
         return m.abs(statement_of(m.node))
+    if target == "base_specifier":
+        return _base_specifier_range(m, ctx)
+    if target == "case":
+        got = case_range(m.node)
+        if got is None:
+            raise EditError("match is not a case label")
+        return m.abs(got[0])[0], m.abs(got[0])[0] + (got[1] - got[0].start_byte)
     if target.startswith("capture."):
         key = target.split(".", 1)[1]
         if key not in m.captures:
@@ -82,6 +95,91 @@ def _target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
         s, e, _ = m.captures[key]
         return s, e
     raise EditError(f"unknown edit target {target!r}")
+
+
+JUMPS = {"break_statement", "return_statement", "continue_statement", "goto_statement", "throw_statement"}
+
+
+def case_of(node: ts.Node) -> ts.Node | None:
+    """The case_statement whose label value is `node` (through parentheses and `::` qualification)."""
+    cur = node
+    while cur.parent is not None and cur.parent.type in ("parenthesized_expression", "qualified_identifier"):
+        cur = cur.parent
+    p = cur.parent
+    if p is not None and p.type == "case_statement":
+        v = p.child_by_field_name("value")
+        if v is not None and v.start_byte == cur.start_byte and v.end_byte == cur.end_byte:
+            return p
+    return None
+
+
+def case_range(node: ts.Node) -> tuple[ts.Node, int] | None:
+    """(case_statement, end byte) of what removing a case label removes.
+
+    The whole case, body included, when the case before it cannot fall into that body (it ends in
+    break/return/continue/goto/throw, or there is none); otherwise only `case X:`, so that the previous
+    case keeps falling through into the body.
+    """
+    case = case_of(node)
+    if case is None:
+        return None
+    body = [c for c in case.named_children if c.type != "comment" and c.start_byte > case.child_by_field_name("value").end_byte]
+    prev = case.prev_named_sibling
+    while prev is not None and prev.type == "comment":
+        prev = prev.prev_named_sibling
+    falls_in = False
+    if prev is not None and prev.type == "case_statement":
+        pbody = [c for c in prev.named_children if c.type != "comment" and c is not prev.child_by_field_name("value")]
+        pv = prev.child_by_field_name("value")
+        pbody = [c for c in pbody if pv is None or c.start_byte > pv.end_byte]
+        last = pbody[-1] if pbody else None
+        while last is not None and last.type == "compound_statement" and last.named_children:
+            inner = [c for c in last.named_children if c.type != "comment"]
+            last = inner[-1] if inner else None
+        falls_in = last is None or last.type not in JUMPS
+    if falls_in and body:
+        colon = next((c for c in case.children if c.type == ":"), None)
+        return case, (colon.end_byte if colon is not None else case.child_by_field_name("value").end_byte)
+    return case, case.end_byte
+
+
+def _base_specifier_range(m: Match, ctx: FileContext) -> tuple[int, int]:
+    """This base class in `struct S : public A, B {`: `: public A` when it is the only base (with the space
+    before it), else `public A, ` / `, B`."""
+    node = m.node
+    while node.parent is not None and node.parent.type != "base_class_clause":
+        if node.parent.type not in ("qualified_identifier", "template_type"):
+            raise EditError("match is not a base class")
+        node = node.parent
+    clause = node.parent
+    if clause is None:
+        raise EditError("match is not a base class")
+    kids = list(clause.children)
+    # entries: (start, end) of `[virtual] [access] type`
+    entries: list[tuple[int, int]] = []
+    start = None
+    for c in kids:
+        if c.type in (":", ","):
+            continue
+        if start is None:
+            start = c.start_byte
+        if c.type not in ("access_specifier", "virtual"):
+            entries.append((start, c.end_byte))
+            start = None
+    idx = next((i for i, (a, b) in enumerate(entries) if a <= node.start_byte < b), None)
+    if idx is None:
+        raise EditError("base class not found")
+    data = ctx.source.data
+    base = m.unit.abs(clause)[0] - clause.start_byte
+    if len(entries) == 1:
+        s, e = clause.start_byte, clause.end_byte
+        while s > 0 and data[base + s - 1 : base + s] in (b" ", b"\t"):
+            s -= 1
+    elif idx == 0:
+        s, e = entries[0][0], entries[1][0]
+    else:
+        s, e = entries[idx - 1][1], entries[idx][1]
+    return base + s, base + e
 
 
 def _arg_sep(m: Match, ctx: FileContext) -> str:
@@ -140,8 +238,9 @@ def build_edits(specs: list[dict[str, Any]], m: Match, ctx: FileContext, tctx: d
         elif "delete" in spec:
             s, e = _target(m, ctx, spec["delete"])
             ls, le, _ = _line_bounds(data, s, e)
-            if data[ls:s].strip() == b"" and data[e:le].strip() == b"":
-                s, e = ls, le  # the statement owns its lines: remove them whole
+            tail = data[e:le].strip()
+            if data[ls:s].strip() == b"" and (tail == b"" or tail.startswith(b"//")):
+                s, e = ls, le  # the statement owns its lines (and their trailing comment): remove them whole
             edits.append(Edit(s, e, ""))
         elif "insert_before" in spec or "insert_after" in spec:
             where = spec.get("insert_before") or spec.get("insert_after")
@@ -191,3 +290,60 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
         "nl": ctx.source.newline.decode(),
         "rule": {"id": m.rule.id, "deprecated_in": m.rule.deprecated_in, "removed_in": m.rule.removed_in},
     }
+
+
+COMPAT_STATEMENTS = {"expression_statement", "declaration", "return_statement"}
+
+
+def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, keep: tuple[int, int],
+                      tctx: dict[str, Any] | None = None) -> list[Edit]:
+    """`fix --keep-compat X.Y`: when the rewritten form first appeared after X.Y, keep both forms.
+
+    A rule declares `fix.introduced_in` (the toolkit version that introduced the new form) and
+    optionally `fix.compat_macro` (CUDART_VERSION, or CUDA_VERSION for driver code). The statement
+    holding the edits is replaced by `#if MACRO >= NEW` new statement `#else` old statement `#endif`.
+    Rewrites that cannot be wrapped (inside a macro definition, or not a statement of their own
+    lines) lose their automatic fix rather than break the older toolkit.
+    """
+    from ..rules.schema import parse_version
+
+    fix = rule.fix or {}
+    intro = fix.get("introduced_in")
+    if intro is None:
+        return edits
+    iv = parse_version(str(intro))
+    if iv is None or iv <= keep:
+        return edits
+    if m.unit.in_macro:
+        return []
+    from .builtins import dead_for_target
+
+    if dead_for_target(m.node, ctx, keep):
+        return edits  # already under a version guard that the older toolkit does not compile
+    data = ctx.source.data
+    stmt = statement_of(m.node)
+    if stmt.type not in COMPAT_STATEMENTS:
+        return []
+    s, e = m.abs(stmt)
+    if any(ed.start < s or ed.end > e for ed in edits):
+        return []
+    ls, le, indent = _line_bounds(data, s, e)
+    tail = data[e:le].strip()
+    if data[ls:s].strip() or (tail and not tail.startswith(b"//")):
+        return []
+    old = data[ls:le].decode("utf-8", "replace")
+    new_parts, pos = [], ls
+    for ed in sorted(edits, key=lambda x: (x.start, x.end)):
+        new_parts.append(data[pos:ed.start].decode("utf-8", "replace"))
+        new_parts.append(ed.text)
+        pos = ed.end
+    new_parts.append(data[pos:le].decode("utf-8", "replace"))
+    new = "".join(new_parts)
+    nl = ctx.source.newline.decode()
+    if not old.endswith(("\n", "\r")):
+        old += nl
+        new += nl
+    macro = render(str(fix.get("compat_macro", "CUDART_VERSION")), tctx or {}).strip()
+    num = iv[0] * 1000 + iv[1] * 10
+    text = f"#if {macro} >= {num}{nl}{new}#else{nl}{old}#endif{nl}"
+    return [Edit(ls, le, text)]

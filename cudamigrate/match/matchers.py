@@ -9,6 +9,7 @@ compiled queries, run only when a file can contain them.
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
@@ -47,6 +48,7 @@ class Match:
     fix_applicability: str | None = None
     range: tuple[int, int] | None = None  # absolute report range override
     sem: Any = None  # semantic mode: libclang's facts about this call (semantic.CallFact)
+    ident_range: tuple[int, int] | None = None  # absolute: the bare identifier, without `::` qualification
 
     def abs(self, node: ts.Node) -> tuple[int, int]:
         return self.unit.abs(node)
@@ -107,11 +109,65 @@ def call_of(hit: ts.Node) -> tuple[ts.Node, ts.Node] | None:
 
 
 def _resolve_name(ctx: FileContext, written: str, wanted: Iterable[str]) -> str | None:
+    """The rule's name (as spelled in the rule) that `written` denotes; names may be `*` globs."""
     cands = ctx.resolve(written)
     for name in wanted:
         if name in cands:
             return name
+        if "*" in name and any(fnmatch.fnmatchcase(c, name) for c in cands):
+            return name
     return None
+
+
+def _outer_qualified(node: ts.Node) -> ts.Node | None:
+    """For `a::T<x>::member` and the node `T<x>` (a scope), the qualified_identifier that starts at `a`."""
+    p = node.parent
+    if p is None or p.type != "qualified_identifier" or not _same(p.child_by_field_name("scope"), node):
+        return None
+    while p.parent is not None and p.parent.type == "qualified_identifier" and _same(p.parent.child_by_field_name("name"), p):
+        p = p.parent
+    return p
+
+
+def _match_namespace_glob(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
+    """`thrust::async::*`: the hit is the namespace name; the match is the whole qualified name."""
+    globs = [n for n in rule.spec["names"] if n.endswith("::*")]
+    if not globs:
+        return None
+    top = hit
+    while top.parent is not None and top.parent.type == "qualified_identifier":
+        top = top.parent
+    if top is hit:
+        return None
+    written = normalize_name(node_text(top))
+    name = _resolve_name(ctx, written, globs)
+    if name is None:
+        return None
+    last = top
+    while last.type == "qualified_identifier" and last.child_by_field_name("name") is not None:
+        last = last.child_by_field_name("name")
+    if last.type in ("template_type", "template_function") and last.child_by_field_name("name") is not None:
+        last = last.child_by_field_name("name")
+    p = top.parent
+    if p is not None and p.type in ("template_function", "template_type") and _same(p.child_by_field_name("name"), top):
+        top = p
+        p = top.parent
+    if last.type == "type_identifier" or (p is not None and p.type == "type_descriptor"):
+        role = "type"
+    elif p is not None and p.type == "call_expression" and _same(p.child_by_field_name("function"), top):
+        role = "call"
+    else:
+        role = "value"
+    if role not in rule.spec.get("roles", ["type", "value", "call"]):
+        return None
+    node = p if role == "call" else top
+    m = Match(rule=rule, unit=unit, node=node, name=name, written=written, name_range=unit.abs(top))
+    m.vars["role"] = role
+    if role == "call":
+        m.callee = top
+        m.arglist = p.child_by_field_name("arguments")
+        m.args = named_children(m.arglist)
+    return m
 
 
 def _is_user_definition(ctx: FileContext, written: str, rule_name: str) -> bool:
@@ -147,17 +203,53 @@ def match_call(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match 
     arglist = call.child_by_field_name("arguments")
     return Match(rule=rule, unit=unit, node=call, name=name, written=written, callee=callee, arglist=arglist,
                  args=named_children(arglist), params=list(names[name] or []),
-                 name_range=unit.abs(climb_name(hit)[1]) if hit.type == "identifier" else unit.abs(hit))
+                 name_range=unit.abs(climb_name(hit)[1]) if hit.type == "identifier" else unit.abs(hit),
+                 ident_range=unit.abs(hit))
 
 
 def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
     roles = rule.spec.get("roles", ["type", "value", "call"])
+    if hit.type == "namespace_identifier":
+        m = _match_namespace_glob(rule, ctx, unit, hit)
+        if m is not None:
+            return m
+        # `cub::DeviceSpmv::CsrMV(...)`: a class used as a scope is parsed as a namespace name
+        outer = hit
+        while outer.parent is not None and outer.parent.type == "qualified_identifier":
+            outer = outer.parent
+        if outer is hit or "type" not in roles:
+            return None
+        written = normalize_name(outer.text[: hit.end_byte - outer.start_byte].decode("utf-8", "replace"))
+        name = _resolve_name(ctx, written, [n for n in rule.spec["names"] if not n.endswith("::*")])
+        if name is None:
+            return None
+        s, e = unit.abs(outer)[0], unit.abs(hit)[1]
+        m = Match(rule=rule, unit=unit, node=hit, name=name, written=written, name_range=(s, e), range=(s, e))
+        m.vars["role"] = "type"
+        m.vars["scope"] = True
+        return m
     top, qual_top = climb_name(hit)
     written = normalize_name(node_text(qual_top)) if qual_top is not hit else node_text(hit)
     written = normalize_name(written)
     name = _resolve_name(ctx, written, rule.spec["names"])
     if name is None:
-        return None
+        # `thrust::iterator_traits<T>::value_type`: the name is the scope of a longer qualified name
+        outer = _outer_qualified(top) if qual_top is hit else None
+        if outer is None:
+            return None
+        s, e = unit.abs(outer)[0], unit.abs(top)[1]
+        written = normalize_name(outer.text[: top.end_byte - outer.start_byte].decode("utf-8", "replace"))
+        name = _resolve_name(ctx, written, rule.spec["names"])
+        if name is None:
+            return None
+        role = "type" if hit.type == "type_identifier" else "value"
+        if role not in roles:
+            return None
+        m = Match(rule=rule, unit=unit, node=top, name=name, written=written,
+                  name_range=(s, unit.abs(hit)[1]), range=(s, e))
+        m.vars["role"] = role
+        m.vars["scope"] = True  # the name is followed by `::member`
+        return m
     call = call_of(hit) if hit.type == "identifier" else None
     if hit.type == "type_identifier":
         role = "type"
@@ -172,6 +264,8 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
         if p is not None and p.type in ("field_expression",) and _same(p.child_by_field_name("field"), top):
             return None
         role = "value"
+        if "::" not in written and _declared_type(ctx, unit, node_text(hit), hit) is not None:
+            return None  # a variable (or parameter) the code declares itself
     else:
         return None
     if role not in roles:
@@ -179,7 +273,7 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
     if role == "call" and _is_user_definition(ctx, written, name):
         return None
     m = Match(rule=rule, unit=unit, node=top if role != "call" else call[0], name=name, written=written,
-              name_range=(unit.abs(qual_top)[0], unit.abs(hit)[1]))
+              name_range=(unit.abs(qual_top)[0], unit.abs(hit)[1]), ident_range=unit.abs(hit))
     m.vars["role"] = role
     if call is not None:
         m.callee = call[1]
@@ -240,7 +334,7 @@ def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Matc
         elif re.search(rb"struct\s+\w+\s*\{[^}]*\b" + re.escape(hit.text) + rb"\b", ctx.source.data):
             return None  # unknown receiver, and the file declares its own field of that name
     m = Match(rule=rule, unit=unit, node=p, name=node_text(hit), written=node_text(hit), field_node=hit, receiver=recv,
-              name_range=unit.abs(hit))
+              name_range=unit.abs(hit), ident_range=unit.abs(hit))
     call = p.parent
     m.vars["is_write"] = bool(call is not None and call.type == "assignment_expression" and _same(call.child_by_field_name("left"), p))
     return m
@@ -268,13 +362,14 @@ def launches(rule: Rule, ctx: FileContext) -> list[Match]:
 
 def includes(rule: Rule, ctx: FileContext) -> list[Match]:
     out: list[Match] = []
-    wanted = set(rule.spec["paths"])
+    wanted = set(rule.spec.get("paths", []))
+    prefixes = tuple(rule.spec.get("prefixes", []))
     q = query("(preproc_include path: (_) @path) @inc")
     for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
         path = caps["path"][0]
         text = node_text(path).strip()
         inner = text[1:-1] if len(text) >= 2 else text
-        if inner in wanted:
+        if inner in wanted or (prefixes and inner.startswith(prefixes)):
             m = Match(rule=rule, unit=ctx.main, node=caps["inc"][0], name=inner, written=text, name_range=ctx.main.abs(path))
             m.vars["path"] = inner
             m.vars["system"] = text.startswith("<")
@@ -327,7 +422,8 @@ def identifier_hits(ctx: FileContext, keywords: Iterable[str]) -> Iterable[tuple
     if not kws:
         return
     alts = " ".join('"' + k + '"' for k in kws)
-    pattern = " ".join(f"(({t}) @id (#any-of? @id {alts}))" for t in ("identifier", "field_identifier", "type_identifier"))
+    pattern = " ".join(f"(({t}) @id (#any-of? @id {alts}))"
+                       for t in ("identifier", "field_identifier", "type_identifier", "namespace_identifier"))
     q = query(pattern)
     for unit in ctx.units:
         for node in ts.QueryCursor(q).captures(unit.root).get("id", []):

@@ -81,10 +81,19 @@ class Rule:
         if kind == "launch":
             return set()
         if kind == "include":
-            return {p.split("/")[-1].split(".")[0] for p in spec["paths"]}
-        if kind in ("identifier", "member"):
-            key = "names" if kind == "identifier" else "fields"
-            return {n.split("::")[-1] for n in spec[key]}
+            # a path's file name, or a prefix's first directory, appears literally in every matching file
+            return ({p.split("/")[-1].split(".")[0] for p in spec.get("paths", [])}
+                    | {p.split("/")[0] for p in spec.get("prefixes", [])})
+        if kind == "identifier":
+            # `ns::*` (anything in a namespace) is found through the namespace's own name;
+            # other names may hold `*` globs (`cub::Agent*`), which the engine turns into a regex
+            out = set()
+            for n in spec["names"]:
+                parts = n.split("::")
+                out.add(parts[-2] if parts[-1] == "*" and len(parts) > 1 else parts[-1])
+            return out
+        if kind == "member":
+            return {n.split("::")[-1] for n in spec["fields"]}
         if kind == "string":
             return set(spec.get("keywords", []))
         if kind == "builtin":
@@ -153,6 +162,13 @@ def validate(doc: Any, path: Path) -> Rule:
             raise _fail(path, "fix.edits", "an automatic fix needs edits")
         for i, e in enumerate(edits):
             _validate_edit(e, path, f"fix.edits[{i}]")
+        if fix.get("introduced_in") is not None:
+            # the toolkit version that introduced the rewritten form (used by `fix --keep-compat`)
+            try:
+                parse_version(fix["introduced_in"])
+            except ValueError:
+                raise _fail(path, "fix.introduced_in", f"must be a version like 13.0 (quote it in YAML), got {fix['introduced_in']!r}") from None
+            fix["introduced_in"] = str(fix["introduced_in"])
     cost = doc.get("cost", {}) or {}
     if not isinstance(cost, dict):
         raise _fail(path, "cost", "must be a mapping")
@@ -194,8 +210,12 @@ def _validate_match(kind: str, spec: Any, path: Path) -> None:
     elif kind == "launch":
         pass
     elif kind == "include":
-        if not isinstance(spec.get("paths"), list) or not spec["paths"]:
-            raise _fail(path, f"{key}.paths", "must be a non-empty list")
+        paths, prefixes = spec.get("paths"), spec.get("prefixes")
+        if paths is None and prefixes is None:
+            raise _fail(path, f"{key}.paths", "must be a non-empty list (or give `prefixes`)")
+        for k, v in (("paths", paths), ("prefixes", prefixes)):
+            if v is not None and (not isinstance(v, list) or not v):
+                raise _fail(path, f"{key}.{k}", "must be a non-empty list")
     elif kind == "identifier":
         if not isinstance(spec.get("names"), list) or not spec["names"]:
             raise _fail(path, f"{key}.names", "must be a non-empty list")
