@@ -154,6 +154,8 @@ class Engine:
         self._rules_cache: dict[str, list[Rule]] = {}
         self.prefilter = _keyword_regex([k for k in self.by_keyword if "*" not in k],
                                         [_glob_regex(k) for _, k in self.glob_keywords])
+        # semantic mode: (path, bytes) -> semantic.FileFacts | None (see cudamigrate/semantic.py)
+        self.semantic_provider: Callable[[Path, bytes], Any] | None = None
 
     def rules_for(self, word: str) -> list[Rule]:
         """Rules that an identifier found by the prefilter may concern."""
@@ -165,8 +167,6 @@ class Engine:
                     got += [r for r in self.by_keyword[k] if r not in got]
             self._rules_cache[word] = got
         return got
-        # semantic mode: (path, bytes) -> semantic.FileFacts | None (see cudamigrate/semantic.py)
-        self.semantic_provider: Callable[[Path, bytes], Any] | None = None
 
     def rule_options(self, rule: Rule) -> dict[str, Any]:
         o = dict(rule.options)

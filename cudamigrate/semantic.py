@@ -266,9 +266,25 @@ class _Extractor:
         ef, _ = self.expansion(c.location)
         if ef != f:
             return
+        if self._implicit_at(ref, f, off):
+            return
         ff = self.facts(f)
-        if off not in ff.refs:
-            ff.refs[off] = (self.qualified(ref), self.decl_is_api(ref))
+        if off in ff.refs:
+            return
+        if ref.kind == self.K.OVERLOADED_DECL_REF:
+            n = self.lib.clang_getNumOverloadedDecls(ref)
+            decls = [self.lib.clang_getOverloadedDecl(ref, i) for i in range(n)]
+            names = {self.qualified(d) for d in decls}
+            apis = {self.decl_is_api(d) for d in decls}
+            if len(names) == 1 and len(apis) == 1:  # none: an undeclared (e.g. removed) name
+                ff.refs[off] = (names.pop(), apis.pop())
+            return
+        ff.refs[off] = (self.qualified(ref), self.decl_is_api(ref))
+
+    def _implicit_at(self, decl, f, off) -> bool:
+        """A declaration clang made up where the name is used (error recovery for an undeclared name)."""
+        loc = decl.location
+        return loc.file is not None and loc.offset == off and self.real(loc.file.name) == f
 
     def record_member(self, c) -> None:
         K = self.K
@@ -341,6 +357,8 @@ class _Extractor:
             params = decl
         sf, soff = self.spelling(name_cur.location)
         ef, eoff = self.expansion(call.location)
+        if params is not None and sf is not None and self._implicit_at(params, sf, soff):
+            return  # a call of an undeclared (e.g. removed) function: no fact, tree-sitter decides
         use_end = call.extent.end.offset
         if ef is not None and (sf, soff) != (ef, eoff):
             use_end = max(use_end, self.macro_use_end(ef, eoff))
@@ -948,7 +966,8 @@ class SemanticContext:
                     return None  # reported at each macro use instead
                 return original(rule, ctx, unit, hit)
             fact = self.facts.calls.get(key)
-            if fact is None or fact.launch:
+            if fact is None or fact.launch or fact.callee.split("::")[-1] != node_text(hit):
+                # no fact, or libclang resolved another spelling (a renaming macro): the spelling decides
                 return original(rule, ctx, unit, hit)
             name = resolve_callee(fact, rule.spec["names"])
             if name is None:
@@ -980,6 +999,8 @@ class SemanticContext:
         return run
 
     def _match_member(self, original):
+        from .match.context import node_text  # noqa: F401
+
         import copy
 
         def run(rule, ctx, unit, hit):
@@ -1001,15 +1022,19 @@ class SemanticContext:
         return run
 
     def _match_identifier(self, original):
+        from .match.context import node_text
+
         def run(rule, ctx, unit, hit):
             m = original(rule, ctx, unit, hit)
             if m is None or unit.in_macro:
                 return m
             ref = self.facts.refs.get(unit.abs(hit)[0])
-            if ref is not None and not ref[1]:
+            if ref is not None and not ref[1] and ref[0].split("::")[-1] == node_text(hit):
                 return None  # the project's own declaration of that name
             if m.vars.get("role") == "call":
                 fact = self.facts.calls.get(unit.abs(hit)[0])
+                if fact is not None and fact.callee.split("::")[-1] != node_text(hit):
+                    fact = None
                 if fact is not None and not fact.api:
                     return None
                 m.sem = fact

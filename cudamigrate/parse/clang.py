@@ -314,7 +314,9 @@ def clang_args(cmd: Command, setup: ClangSetup | None = None) -> list[str]:
     setup = setup or find_setup()[0]
     if setup is not None:
         extra += ["-resource-dir", setup.resource_dir]
-    extra += ["-Wno-unknown-cuda-version", "-Wno-everything", "-ferror-limit=0", "-idirafter", str(SHIMS)]
+    # -fno-spell-checking: a call of a removed API must stay unresolved, not be "corrected" to a similar name
+    extra += ["-Wno-unknown-cuda-version", "-Wno-everything", "-ferror-limit=0", "-fno-spell-checking",
+              "-idirafter", str(SHIMS)]
     return lang + extra + out
 
 
