@@ -116,7 +116,7 @@ EXPLICIT_EXCLUSIONS: dict[str, list[str]] = {
 
 # Once the hand-written rules are merged and list their `catalog:` keys, set this to False (or run with
 # --no-explicit-exclusions) so that only those keys decide what is left out.
-USE_EXPLICIT_EXCLUSIONS = True
+USE_EXPLICIT_EXCLUSIONS = False
 
 
 def explicitly_excluded(library: str, api: str) -> bool:
