@@ -124,6 +124,7 @@ class _Extractor:
         self.src_cache: dict[str, bytes] = {}
         self.real_cache: dict[str, str] = {}
         self.ptr_cache: dict[int, str] = {}
+        self.skip_cache: dict[str, bool] = {}
 
     # -- locations
     def _loc(self, fn: str, sl) -> tuple[str | None, int]:
@@ -209,11 +210,14 @@ class _Extractor:
             if top.kind in (K.MACRO_INSTANTIATION, K.MACRO_DEFINITION, K.INCLUSION_DIRECTIVE):
                 continue
             loc = top.location
-            if loc.file is None or loc.is_in_system_header:
+            f, _ = self.expansion(loc)  # one C call, file path cached by pointer
+            if f is None:
                 continue
-            if self.is_toolkit_file(self.real(loc.file.name)):
-                continue
-            self.walk(top)
+            skip = self.skip_cache.get(f)
+            if skip is None:
+                skip = self.skip_cache[f] = bool(loc.is_in_system_header) or self.is_toolkit_file(f)
+            if not skip:
+                self.walk(top)
         for call, is_launch, cfg in self.pending:
             try:
                 self.record_call(call, is_launch, cfg)
