@@ -59,6 +59,11 @@ def selection_options(fn):
         click.option("--option", "cli_options", multiple=True, help="Template option KEY=VALUE, e.g. stream=my_stream."),
         click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: CPUs)."),
         click.option("--max-file-size", type=int, default=None, help="Skip files larger than this many bytes (default 8 MiB)."),
+        click.option("--compile-commands", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                     help="Semantic mode: parse translation units with libclang using the flags in this "
+                          "compile_commands.json (default: found in ., build/ or out/ upward from the paths)."),
+        click.option("--no-semantic", is_flag=True, help="Never use libclang, even when a compile_commands.json is found."),
+        click.option("--timings", is_flag=True, help="Print a timing line per phase on stderr."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -127,9 +132,20 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         _err(e)
     from .progress import Progress
 
+    import time
+
+    t0 = time.perf_counter()
+    db = _semantic(paths, files, kw)
+    t1 = time.perf_counter()
     progress = Progress(len(files))
     findings, errors, sources, unused = [], [], {}, []
-    for res in scan_files(engine, spec, files, kw.get("jobs"), progress.update):
+    if db is not None:
+        from .semantic import scan_files as sem_scan_files
+
+        results = sem_scan_files(engine, spec, files, db, kw.get("jobs"), progress.update)
+    else:
+        results = scan_files(engine, spec, files, kw.get("jobs"), progress.update)
+    for res in results:
         findings += res.findings
         for e in res.errors:
             errors.append(e)
@@ -138,6 +154,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
                 if not s.used and not s.file_level:
                     unused.append({"path": res.path, "line": s.line})
     progress.close()
+    t2 = time.perf_counter()
     for e in errors:
         _err(e)
     if fmt in ("html", "sarif"):  # reports that show code or compute fix regions
@@ -171,11 +188,34 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         output.write_text(text, encoding="utf-8")
     else:
         click.echo(text, nl=False)
+    if kw.get("timings"):
+        _timings(db, {"semantic": t1 - t0, "scan": t2 - t1, "report": time.perf_counter() - t2}, len(files))
     if rule_errors:
         sys.exit(EXIT_ERROR)
     if (findings or errors) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _semantic(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
+    """The libclang fact database for semantic mode, or None (tree-sitter only)."""
+    if kw.get("no_semantic"):
+        return None
+    from .semantic import setup_for_cli
+
+    return setup_for_cli(list(paths), files, kw.get("compile_commands"), True, kw.get("jobs"),
+                         lambda m: _err(f"warning: {m}"))
+
+
+def _timings(db, phases: dict[str, float], nfiles: int) -> None:
+    parts = []
+    if db is not None:
+        parts += [f"{k} {v:.2f}s" for k, v in db.timings.phases.items()]
+        parts += [f"{k}={v}" for k, v in db.timings.counts.items()]
+    parts += [f"{k} {v:.2f}s" for k, v in phases.items()]
+    total = sum(phases.values())
+    rate = f", {nfiles / total:.1f} files/s" if total > 0 else ""
+    _err(f"timings: {', '.join(parts)}; files={nfiles}{rate}")
 
 
 def render_report(fmt: str, run: Run, sort: str = "roi") -> str:
@@ -209,8 +249,15 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         _err(e)
     from .source import DEFAULT_MAX_BYTES, SourceError, load_source
 
+    import time
+
+    t0 = time.perf_counter()
+    db = _semantic(paths, files, kw)
+    t1 = time.perf_counter()
     changed = applied = remaining = unsafe_left = 0
     had_error = False
+    if db is not None:
+        engine.semantic_provider = db.facts_for
     for p in files:
         disp = display_path(p)
         try:
@@ -238,6 +285,8 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
                 _err(f"{disp}: cannot write: {exc}")
                 had_error = True
                 continue
+    if kw.get("timings"):
+        _timings(db, {"semantic": t1 - t0, "fix": time.perf_counter() - t1}, len(files))
     verb = "Would fix" if (diff or dry_run) else "Fixed"
     msg = f"{verb} {applied} finding(s) in {changed} file(s); {remaining} remaining"
     if unsafe_left and not unsafe_fixes:

@@ -155,6 +155,8 @@ class Engine:
         self._rules_cache: dict[str, list[Rule]] = {}
         self.prefilter = _keyword_regex([k for k in self.by_keyword if "*" not in k],
                                         [_glob_regex(k) for _, k in self.glob_keywords])
+        # semantic mode: (path, bytes) -> semantic.FileFacts | None (see cudamigrate/semantic.py)
+        self.semantic_provider: Callable[[Path, bytes], Any] | None = None
 
     def rules_for(self, word: str) -> list[Rule]:
         """Rules that an identifier found by the prefilter may concern."""
@@ -194,18 +196,22 @@ class Engine:
             return FileResult(disp, errors=[f"{disp}: {exc}"])
         return self.scan_source(src, disp)
 
-    def scan_source(self, src: SourceFile, display: str) -> FileResult:
+    def scan_source(self, src: SourceFile, display: str, semantic: Any = None) -> FileResult:
         res = FileResult(display)
         data = src.data
         found = set()
         if self.prefilter is not None:
             found = {m.decode() for m in set(self.prefilter.findall(data))}
+        if semantic is None and self.semantic_provider is not None:
+            semantic = self._semantic_context(src)
+        if semantic is not None:  # names that reach this file through macros and headers
+            found |= semantic.keywords() & set(self.by_keyword)
         candidates: dict[str, Rule] = {}
         for k in found:
             for r in self.rules_for(k):
                 candidates[r.id] = r
         for r in self.always:
-            if r.kind == "launch" and b"<<<" not in data:
+            if r.kind == "launch" and b"<<<" not in data and not (semantic is not None and semantic.has_launch):
                 continue
             candidates[r.id] = r
         if not candidates:
@@ -220,7 +226,8 @@ class Engine:
                 pat += rb'|"'  # string rules look at literals in macro bodies too: `#define OPT "-arch=sm_70"`
             kw_rx = re.compile(pat)
             units += macro_units(tree, pbytes, kw_rx)
-        ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options)
+        ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
+                          semantic=semantic)
         matches: list[Match] = []
         hit_rules: dict[str, list[Rule]] = {}
         for k in found:
@@ -232,7 +239,10 @@ class Engine:
             text = node.text.decode()
             for r in hit_rules.get(text, []):
                 try:
-                    m = HIT_MATCHERS[r.kind](r, ctx, unit, node)
+                    matcher = HIT_MATCHERS[r.kind]
+                    if semantic is not None:
+                        matcher = semantic.wrap(r.kind, matcher)
+                    m = matcher(r, ctx, unit, node)
                 except Exception as exc:  # a matcher bug must not stop the scan
                     errors.append(f"{display}: {r.id}: matcher error: {exc!r}")
                     continue
@@ -241,7 +251,8 @@ class Engine:
         for r in candidates.values():
             try:
                 if r.kind == "launch":
-                    matches += launches(r, ctx)
+                    got = launches(r, ctx)
+                    matches += semantic.refine_launches(got) if semantic is not None else got
                 elif r.kind == "include":
                     matches += includes(r, ctx)
                 elif r.kind == "string":
@@ -250,6 +261,11 @@ class Engine:
                     matches += builtins.run(r, ctx, self.rule_options(r))
             except Exception as exc:
                 errors.append(f"{display}: {r.id}: matcher error: {exc!r}")
+        if semantic is not None:
+            try:
+                matches += semantic.expansion_matches(list(candidates.values()), ctx)
+            except Exception as exc:
+                errors.append(f"{display}: semantic macro expansions: {exc!r}")
         res.findings, more = self._findings(matches, ctx, display)
         errors += more
         res.suppressions = Suppressions.scan(data)
@@ -258,6 +274,17 @@ class Engine:
             unused_suppressions.post_pass(self, src, display, res)  # CM801, when selected
         res.errors = sorted(set(errors))
         return res
+
+    def _semantic_context(self, src: SourceFile) -> Any:
+        try:
+            facts = self.semantic_provider(src.path, src.data) if self.semantic_provider else None
+        except Exception:  # semantic mode only refines: never lose the tree-sitter scan
+            return None
+        if facts is None:
+            return None
+        from .semantic import SemanticContext
+
+        return SemanticContext(facts)
 
     def _findings(self, matches: list[Match], ctx: FileContext, display: str) -> tuple[list[Finding], list[str]]:
         out: list[Finding] = []
@@ -293,6 +320,9 @@ class Engine:
                             fix = Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
                 elif m.edits:
                     fix = Fix(m.fix_applicability or "unsafe", r.summary, sorted(m.edits, key=lambda e: (e.start, e.end)))
+                blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx) if ctx.semantic is not None else None
+                if blocked:
+                    fix = None
                 mults = []
                 for adj in r.cost.get("adjust", []) or []:
                     if evaluate(adj["when"], m, ctx):
@@ -319,6 +349,10 @@ class Engine:
             context = {"in_macro": m.unit.in_macro}
             if m.unit.macro_name:
                 context["macro"] = m.unit.macro_name
+            if m.vars.get("macro"):
+                context.update(in_macro=True, macro=m.vars["macro"], expanded_at_use=True)
+            if blocked:
+                context["fix_blocked"] = blocked
             f = Finding(
                 rule_id=r.id, rule_name=r.name, family=r.family, severity=r.severity, path=display,
                 line=line, column=col, end_line=eline, end_column=ecol, start_byte=start, end_byte=end,

@@ -46,6 +46,17 @@ def _arg_is(node: ts.Node, what: str) -> bool:
     raise ConditionError(f"unknown `is:` value {what!r}")
 
 
+def _arg_is_sem(m: Match, key: Any, node: ts.Node, what: str) -> bool:
+    """`_arg_is`, answered by libclang's evaluated value when semantic mode knows it."""
+    fact = m.sem
+    if fact is not None and what in ("null_stream", "null", "zero"):
+        idx = m.arg_index(str(key))
+        if idx is not None and idx < len(fact.args) and fact.args[idx].value is not None:
+            v = fact.args[idx].value
+            return v == 0 or (what == "null_stream" and v == 1)
+    return _arg_is(node, what)
+
+
 def strip_address(text: str) -> str:
     """`&h`, `h`, `*h` and `this->h` all name the same handle for same_as comparisons."""
     t = normalize(text)
@@ -172,6 +183,10 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             ok = all(m.vars.get(k) == v for k, v in val.items())
         elif key == "role":
             ok = m.vars.get("role") in (val if isinstance(val, list) else [val])
+        elif key == "semantic":
+            from ..semantic import semantic_condition
+
+            ok = semantic_condition(val, m, ctx)
         elif key == "case_label":
             from .edits import case_of
 
@@ -206,11 +221,11 @@ def _eval_arg(cond: dict, m: Match, ctx: FileContext | None = None) -> bool:
     text = normalize(node_text(node))
     if "is" in cond:
         whats = cond["is"] if isinstance(cond["is"], list) else [cond["is"]]
-        if not any(_arg_is(node, w) for w in whats):
+        if not any(_arg_is_sem(m, key, node, w) for w in whats):
             return False
     if "is_not" in cond:
         whats = cond["is_not"] if isinstance(cond["is_not"], list) else [cond["is_not"]]
-        if any(_arg_is(node, w) for w in whats):
+        if any(_arg_is_sem(m, key, node, w) for w in whats):
             return False
     if "equals" in cond:
         vals = cond["equals"] if isinstance(cond["equals"], list) else [cond["equals"]]

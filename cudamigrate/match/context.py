@@ -119,6 +119,7 @@ class FileContext:
     units: list[Unit]
     options: dict[str, Any] = field(default_factory=dict)
     target: tuple[int, int] = (13, 0)
+    semantic: Any = None  # semantic.SemanticContext in semantic mode
 
     @property
     def main(self) -> Unit:

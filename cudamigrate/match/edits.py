@@ -263,7 +263,7 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
     argv: list[str] = []
     for i, node in enumerate(m.args):
         s, e = m.abs(node)
-        t = data[s:e].decode("utf-8", "replace")
+        t = data[s:e].decode("utf-8", "replace") if getattr(node, "located", True) else node_text(node)
         argv.append(t)
         args[str(i)] = t
         if i < len(m.params):

@@ -47,6 +47,7 @@ class Match:
     edits: list | None = None  # builtin matchers may compute edits themselves
     fix_applicability: str | None = None
     range: tuple[int, int] | None = None  # absolute report range override
+    sem: Any = None  # semantic mode: libclang's facts about this call (semantic.CallFact)
     ident_range: tuple[int, int] | None = None  # absolute: the bare identifier, without `::` qualification
 
     def abs(self, node: ts.Node) -> tuple[int, int]:

@@ -1,0 +1,326 @@
+"""libclang front end: finding a usable libclang, reading compile_commands.json, mapping nvcc flags.
+
+Semantic mode parses each translation unit with the project's real flags.
+`nvcc` command lines are mapped to clang's CUDA driver (`-x cuda --cuda-host-only
+--cuda-gpu-arch=sm_XX --cuda-path=...`), keeping -I/-D/-U/-isystem/-include/-std and
+dropping nvcc-only flags.
+
+A usable setup needs two matching pieces of the same LLVM major version:
+  * libclang.so (the Python `clang.cindex` bindings load it), and
+  * clang's *resource directory* (`<dir>/include/__clang_cuda_runtime_wrapper.h` and friends),
+    without which `-x cuda` cannot parse anything.
+The `libclang` wheel ships libclang.so (18) but no resource headers, so we look for a pair:
+  1. $CUDAMIGRATE_LIBCLANG (a libclang.so) + $CUDAMIGRATE_CLANG_RESOURCE_DIR, when set;
+  2. Debian/Ubuntu `/usr/lib/llvm-N/lib/libclang-N.so*` + `/usr/lib/llvm-N/lib/clang/N`
+     (packages `libclang1-N` and `libclang-common-N-dev`), newest N first;
+  3. the wheel's own libclang.so + a resource dir of the same major (llvm-18) when present.
+When none is found, `find_setup()` returns the reason and callers fall back to tree-sitter.
+
+CUDA 13 removed `texture_fetch_functions.h`, which clang <= 20's CUDA wrapper still includes
+unconditionally, and minimal toolkits lack `curand_mtgp32_kernel.h`: empty stand-ins live in
+`cudamigrate/data/clang_shims` and are searched last (`-idirafter`), so real headers win.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import shlex
+import threading
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+SHIMS = Path(__file__).resolve().parent.parent / "data" / "clang_shims"
+WRAPPER = "include/__clang_cuda_runtime_wrapper.h"
+DEFAULT_CUDA = "/usr/local/cuda-13.0"
+DB_NAME = "compile_commands.json"
+SOURCE_EXTS = {".cu", ".cpp", ".cc", ".cxx", ".c", ".cuh", ".h", ".hpp"}
+
+
+@dataclass(frozen=True)
+class ClangSetup:
+    library: str | None  # None: the wheel's bundled libclang.so
+    resource_dir: str
+    major: int
+
+
+def _major_of_lib(path: str) -> int | None:
+    m = re.search(r"llvm-(\d+)", path) or re.search(r"libclang[-.](?:so\.)?(\d+)", os.path.basename(path))
+    return int(m.group(1)) if m else None
+
+
+def _major_of_resource(path: str) -> int | None:
+    m = re.search(r"clang/(\d+)(?:\.\d+\.\d+)?/?$", path.rstrip("/"))
+    return int(m.group(1)) if m else None
+
+
+def _valid_resource(d: str | None) -> bool:
+    return bool(d) and os.path.isfile(os.path.join(d, WRAPPER))
+
+
+@lru_cache(maxsize=1)
+def find_setup() -> tuple[ClangSetup | None, str]:
+    """(setup, "") or (None, why not)."""
+    lib = os.environ.get("CUDAMIGRATE_LIBCLANG")
+    res = os.environ.get("CUDAMIGRATE_CLANG_RESOURCE_DIR")
+    if lib or res:
+        if res and not _valid_resource(res):
+            return None, f"$CUDAMIGRATE_CLANG_RESOURCE_DIR={res} has no {WRAPPER}"
+        if lib and not os.path.isfile(lib):
+            return None, f"$CUDAMIGRATE_LIBCLANG={lib} does not exist"
+        if res:
+            return ClangSetup(lib, res, _major_of_resource(res) or 0), ""
+    candidates = []
+    for d in glob.glob("/usr/lib/llvm-*"):
+        m = re.search(r"llvm-(\d+)$", d)
+        if not m:
+            continue
+        n = int(m.group(1))
+        libs = sorted(glob.glob(f"{d}/lib/libclang-{n}.so*") + glob.glob(f"{d}/lib/libclang.so*"))
+        rd = f"{d}/lib/clang/{n}"
+        if libs and _valid_resource(rd):
+            candidates.append((n, libs[0], rd))
+    if candidates:
+        n, libpath, rd = max(candidates)
+        return ClangSetup(lib or libpath, rd, n), ""
+    # the wheel's libclang (18) with a matching resource dir installed some other way
+    for rd in ("/usr/lib/llvm-18/lib/clang/18", "/usr/lib/clang/18", "/usr/local/lib/clang/18"):
+        if _valid_resource(rd):
+            return ClangSetup(lib, rd, 18), ""
+    return None, ("no clang resource directory with CUDA headers found (install Debian packages "
+                  "`libclang1-19 libclang-common-19-dev`, or set $CUDAMIGRATE_LIBCLANG and "
+                  "$CUDAMIGRATE_CLANG_RESOURCE_DIR)")
+
+
+_LOCK = threading.Lock()
+_LOADED: list[str | None] = []
+
+
+def cindex():
+    """The `clang.cindex` module, bound to the library of `find_setup()` (once per process)."""
+    import clang.cindex as ci
+
+    setup, why = find_setup()
+    if setup is None:
+        raise RuntimeError(why)
+    with _LOCK:
+        if not _LOADED:
+            if setup.library:
+                ci.Config.set_library_file(setup.library)
+            _register_extra(ci)
+            _LOADED.append(setup.library)
+    return ci
+
+
+def _register_extra(ci) -> None:
+    """C entry points the Python bindings of some versions do not declare."""
+    import ctypes
+
+    lib = ci.conf.lib
+    loc_out = [ci.SourceLocation, ctypes.POINTER(ci.c_object_p), ctypes.POINTER(ctypes.c_uint),
+               ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
+    for name in ("clang_getSpellingLocation", "clang_getFileLocation", "clang_getExpansionLocation"):
+        fn = getattr(lib, name)
+        fn.argtypes = loc_out
+        fn.restype = None
+    lib.clang_Cursor_Evaluate.argtypes = [ci.Cursor]
+    lib.clang_Cursor_Evaluate.restype = ctypes.c_void_p
+    lib.clang_EvalResult_getKind.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getKind.restype = ctypes.c_int
+    lib.clang_EvalResult_getAsLongLong.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_getAsLongLong.restype = ctypes.c_longlong
+    lib.clang_EvalResult_dispose.argtypes = [ctypes.c_void_p]
+    lib.clang_EvalResult_dispose.restype = None
+    lib.clang_Cursor_isInlineNamespace.argtypes = [ci.Cursor]
+    lib.clang_Cursor_isInlineNamespace.restype = ctypes.c_uint
+
+
+def available() -> tuple[bool, str]:
+    setup, why = find_setup()
+    if setup is None:
+        return False, why
+    try:
+        cindex()
+    except Exception as exc:  # a broken libclang must not crash a scan
+        return False, f"cannot load libclang: {exc}"
+    return True, ""
+
+
+# --------------------------------------------------------------------------- compile database
+@dataclass
+class Command:
+    file: Path  # absolute, resolved
+    directory: Path
+    argv: list[str]
+
+
+def find_compile_db(paths: list[Path]) -> Path | None:
+    """compile_commands.json in ., build/ or out/ of each path's directory and its parents, up to the git root."""
+    seen: set[Path] = set()
+    starts = [p.resolve() if p.is_dir() else p.resolve().parent for p in (paths or [Path(".")])]
+    for start in starts:
+        for d in [start, *start.parents]:
+            if d in seen:
+                break
+            seen.add(d)
+            for sub in ("", "build", "out"):
+                cand = d / sub / DB_NAME if sub else d / DB_NAME
+                if cand.is_file():
+                    return cand
+            if (d / ".git").exists():
+                break  # the repository's root: never pick up an unrelated database above it
+    return None
+
+
+def load_compile_db(path: Path) -> list[Command]:
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    out: dict[Path, Command] = {}
+    for e in entries:
+        directory = Path(e.get("directory") or path.parent)
+        if not directory.is_absolute():
+            directory = (path.parent / directory).resolve()
+        argv = e.get("arguments") or shlex.split(e.get("command", ""))
+        f = Path(e["file"])
+        f = (f if f.is_absolute() else directory / f).resolve()
+        if f not in out:  # first entry of a file wins (configurations are not merged)
+            out[f] = Command(f, directory, list(argv))
+    return list(out.values())
+
+
+# --------------------------------------------------------------------------- flag mapping
+_KEEP_WITH_ARG = {"-I", "-D", "-U", "-isystem", "-include", "-iquote", "-idirafter", "-imacros"}
+_NVCC_WITH_ARG = {
+    "-o", "-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code", "-ccbin",
+    "--compiler-bindir", "-Xcompiler", "--compiler-options", "-Xptxas", "--ptxas-options", "-Xlinker",
+    "--linker-options", "-Xnvlink", "--nvlink-options", "-Xarchive", "-maxrregcount", "--maxrregcount",
+    "-rdc", "--relocatable-device-code", "--default-stream", "-default-stream", "-t", "--threads",
+    "-MF", "-MT", "-MQ", "-x", "--x", "-L", "-l", "--library", "--library-path", "-odir", "--output-directory",
+    "--resource-usage", "-ftz", "-prec-div", "-prec-sqrt", "-fmad", "--fmad", "--use_fast_math", "-split-compile",
+    "--split-compile", "-diag-suppress", "--diag-suppress", "-Werror", "--Werror", "-forward-unknown-to-host-compiler",
+    "--std", "-std", "-dlink", "--options-file", "-optf",
+}
+_ARCH_RE = re.compile(r"(?:sm|compute)_(\d+[a-z]?)")
+
+
+def _arches(value: str) -> list[str]:
+    return [f"sm_{m.group(1)}" for m in _ARCH_RE.finditer(value)]
+
+
+def cuda_path_for(argv: list[str]) -> str:
+    """Toolkit of the command's own nvcc when it looks like <cuda>/bin/nvcc, else $CUDA_HOME or 13.0."""
+    if argv:
+        exe = Path(argv[0])
+        if exe.name.startswith("nvcc") and exe.exists():
+            exe = exe.resolve()  # /usr/local/bin/nvcc -> <toolkit>/bin/nvcc
+        if exe.name.startswith("nvcc") and exe.parent.name == "bin" and (exe.parent.parent / "include" / "cuda_runtime.h").is_file():
+            return str(exe.parent.parent)
+    for var in ("CUDAMIGRATE_CUDA_PATH", "CUDA_HOME", "CUDA_PATH"):
+        v = os.environ.get(var)
+        if v and os.path.isfile(os.path.join(v, "include", "cuda_runtime.h")):
+            return v
+    return DEFAULT_CUDA
+
+
+def clang_args(cmd: Command, setup: ClangSetup | None = None) -> list[str]:
+    """Map an nvcc/clang/gcc command line of `cmd.file` to libclang arguments (without the file)."""
+    argv = cmd.argv
+    ext = cmd.file.suffix.lower()
+    exe = os.path.basename(argv[0]) if argv else ""
+    is_nvcc = exe.startswith("nvcc")
+    is_cuda = ext in (".cu", ".cuh") or is_nvcc and ext not in (".c",)
+    out: list[str] = []
+    arches: list[str] = []
+    std: str | None = None
+    i = 1
+    n = len(argv)
+
+    def norm_path(p: str) -> str:
+        return p if os.path.isabs(p) else str((cmd.directory / p).resolve())
+
+    while i < n:
+        a = argv[i]
+        nxt = argv[i + 1] if i + 1 < n else ""
+        # joined forms: -Ifoo, -DX=1, --gpu-architecture=sm_80, -std=c++17
+        key, eq, val = a.partition("=")
+        if a in _KEEP_WITH_ARG:
+            out += [a, norm_path(nxt) if a in ("-I", "-isystem", "-iquote", "-idirafter", "-include", "-imacros") else nxt]
+            i += 2
+            continue
+        if a.startswith(("-I", "-isystem", "-iquote", "-idirafter")) and len(a) > 2:
+            for flag in ("-isystem", "-iquote", "-idirafter", "-I"):
+                if a.startswith(flag):
+                    out += [flag, norm_path(a[len(flag):].lstrip("="))]
+                    break
+            i += 1
+            continue
+        if a.startswith(("-D", "-U")) and len(a) > 2:
+            out.append(a)
+            i += 1
+            continue
+        if key in ("-std", "--std"):
+            std = val if eq else nxt
+            i += 1 if eq else 2
+            continue
+        if key in ("-arch", "--gpu-architecture", "-code", "--gpu-code", "-gencode", "--generate-code"):
+            arches += _arches(val if eq else nxt)
+            i += 1 if eq else 2
+            continue
+        if a.startswith("--cuda-gpu-arch="):
+            arches += _arches(a)
+            i += 1
+            continue
+        if key in ("-Xcompiler", "--compiler-options"):
+            for x in (val if eq else nxt).split(","):
+                if x.startswith(("-D", "-U", "-I", "-std=", "-f", "-m")) and not x.startswith(("-fPIC", "-fopenmp")):
+                    out.append(x)
+            i += 1 if eq else 2
+            continue
+        if key in _NVCC_WITH_ARG:
+            i += 1 if eq or a in ("-dlink",) else 2
+            continue
+        if a in ("-c", "-g", "-G", "-lineinfo", "-O0", "-O1", "-O2", "-O3", "-Os", "-w") or a.startswith(("-O", "-W", "-M", "-o")):
+            i += 1
+            continue
+        if a.startswith("--expt") or a.startswith("--extended-lambda") or a.startswith("-extended-lambda"):
+            i += 1
+            continue
+        if not a.startswith("-"):
+            i += 1  # the source file itself, or an nvcc-only positional
+            continue
+        if not is_nvcc and a.startswith(("-f", "-m", "-pthread")):
+            out.append(a)
+        i += 1
+    if std is None:
+        std = "c++17"
+    lang = ["-x", "cuda", "--cuda-host-only"] if is_cuda else (["-x", "c"] if ext == ".c" else ["-x", "c++"])
+    extra: list[str] = []
+    if is_cuda:
+        cuda = cuda_path_for(argv)
+        extra += [f"--cuda-path={cuda}", f"--cuda-gpu-arch={(arches or ['sm_80'])[0]}"]
+        cccl = os.path.join(cuda, "include", "cccl")
+        if os.path.isdir(cccl):
+            extra += ["-isystem", cccl]  # nvcc adds CCCL (Thrust, CUB, libcu++) implicitly
+    else:
+        cuda = cuda_path_for(argv)
+        extra += ["-isystem", os.path.join(cuda, "include")]
+        cccl = os.path.join(cuda, "include", "cccl")
+        if os.path.isdir(cccl):
+            extra += ["-isystem", cccl]
+    if ext != ".c":
+        extra.append(f"-std={std}")
+    setup = setup or find_setup()[0]
+    if setup is not None:
+        extra += ["-resource-dir", setup.resource_dir]
+    # -fno-spell-checking: a call of a removed API must stay unresolved, not be "corrected" to a similar name
+    extra += ["-Wno-unknown-cuda-version", "-Wno-everything", "-ferror-limit=0", "-fno-spell-checking",
+              "-idirafter", str(SHIMS)]
+    return lang + extra + out
+
+
+def default_command(path: Path) -> Command:
+    """A command for files the database does not list (headers, stray sources)."""
+    p = path.resolve()
+    return Command(p, p.parent, ["nvcc", "-c", str(p)])
