@@ -320,6 +320,16 @@ class Migration:
         addr = False
         if p is not None and p.type == "pointer_expression" and node_text(p).lstrip().startswith("&"):
             addr, node, p = True, p, p.parent
+        if p is not None and p.type == "conditional_expression" and not _same_node(p.child_by_field_name("condition"), node):
+            # `tex1Dfetch(flag ? texA : texB, i)`: both branches are references of the same type, so after the
+            # migration both are texture objects and the selected one is read like a single reference
+            cons, alt = p.child_by_field_name("consequence"), p.child_by_field_name("alternative")
+            other = alt if _same_node(cons, node) else cons
+            o = getattr(self, "refs", {}).get(node_text(other)) if other is not None and other.type == "identifier" else None
+            if o is not None and o.kind == ref.kind and o.targs == ref.targs and o.name != ref.name:
+                node, p = p, p.parent
+                while p is not None and p.type == "parenthesized_expression":
+                    node, p = p, p.parent
         if p is not None and p.type == "argument_list" and p.parent is not None and p.parent.type == "call_expression":
             call = p.parent
             args = named_children(p)
@@ -365,6 +375,10 @@ class Migration:
 
     def line(self, unit: Unit, node: ts.Node) -> int:
         return self.ctx.source.position(unit.abs(node)[0])[0]
+
+
+def _same_node(a: ts.Node | None, b: ts.Node | None) -> bool:
+    return a is not None and b is not None and a.start_byte == b.start_byte and a.end_byte == b.end_byte
 
 
 def _idents(ctx: FileContext, names: set[str]) -> list[tuple[Unit, ts.Node]]:
@@ -723,6 +737,7 @@ def _run(rule: Rule, ctx: FileContext, kind: str) -> list[Match]:
     local, odd, by_name, helpers = _refs_in_scope(ctx)
     mig = Migration(ctx)
     refs = {n: r for n, r in by_name.items() if r.kind == kind}
+    mig.refs = refs
     uses: dict[str, list[Use]] = {n: [] for n in refs}
     for unit, ident in _idents(ctx, set(refs)):
         r = refs[node_text(ident)]
