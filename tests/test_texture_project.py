@@ -89,7 +89,7 @@ def test_project_runs_after_fix(tmp_path):
         pytest.skip("needs nvcc and a GPU")
     proj = _copy(tmp_path)
     assert _fix(proj).returncode == 0
-    exe = tmp_path / "project"
+    exe = tmp_path / "project.bin"
     res = compile_file(proj / "main.cu", exe, link=True, include_dirs=[proj], flags=[str(proj / "reference.cpp")])
     assert res.ok, res.output[-4000:]
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
