@@ -357,8 +357,16 @@ def dead_for_target(node: ts.Node, ctx: FileContext, target: tuple[int, int] | N
     alone (`#ifdef USE_X`, `#if 1`) never make code dead here.
     """
     data = ctx.source.data
-    includes = [(mo.start(), mo.group(1).decode("utf-8", "replace")) for mo in _INCLUDE.finditer(data)]
-    redefined = {mo.group(1).decode() for mo in _REDEF.finditer(data)}
+    cache = ctx.__dict__.setdefault("_dead_cache", {})
+    if "includes" not in cache:
+        if b"#" not in data or not _VM.search(data.decode("utf-8", "replace")):
+            cache["includes"] = None  # no version macro anywhere: nothing can be dead
+        else:
+            cache["includes"] = [(mo.start(), mo.group(1).decode("utf-8", "replace")) for mo in _INCLUDE.finditer(data)]
+            cache["redefined"] = {mo.group(1).decode() for mo in _REDEF.finditer(data)}
+    if cache["includes"] is None:
+        return False
+    includes, redefined = cache["includes"], cache["redefined"]
     cur = node
     while cur.parent is not None:
         p = cur.parent
