@@ -8,8 +8,8 @@ impact  : what it costs to leave the finding alone
 effort  : what it costs to fix: safe automatic fix 1, unsafe automatic fix 2
           (needs review), manual 5; `cost.effort_minutes` estimates wall time.
 roi     : impact / effort, the order in which output is sorted.
-Measured figures (calibration) replace a performance rule's declared estimate
-when a calibration for the user's GPU exists.
+Measured figures (calibration) adjust a performance rule's declared estimate
+when a calibration for the user's GPU exists (see `measured_factor`).
 """
 
 from __future__ import annotations
@@ -72,6 +72,20 @@ def score(
         factors=factors,
         measured=measured,
     )
+
+
+def measured_factor(ratio: float | None) -> float | None:
+    """Impact multiplier from a calibrated slowdown (bad pattern time / fixed pattern time).
+
+    0.5 + log10(ratio), clamped to [0.25, 3]: no measurable difference (ratio ~1) halves the declared
+    impact, 3.4x (legacy-stream launches on an H200) keeps it, 17x (per-call cuBLAS handles) raises it by 1.7,
+    and a thousandfold slowdown (device_vector element reads) triples it.
+    """
+    import math
+
+    if ratio is None or not isinstance(ratio, (int, float)) or ratio <= 0:
+        return None
+    return round(min(3.0, max(0.25, 0.5 + math.log10(ratio))), 3)
 
 
 def declared(rule_cost: dict[str, Any]) -> tuple[str | None, float | None]:

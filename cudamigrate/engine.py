@@ -340,6 +340,9 @@ class Engine:
                 measured = calib.get("summary")
                 if measured:
                     message = f"{message} ({measured})"
+                factor = costmod.measured_factor(calib.get("ratio"))
+                if factor is not None:
+                    mults = mults + [(factor, f"measured {calib.get('ratio'):.3g}x slowdown on this GPU")]
             c = costmod.score(
                 declared_impact=r.cost.get("impact"), deprecated_in=r.deprecated_in, removed_in=r.removed_in,
                 target=self.opts.target, applicability=app, multipliers=mults,

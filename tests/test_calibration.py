@@ -109,6 +109,18 @@ def test_findings_carry_the_measured_figure(calfile):
     assert f.message.endswith("(measured on NVIDIA H200: 38 µs per call vs 4 µs (9.5x))")
     f0 = _scan(None)
     assert f0.cost.measured is None and "measured" not in f0.message
+    # the measured slowdown (9.5x) scales the declared impact by 0.5 + log10(9.5)
+    assert f.cost.roi == pytest.approx(f0.cost.roi * 1.478, rel=1e-3)
+    assert any("measured 9.5x slowdown" in x for x in f.cost.factors)
+
+
+def test_measured_factor_bounds():
+    from cudamigrate.cost import measured_factor
+
+    assert measured_factor(None) is None and measured_factor(0) is None
+    assert measured_factor(1.0) == 0.5  # no measurable difference: half the declared impact
+    assert measured_factor(3.4) == pytest.approx(1.031, abs=1e-3)
+    assert measured_factor(2089.8) == 3.0  # capped
 
 
 def test_json_report_and_cli_use_the_configured_calibration(calfile, tmp_path, monkeypatch):
