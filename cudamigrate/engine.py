@@ -45,12 +45,21 @@ class FileResult:
     skipped: bool = False  # prefilter found nothing to look at
 
 
+_ALL_IDS: set[str] = set()
+
+
 def _selector_hits(rule: Rule, sel: str) -> bool:
+    """ALL, a family, a rule name, a full rule id (exactly: CM101 does not select CM1010) or an id prefix (CM1)."""
     sel = sel.strip()
-    return sel == "ALL" or rule.id.startswith(sel) or rule.family == sel or rule.name == sel
+    if sel == "ALL" or rule.family == sel or rule.name == sel:
+        return True
+    if sel in _ALL_IDS:
+        return rule.id == sel
+    return rule.id.startswith(sel)
 
 
 def select_rules(rules: list[Rule], opts: Options) -> list[Rule]:
+    _ALL_IDS.update(r.id for r in rules)
     out = []
     for r in rules:
         chosen_explicitly = any(_selector_hits(r, s) and s == r.id for s in (opts.select or []) + opts.extend_select)

@@ -197,3 +197,16 @@ def test_bundled_example_has_findings_for_every_family():
     doc = json.loads(r.output)
     fams = set(doc["summary"]["by_family"])
     assert {"streams", "cublas", "thrust", "nvrtc", "removals"} <= fams
+
+
+def test_full_rule_id_selects_only_that_rule():
+    from cudamigrate.engine import Options, select_rules
+
+    from .helpers import all_rules
+
+    ids = [r.id for r in select_rules(all_rules(), Options(select=["CM101"]))]
+    assert ids == ["CM101"]  # not CM1010-CM1019
+    ids = {r.id for r in select_rules(all_rules(), Options(select=["CM10"]))}
+    assert {"CM101", "CM102", "CM1001"} <= ids  # a prefix still selects the whole range
+    ids = {r.id for r in select_rules(all_rules(), Options(ignore=["CM101"]))}
+    assert "CM101" not in ids and "CM1010" in ids
