@@ -339,6 +339,9 @@ class Engine:
             except (TemplateError, ConditionError, EditError) as exc:
                 errors.append(f"{display}: {r.id}: {exc}")
                 continue
+            except Exception as exc:  # a broken rule (bad regex in `where`, ...) must not stop the scan
+                errors.append(f"{display}: {r.id}: rule error: {type(exc).__name__}: {exc}")
+                continue
             seen.add(key)
             line, col = ctx.source.position(start)
             eline, ecol = ctx.source.position(end)

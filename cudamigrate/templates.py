@@ -42,3 +42,5 @@ def render(text: str, ctx: dict[str, Any]) -> str:
         raise TemplateError(f"undefined in template: {exc.message}") from None
     except jinja2.TemplateError as exc:
         raise TemplateError(str(exc)) from None
+    except Exception as exc:  # a rule's expression failed (e.g. str.index): report it, never crash the scan
+        raise TemplateError(f"template failed: {type(exc).__name__}: {exc}") from None

@@ -294,7 +294,8 @@ TEXT_FIX: dict[str, dict] = {
     },
     "cub:cub::Int2Type": {
         "applicability": "unsafe", "caveat": "Int2Type<N>::VALUE becomes integral_constant<int, N>::value",
-        "edits": [{"when": {"all": [{"role": ["type", "call"]}, {"not": {"var": {"scope": True}}}]}, "replace": "node",
+        "edits": [{"when": {"all": [{"role": ["type", "call"]}, {"not": {"var": {"scope": True}}}, {"text_matches": "<"}]},
+                   "replace": "node",
                    "with": "cuda::std::integral_constant<int, {{ text[text.index('<') + 1:] | trim }}"}],
     },
     "cub:cub::Traits<T>::Max()": {

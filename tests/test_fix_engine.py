@@ -101,3 +101,18 @@ def test_code_under_if_0_is_not_reported_but_its_else_is():
     src = b"#if 0\nvoid a() { cudaMemsetAsync(d, 0, 4, 0); }\n#else\nvoid b() { cudaMemsetAsync(d, 0, 4, 0); }\n#endif\n"
     eng = engine_for()
     assert [f.line for f in eng.scan_bytes(P, src).findings] == [4]
+
+
+def test_a_failing_rule_template_is_reported_not_raised(tmp_path):
+    from cudamigrate.engine import Engine, Options
+    from cudamigrate.rules.load import load_rules
+
+    rd = tmp_path / "r"
+    rd.mkdir()
+    (rd / "CM9101-bad-template.yaml").write_text(
+        "id: CM9101\nname: bad-template\nfamily: test\nsummary: s\nseverity: info\n"
+        "message: \"{{ text[text.index('zzz'):] }}\"\nmatch: {call: {names: [cudaFree]}}\nreferences: [test]\n")
+    eng = Engine(load_rules([rd]).rules, Options())
+    res = eng.scan_bytes(P, b"int main() { cudaFree(p); return 0; }\n")
+    assert res.findings == []
+    assert any("CM9101" in e and "ValueError" in e for e in res.errors)
