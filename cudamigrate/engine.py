@@ -10,7 +10,7 @@ from typing import Any, Callable
 from . import cost as costmod
 from . import unused_suppressions
 from .calibration import lookup as lookup_calibration
-from .findings import Finding, Fix, sort_key
+from .findings import Finding, Fix, assign_fingerprints, sort_key
 from .match import builtins
 from .match.conditions import ConditionError, evaluate
 from .match.context import FileContext
@@ -376,12 +376,7 @@ class Engine:
             )
             out.append(f)
         out.sort(key=sort_key)
-        counts: dict[str, int] = {}
-        for f in out:
-            fp = f.compute_fingerprint(data)
-            n = counts.get(fp, 0)
-            counts[fp] = n + 1
-            f.fingerprint = fp if n == 0 else f"{fp}-{n}"
+        assign_fingerprints(out, data)
         return out, errors
 
 

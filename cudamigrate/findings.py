@@ -88,5 +88,15 @@ class Finding:
         return d
 
 
+def assign_fingerprints(findings: list[Finding], source: bytes) -> None:
+    """Set each finding's fingerprint; equal ones in a file get an ordinal suffix (`-1`, `-2`) in order."""
+    counts: dict[str, int] = {}
+    for f in findings:
+        fp = f.compute_fingerprint(source)
+        n = counts.get(fp, 0)
+        counts[fp] = n + 1
+        f.fingerprint = fp if n == 0 else f"{fp}-{n}"
+
+
 def sort_key(f: Finding) -> tuple:
     return (f.path, f.start_byte, f.rule_id, f.end_byte)

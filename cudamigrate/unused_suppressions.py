@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import cost as costmod
-from .findings import Edit, Finding, Fix, sort_key
+from .findings import Edit, Finding, Fix, assign_fingerprints, sort_key
 from .match.builtins import builtin
 from .suppress import PATTERN, Suppression, Suppressions
 from .templates import render
@@ -152,12 +152,7 @@ def unused_findings(engine: "Engine", src: "SourceFile", display: str, sups: Sup
             line=line, column=col, end_line=eline, end_column=ecol, start_byte=s.start, end_byte=s.end,
             message=message, snippet=src.line_text(line), fix=fix, cost=c, context={"unused_ids": unused},
         ))
-    counts: dict[str, int] = {}
-    for f in out:
-        fp = f.compute_fingerprint(data)
-        n = counts.get(fp, 0)
-        counts[fp] = n + 1
-        f.fingerprint = fp if n == 0 else f"{fp}-{n}"
+    assign_fingerprints(out, data)
     return out
 
 
