@@ -103,6 +103,8 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
     spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))
     files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
                           respect_gitignore=cfg.get("respect-gitignore", True)))
+    for e in rs.errors:  # one line per bad rule file; the other rules still run
+        _err(e)
     return engine, spec, files, cfg, rs.errors
 
 
@@ -128,14 +130,11 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     """Report findings in PATHS (files or directories)."""
     fmt = report_fmt or fmt
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
-    for e in rule_errors:
-        _err(e)
     from .progress import Progress
 
     import time
 
-    t0 = time.perf_counter()
-    db = _semantic(paths, files, kw)
+    db, t_sem = _semantic_timed(paths, files, kw)
     t1 = time.perf_counter()
     progress = Progress(len(files))
     findings, errors, sources, unused = [], [], {}, []
@@ -189,12 +188,21 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     else:
         click.echo(text, nl=False)
     if kw.get("timings"):
-        _timings(db, {"semantic": t1 - t0, "scan": t2 - t1, "report": time.perf_counter() - t2}, len(files))
+        _timings(db, {"semantic": t_sem, "scan": t2 - t1, "report": time.perf_counter() - t2}, len(files))
     if rule_errors:
         sys.exit(EXIT_ERROR)
     if (findings or errors) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _semantic_timed(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
+    """The semantic database (or None) and the seconds it took, for `--timings`."""
+    import time
+
+    t0 = time.perf_counter()
+    db = _semantic(paths, files, kw)
+    return db, time.perf_counter() - t0
 
 
 def _semantic(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
@@ -245,14 +253,11 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     from .fix.apply import fix_bytes, write_atomic
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
-    for e in rule_errors:
-        _err(e)
     from .source import DEFAULT_MAX_BYTES, SourceError, load_source
 
     import time
 
-    t0 = time.perf_counter()
-    db = _semantic(paths, files, kw)
+    db, t_sem = _semantic_timed(paths, files, kw)
     t1 = time.perf_counter()
     changed = applied = remaining = unsafe_left = 0
     had_error = False
@@ -286,7 +291,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
                 had_error = True
                 continue
     if kw.get("timings"):
-        _timings(db, {"semantic": t1 - t0, "fix": time.perf_counter() - t1}, len(files))
+        _timings(db, {"semantic": t_sem, "fix": time.perf_counter() - t1}, len(files))
     verb = "Would fix" if (diff or dry_run) else "Fixed"
     msg = f"{verb} {applied} finding(s) in {changed} file(s); {remaining} remaining"
     if unsafe_left and not unsafe_fixes:
