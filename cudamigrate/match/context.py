@@ -283,30 +283,46 @@ def type_aliases(data: bytes) -> dict[str, str]:
     return out
 
 
-def declaration_of(root: ts.Node, ident: str, at: ts.Node) -> tuple[ts.Node, ts.Node, bool] | None:
+def _declaration_index(root: ts.Node) -> dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]]:
+    """Name -> [(declaration, type node, declares an object, start of its enclosing function)], in file order."""
+    out: dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]] = {}
+    for _, caps in ts.QueryCursor(query(_DECL_QUERY)).matches(root):
+        decl = caps["decl"][0]
+        dfn = scope_of(decl).function
+        for d in declarators(decl):
+            got = declarator_name(d)
+            if got is not None:
+                out.setdefault(got[0], []).append((decl, caps["t"][0], got[1], dfn.start_byte if dfn is not None else None))
+    return out
+
+
+def declaration_of(root: ts.Node, ident: str, at: ts.Node,
+                   index: dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]] | None = None
+                   ) -> tuple[ts.Node, ts.Node, bool] | None:
     """(declaration, its type node, declares an object) of the closest declaration of `ident` before `at`.
 
     Declarations inside a function that does not enclose `at` are skipped, so a `v` of another function
-    is never taken for this one's."""
+    is never taken for this one's. Pass `index` (from `_declaration_index(root)`) to avoid re-querying."""
+    if index is None:
+        index = _declaration_index(root)
     fn = scope_of(at).function
     best = None
-    for _, caps in ts.QueryCursor(query(_DECL_QUERY)).matches(root):
-        decl = caps["decl"][0]
+    for decl, tnode, owns, dfn in index.get(ident, []):
         if decl.start_byte > at.start_byte:
             continue
-        dfn = scope_of(decl).function
-        if dfn is not None and (fn is None or dfn.start_byte != fn.start_byte):
+        if dfn is not None and (fn is None or dfn != fn.start_byte):
             continue
-        for d in declarators(decl):
-            got = declarator_name(d)
-            if got is not None and got[0] == ident and (best is None or decl.start_byte > best[0].start_byte):
-                best = (decl, caps["t"][0], got[1])
+        if best is None or decl.start_byte > best[0].start_byte:
+            best = (decl, tnode, owns)
     return best
 
 
 def declared_types(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> set[str]:
     """Every spelling the declared type of `ident` may denote: written, alias-expanded, namespace-resolved."""
-    got = declaration_of(unit.root, ident, at)
+    cache = ctx.__dict__.setdefault("_decl_index", {})
+    if id(unit) not in cache:
+        cache[id(unit)] = _declaration_index(unit.root)  # one query per unit, not one per lookup
+    got = declaration_of(unit.root, ident, at, cache[id(unit)])
     if got is None:
         return set()
     t = normalize_name(node_text(got[1]))
