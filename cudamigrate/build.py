@@ -152,7 +152,7 @@ def compile_file(src: Path, out: Path, *, link: bool = False, libs: list[str] | 
     t0 = time.monotonic()
     env = dict(os.environ)
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, env=env)  # nvcc echoes non-UTF-8 source lines
         return BuildResult(p.returncode == 0, cmd, p.stdout + p.stderr, time.monotonic() - t0)
     except subprocess.TimeoutExpired:
         return BuildResult(False, cmd, f"timeout after {timeout}s", time.monotonic() - t0)

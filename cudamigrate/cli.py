@@ -144,8 +144,10 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         results = sem_scan_files(engine, spec, files, db, kw.get("jobs"), progress.update)
     else:
         results = scan_files(engine, spec, files, kw.get("jobs"), progress.update)
+    notes: list[str] = []
     for res in results:
         findings += res.findings
+        notes += res.notes
         for e in res.errors:
             errors.append(e)
         if res.suppressions is not None:
@@ -154,6 +156,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
                     unused.append({"path": res.path, "line": s.line})
     progress.close()
     t2 = time.perf_counter()
+    for n in notes:
+        _err(f"note: {n}")
     for e in errors:
         _err(e)
     if fmt in ("html", "sarif"):  # reports that show code or compute fix regions
@@ -272,6 +276,8 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
             had_error = True
             continue
         res = fix_bytes(engine, p, src.data, disp, unsafe=unsafe_fixes)
+        for w in src.warnings:
+            _err(f"note: {disp}: {w}")
         for e in res.errors:
             _err(e)
             had_error = True

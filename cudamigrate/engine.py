@@ -18,7 +18,7 @@ from .match.edits import EditError, build_edits, keep_compat_edits, template_con
 from .match.matchers import HIT_MATCHERS, Match, identifier_hits, includes, launches, strings
 from .parse.treesitter import Unit, macro_units, parse
 from .rules.schema import Rule, parse_version
-from .source import SourceError, SourceFile, check_bytes
+from .source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
 from .suppress import Suppressions
 from .templates import TemplateError, render
 
@@ -43,6 +43,7 @@ class FileResult:
     errors: list[str] = field(default_factory=list)
     suppressions: Suppressions | None = None
     skipped: bool = False  # prefilter found nothing to look at
+    notes: list[str] = field(default_factory=list)  # one-line remarks that are not errors (non-UTF-8 bytes kept)
 
 
 _ALL_IDS: set[str] = set()
@@ -206,7 +207,7 @@ class Engine:
         return self.scan_source(src, disp)
 
     def scan_source(self, src: SourceFile, display: str, semantic: Any = None) -> FileResult:
-        res = FileResult(display)
+        res = FileResult(display, notes=[f"{display}: {w}" for w in src.warnings])
         data = src.data
         found = set()
         if self.prefilter is not None:
@@ -321,11 +322,11 @@ class Engine:
                 if r.fix is not None and r.fix.get("applicability") != "manual":
                     if r.fix.get("when") is None or evaluate(r.fix["when"], m, ctx):
                         edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
-                        edits = [e for e in edits if data[e.start : e.end].decode("utf-8", "replace") != e.text]
+                        edits = [e for e in edits if decode_lossless(data[e.start : e.end]) != e.text]
                         if edits and self.opts.keep_compat is not None:
                             edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
                         if edits:
-                            title = render(str(r.fix.get("title", r.summary)), tctx)
+                            title = displayable(render(str(r.fix.get("title", r.summary)), tctx))
                             fix = Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
                 elif m.edits:
                     fix = Fix(m.fix_applicability or "unsafe", r.summary, sorted(m.edits, key=lambda e: (e.start, e.end)))
@@ -371,7 +372,7 @@ class Engine:
             f = Finding(
                 rule_id=r.id, rule_name=r.name, family=r.family, severity=r.severity, path=display,
                 line=line, column=col, end_line=eline, end_column=ecol, start_byte=start, end_byte=end,
-                message=message, snippet=snippet, fix=fix, cost=c, deprecated_in=r.deprecated_in,
+                message=displayable(message), snippet=snippet, fix=fix, cost=c, deprecated_in=r.deprecated_in,
                 removed_in=r.removed_in, context=context,
             )
             out.append(f)

@@ -329,7 +329,7 @@ def build_all(jobs: list[Job], workers: int, timeout: float = 600, deadline: flo
             return
         limit = timeout if deadline is None else max(10.0, min(timeout, deadline - t0 + 60))
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=limit)
+            p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=limit)  # nvcc echoes Latin-1 source lines
             job.result = build.BuildResult(p.returncode == 0, cmd, p.stdout + p.stderr, time.monotonic() - t0)
         except subprocess.TimeoutExpired:
             job.result = build.BuildResult(False, cmd, f"nvcc timed out after {limit:.0f}s", time.monotonic() - t0)

@@ -20,6 +20,21 @@ DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 _MACRO_LINE_COMMENT = re.compile(rb"^([^\"\n]*?)(/\*[^\n]*?\*/)(?=[^\n]*\\\r?$)", re.MULTILINE)
 
 
+def decode_lossless(data: bytes) -> str:
+    """Text for edits: bytes that are not UTF-8 (a Latin-1 comment) become lone surrogates, which
+    `encode_lossless` turns back into exactly the same bytes, so a fix never rewrites them."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def encode_lossless(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def displayable(text: str) -> str:
+    """Text for reports: an undecodable byte carried as a surrogate shows as U+FFFD (reports are UTF-8)."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 class SourceError(Exception):
     """A file that cannot be scanned; str() is the one-line reason."""
 
@@ -30,6 +45,7 @@ class SourceFile:
     data: bytes  # exact bytes on disk
     has_bom: bool = False
     newline: bytes = b"\n"
+    utf8: bool = True  # False: some bytes are not UTF-8; they are read and written back unchanged
     warnings: list[str] = field(default_factory=list)
     _line_starts: list[int] | None = None
 
@@ -101,11 +117,16 @@ def load_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile:
 def check_bytes(path: Path, data: bytes) -> SourceFile:
     if b"\x00" in data[:65536] or b"\x00" in data[-65536:]:
         raise SourceError("binary file (contains NUL bytes)")
+    warnings: list[str] = []
+    utf8 = True
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
+        # Legacy trees hold Latin-1/CP-1252 comments (author names in Boost headers). The code is
+        # ASCII, so the file is scanned as is; fixes edit byte ranges and keep every other byte.
+        utf8 = False
         line = data.count(b"\n", 0, exc.start) + 1
-        raise SourceError(f"invalid UTF-8 at byte {exc.start} (line {line})") from None
+        warnings.append(f"not UTF-8 from byte {exc.start} (line {line}); scanned with those bytes kept as they are")
     has_bom = data.startswith(BOM)
     newline = b"\r\n" if b"\r\n" in data[:65536] else b"\n"
-    return SourceFile(path=path, data=data, has_bom=has_bom, newline=newline)
+    return SourceFile(path=path, data=data, has_bom=has_bom, newline=newline, utf8=utf8, warnings=warnings)

@@ -68,7 +68,7 @@ def apply_edits(data: bytes, groups: list[list[Edit]]) -> tuple[bytes, list[int]
     pos = 0
     for e in accepted:
         out.append(data[pos : e.start])
-        out.append(e.text.encode("utf-8"))
+        out.append(e.text.encode("utf-8", "surrogateescape"))  # bytes that were not UTF-8 come back as they were
         pos = e.end
     out.append(data[pos:])
     return b"".join(out), applied

@@ -130,7 +130,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
     """`#if`/`#elif`/`#ifdef`/`#ifndef` chains on CUDA version macros whose outcome is the same for the target
     toolkit and every later one; the edit keeps the live branch and drops the dead ones."""
     data = ctx.source.data
-    if not _VM.search(data.decode("utf-8", "replace")):
+    if not _VM.search(data.decode("utf-8", "surrogateescape")):
         return []
     assume = set(options.get("assume_defined", []) or [])
     redefined = {m.group(1).decode() for m in _REDEF.finditer(data)}
@@ -192,7 +192,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             kept.append(b)
         start = branches[0][3]
         if live_body is not None:
-            new = data[live_body[4] : live_body[5]].decode("utf-8", "replace")
+            new = data[live_body[4] : live_body[5]].decode("utf-8", "surrogateescape")
             outcome = "keeps only the live branch"
         elif not kept:
             new = ""
@@ -204,18 +204,18 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
                     directive = "#else" + nl
                 elif i == 0 and b[3] != start:
                     # an #elif that becomes the first branch: `#elif` -> `#if`, comments kept
-                    directive = re.sub(r"^([ \t]*#[ \t]*)elif", r"\1if", data[b[3] : b[4]].decode("utf-8", "replace"), count=1)
+                    directive = re.sub(r"^([ \t]*#[ \t]*)elif", r"\1if", data[b[3] : b[4]].decode("utf-8", "surrogateescape"), count=1)
                 else:
-                    directive = data[b[3] : b[4]].decode("utf-8", "replace")
-                parts.append(directive + data[b[4] : b[5]].decode("utf-8", "replace"))
-            parts.append(data[endif_start:end].decode("utf-8", "replace"))
+                    directive = data[b[3] : b[4]].decode("utf-8", "surrogateescape")
+                parts.append(directive + data[b[4] : b[5]].decode("utf-8", "surrogateescape"))
+            parts.append(data[endif_start:end].decode("utf-8", "surrogateescape"))
             new = "".join(parts)
             outcome = "drops the dead branches"
-        old = data[start:end].decode("utf-8", "replace")
+        old = data[start:end].decode("utf-8", "surrogateescape")
         if new == old:
             continue
         decided = next(b for b in branches if b[2] is not None and b[0] != "#else")
-        line = data[decided[3] : decided[4]].decode("utf-8", "replace").strip()
+        line = data[decided[3] : decided[4]].decode("utf-8", "surrogateescape").strip()
         m = Match(rule=rule, unit=unit, node=node, name=decided[1].strip(), written=line)
         dline_end = decided[4]
         while dline_end > decided[3] and data[dline_end - 1 : dline_end] in (b"\n", b"\r"):
@@ -359,10 +359,10 @@ def dead_for_target(node: ts.Node, ctx: FileContext, target: tuple[int, int] | N
     data = ctx.source.data
     cache = ctx.__dict__.setdefault("_dead_cache", {})
     if "includes" not in cache:
-        if b"#" not in data or not _VM.search(data.decode("utf-8", "replace")):
+        if b"#" not in data or not _VM.search(data.decode("utf-8", "surrogateescape")):
             cache["includes"] = None  # no version macro anywhere: nothing can be dead
         else:
-            cache["includes"] = [(mo.start(), mo.group(1).decode("utf-8", "replace")) for mo in _INCLUDE.finditer(data)]
+            cache["includes"] = [(mo.start(), mo.group(1).decode("utf-8", "surrogateescape")) for mo in _INCLUDE.finditer(data)]
             cache["redefined"] = {mo.group(1).decode() for mo in _REDEF.finditer(data)}
     if cache["includes"] is None:
         return False

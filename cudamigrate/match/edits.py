@@ -186,7 +186,7 @@ def _arg_sep(m: Match, ctx: FileContext) -> str:
     """`, ` unless the call already puts each argument on its own line."""
     if len(m.args) >= 2:
         a, b = m.abs(m.args[-2]), m.abs(m.args[-1])
-        between = ctx.source.data[a[1] : b[0]].decode("utf-8", "replace")
+        between = ctx.source.data[a[1] : b[0]].decode("utf-8", "surrogateescape")
         if "\n" in between:
             return between[between.index(",") :] if "," in between else ", "
     return ", "
@@ -263,7 +263,7 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
     argv: list[str] = []
     for i, node in enumerate(m.args):
         s, e = m.abs(node)
-        t = data[s:e].decode("utf-8", "replace") if getattr(node, "located", True) else node_text(node)
+        t = data[s:e].decode("utf-8", "surrogateescape") if getattr(node, "located", True) else node_text(node)
         argv.append(t)
         args[str(i)] = t
         if i < len(m.params):
@@ -278,7 +278,7 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
         "argv": argv,
         "argc": len(argv),
         "call_args": [node_text(n) for n in m.call_args],
-        "text": data[s:e].decode("utf-8", "replace"),
+        "text": data[s:e].decode("utf-8", "surrogateescape"),
         "field": node_text(m.field_node) if m.field_node is not None else "",
         "receiver": node_text(m.receiver) if m.receiver is not None else "",
         "options": options,
@@ -331,13 +331,13 @@ def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, 
     tail = data[e:le].strip()
     if data[ls:s].strip() or (tail and not tail.startswith(b"//")):
         return []
-    old = data[ls:le].decode("utf-8", "replace")
+    old = data[ls:le].decode("utf-8", "surrogateescape")
     new_parts, pos = [], ls
     for ed in sorted(edits, key=lambda x: (x.start, x.end)):
-        new_parts.append(data[pos:ed.start].decode("utf-8", "replace"))
+        new_parts.append(data[pos:ed.start].decode("utf-8", "surrogateescape"))
         new_parts.append(ed.text)
         pos = ed.end
-    new_parts.append(data[pos:le].decode("utf-8", "replace"))
+    new_parts.append(data[pos:le].decode("utf-8", "surrogateescape"))
     new = "".join(new_parts)
     nl = ctx.source.newline.decode()
     if not old.endswith(("\n", "\r")):

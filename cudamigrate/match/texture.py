@@ -220,7 +220,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
     def visit(path: Path, data: bytes, level: int) -> None:
         nonlocal helpers
         for m in LOCAL_INCLUDE.finditer(data):
-            inc = (path.parent / m.group(1).decode("utf-8", "replace")).resolve()
+            inc = (path.parent / m.group(1).decode("utf-8", "surrogateescape")).resolve()
             if inc in seen or not inc.is_file():
                 continue
             seen.add(inc)
@@ -250,7 +250,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
 
 def _marker_refs(data: bytes) -> list[Ref]:
     out = []
-    for mk in MARKER_RE.finditer(data.decode("utf-8", "replace")):
+    for mk in MARKER_RE.finditer(data.decode("utf-8", "surrogateescape")):
         r = _ref_from_targs(mk.group(3), mk.group(2), _split_top(mk.group(4)))
         r.migrated = True
         out.append(r)
@@ -312,7 +312,7 @@ class Migration:
 
     def text(self, unit: Unit, node: ts.Node) -> str:
         s, e = unit.abs(node)
-        return self.data[s:e].decode("utf-8", "replace")
+        return self.data[s:e].decode("utf-8", "surrogateescape")
 
     def classify(self, ref: Ref, unit: Unit, ident: ts.Node) -> Use:
         p = ident.parent

@@ -57,7 +57,7 @@ def fix_lines(data: bytes, f: Finding) -> tuple[int, int, list[str]] | None:
         if e.start < pos:
             return None
         parts.append(data[pos : e.start])
-        parts.append(e.text.encode("utf-8"))
+        parts.append(e.text.encode("utf-8", "surrogateescape"))
         pos = e.end
     parts.append(data[pos:le])
     new = b"".join(parts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from .. import __version__
+from ..source import displayable
 from .model import Run
 
 
@@ -39,7 +40,7 @@ def document(run: Run) -> dict:
             "fix": {
                 "applicability": f.fix.applicability,
                 "title": f.fix.title,
-                "edits": [{"start": e.start, "end": e.end, "text": e.text} for e in f.fix.edits],
+                "edits": [{"start": e.start, "end": e.end, "text": displayable(e.text)} for e in f.fix.edits],
             } if f.fix else None,
             "context": f.context,
             "fingerprint": f.fingerprint,

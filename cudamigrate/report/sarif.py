@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from .. import __version__
 from ..findings import Finding
+from ..source import displayable
 from ..rules.schema import Rule
 from .model import Run
 
@@ -154,7 +155,7 @@ def result(f: Finding, rule_index: dict[str, int], pos: Positions | None) -> dic
             "artifactChanges": [{
                 "artifactLocation": artifact_location(f.path),
                 "replacements": [
-                    {"deletedRegion": region(pos, e.start, e.end), "insertedContent": {"text": e.text}}
+                    {"deletedRegion": region(pos, e.start, e.end), "insertedContent": {"text": displayable(e.text)}}
                     for e in sorted(f.fix.edits, key=lambda e: (e.start, e.end))
                 ],
             }],
