@@ -216,8 +216,9 @@ class Engine:
             semantic = self._semantic_context(src)
         if semantic is not None:  # names that reach this file through macros and headers
             found |= semantic.keywords() & set(self.by_keyword)
+        keys = sorted(found)  # rules run, and matches arrive, in the same order whatever PYTHONHASHSEED is
         candidates: dict[str, Rule] = {}
-        for k in found:
+        for k in keys:
             for r in self.rules_for(k):
                 candidates[r.id] = r
         for r in self.always:
@@ -230,8 +231,8 @@ class Engine:
         pbytes = src.parse_bytes
         tree = parse(pbytes)
         units = [Unit(tree=tree, base=0)]
-        if b"#" in data and found:
-            pat = rb"\b(" + b"|".join(re.escape(k.encode()) for k in found) + rb")\b"
+        if b"#" in data and keys:
+            pat = rb"\b(" + b"|".join(re.escape(k.encode()) for k in keys) + rb")\b"
             if any(r.kind == "string" for r in candidates.values()):
                 pat += rb'|"'  # string rules look at literals in macro bodies too: `#define OPT "-arch=sm_70"`
             kw_rx = re.compile(pat)
@@ -240,7 +241,7 @@ class Engine:
                           semantic=semantic)
         matches: list[Match] = []
         hit_rules: dict[str, list[Rule]] = {}
-        for k in found:
+        for k in keys:
             rs = [r for r in self.rules_for(k) if r.kind in HIT_MATCHERS and r.id in candidates]
             if rs:
                 hit_rules[k] = rs

@@ -390,6 +390,7 @@ def _idents(ctx: FileContext, names: set[str]) -> list[tuple[Unit, ts.Node]]:
     for unit in ctx.units:
         for node in ts.QueryCursor(q).captures(unit.root).get("id", []):
             out.append((unit, node))
+    out.sort(key=lambda un: un[0].abs(un[1]))  # file order: the first use is where a header's reference is reported
     return out
 
 

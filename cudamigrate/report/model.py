@@ -25,7 +25,8 @@ class Run:
         return "%d.%d" % self.target
 
     def by_roi(self) -> list[Finding]:
-        return sorted(self.findings, key=lambda f: (-(f.cost.roi if f.cost else 0), f.path, f.line, f.column, f.rule_id))
+        return sorted(self.findings, key=lambda f: (-(f.cost.roi if f.cost else 0), f.path, f.line, f.column, f.rule_id,
+                                                  f.end_line, f.end_column, f.message))
 
     def summary(self) -> dict[str, Any]:
         fs = self.findings
