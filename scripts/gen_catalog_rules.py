@@ -13,6 +13,9 @@ Which rows become rules
 * A row is skipped when a hand-written rule (any `rules/**/CM*.yaml` outside `rules/catalog/`) lists
   its key `library:api` under `catalog:`. Those keys are read every time the generator runs, so
   merging a hand-written rule and re-running the generator removes the generated duplicate.
+* A row that is not a migration (`not_a_migration`: neither deprecated nor removed, and its change compiles
+  unchanged, such as the cuSPARSE Generic API's const descriptors) gets no rule: a finding would tell the
+  user to migrate code that needs nothing, or to migrate to the API it already uses.
 * `EXPLICIT_EXCLUSIONS` below names the APIs that hand-written rules are being written for in
   parallel (migrations whose argument rewrite needs code, texture/surface references, ...); they are
   skipped even before those rules declare their `catalog:` keys.
@@ -125,6 +128,26 @@ def explicitly_excluded(library: str, api: str) -> bool:
             return True
     # the cuSPARSE legacy API (removed in 10.2/11.x/12.0) is a hand-written migration
     return False
+
+
+def not_a_migration(row: dict) -> str | None:
+    """Why a row must not produce a finding at all, or None.
+
+    A finding tells the user to change code. A row that is neither deprecated nor removed and whose
+    only history is a signature change that still compiles is not a migration: the cuSPARSE Generic
+    API rows (`cusparseSpMV`, `cusparseDestroyDnVec`, ...) carry HIPIFY's C=12.0 because cuSPARSE
+    12.0 made their descriptor parameters `const` (`cusparseConstSpMatDescr_t`, `cusparseConstDnVecDescr_t`,
+    nvidia-cusparse 12.6.3.3 cusparse.h:5022); a non-const descriptor converts implicitly, none of
+    them is marked CUSPARSE_DEPRECATED there, and the Generic API is what the legacy routines
+    migrate *to*. Flagging them told users to migrate to the API they already use.
+    """
+    if row["deprecated_in"].strip() or row["removed_in"].strip() or row["fix_kind"] != "manual":
+        return None
+    if (row["library"] == "cusparse" and "C=12.0" in row["notes"] and "still declared in CUDA 13.0" in row["notes"]
+            and "Generic API" in row["notes"]):
+        return ("not a migration: cuSPARSE Generic API whose 12.0 change (const descriptor parameters) compiles unchanged; "
+                "not deprecated in the 13.0 cusparse.h")
+    return None
 
 
 def cusparse_legacy(row: dict) -> bool:
@@ -568,7 +591,7 @@ def advice_for(row: dict, kind: str, replacement: str | None, caveat: str | None
         else:
             sn = short_notes(row["notes"])
             text = f"No replacement is recorded; {sn}." if sn else "No replacement is recorded; rewrite the use."
-            if row["library"] == "cusparse":
+            if row["library"] == "cusparse" and "Generic API" not in row["notes"]:  # not for the Generic API itself
                 text += (" The successor of the legacy cuSPARSE routines is the Generic API (cusparseSpMV, cusparseSpMM, "
                          "cusparseSpSV, cusparseSpSM, cusparseSpGEMM, cusparseSparseToDense/DenseToSparse).")
     if caveat:
@@ -597,6 +620,10 @@ def build_groups(rows: list[dict], skip: set[str], explicit: bool = True) -> tup
         key = f"{row['library']}:{row['api']}"
         if key in skip:
             skipped.append((key, "hand-written rule lists it in `catalog:`"))
+            continue
+        why_not = not_a_migration(row)
+        if why_not:
+            skipped.append((key, why_not))
             continue
         if explicit and (explicitly_excluded(row["library"], row["api"]) or cusparse_legacy(row)):
             skipped.append((key, "explicit exclusion (hand-written migration)"))
@@ -918,7 +945,8 @@ Everything in this directory is written by `scripts/gen_catalog_rules.py` from
   or the `catalog:` keys of a hand-written rule); `--check` reports differences; tests/test_catalog.py fails
   when the files are stale.
 * `ids.yaml` keeps rule ids stable across regenerations; `skipped.yaml` lists the catalog rows left to
-  hand-written rules and why.
+  hand-written rules and why, and the rows that are not migrations at all (neither deprecated nor removed,
+  and the change compiles unchanged: the cuSPARSE Generic API's const descriptors), which get no finding.
 * A hand-written rule takes rows over by listing their `library:api` keys under `catalog:`; the generator
   then leaves them out. The generator's docstring explains the grouping.
 """

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 import json
 import sys
 from pathlib import Path
@@ -23,6 +24,11 @@ import gen_catalog_rules as gen  # noqa: E402
 
 CATALOG_DIR = ROOT / "rules" / "catalog"
 CSV_PATH = ROOT / "cudamigrate" / "data" / "cuda_api_changes.csv"
+
+
+# rows deliberately not reported: neither deprecated nor removed, and the change compiles (gen.not_a_migration)
+NOT_MIGRATIONS = {f"{r['library']}:{r['api']}" for r in csv.DictReader(CSV_PATH.open(encoding="utf-8", newline=""))
+                  if gen.not_a_migration(r)}
 
 
 def catalog_rules():
@@ -132,9 +138,9 @@ def test_coverage_counts_findings_and_fixes():
     # every row is found by some rule, except rows left to hand-written rules not merged yet
     skipped = {e["key"] for e in yaml.safe_load((CATALOG_DIR / "skipped.yaml").read_text())
                if e["why"].startswith("explicit")}
-    assert set(cov.uncovered) <= skipped
+    assert set(cov.uncovered) <= skipped | NOT_MIGRATIONS
     t = cov.totals()["total"]
-    assert t["finding"] == 1081 and t["auto"] >= 180
+    assert t["finding"] == 1081 - len(NOT_MIGRATIONS) and t["auto"] >= 180
 
 
 def test_coverage_of_a_small_catalog(tmp_path):
@@ -266,7 +272,70 @@ def test_without_explicit_exclusions_every_row_gets_a_valid_rule(tmp_path):
     assert not rs.errors, rs.errors[:3]
     hand = [r for r in all_rules() if CATALOG_DIR not in r.path.parents]
     cov = compute(rs.rules + hand)
-    assert cov.uncovered == [] and stats["rows"] <= 1081
+    assert set(cov.uncovered) == NOT_MIGRATIONS and stats["rows"] <= 1081
     by_kind = cov.totals("fix_kind")
     assert by_kind["rename"]["auto"] == by_kind["rename"]["rows"]
     assert by_kind["include"]["auto"] == by_kind["include"]["rows"]
+
+
+# ------------------------------------------------------------------ hygiene: never "migrate to what you flag"
+
+_RECOMMEND = re.compile(r"(?:Replace it with|Replacement:|New form:|successor[^.]*? is|[Mm]igrate to|[Uu]se instead)\s+(.*?)(?:\.\s|\.$|$)")
+_CALL = re.compile(r"[A-Za-z_][\w:]*\([^()]*\)")
+_NAME = re.compile(r"[A-Za-z_]\w*(?:::[A-Za-z_]\w*)*")
+
+
+def _recommended(info: dict) -> list[str]:
+    """Code the rule tells the user to write: `rename`, `replacement`, and the recommending sentences of `advice`."""
+    texts = [str(info[k]) for k in ("rename", "replacement") if info.get(k)]
+    texts += [m.group(1) for m in _RECOMMEND.finditer(str(info.get("advice", "")))]
+    out: list[str] = []
+    for t in texts:
+        t = re.sub(r"`", "", t)
+        calls = _CALL.findall(t)
+        out += calls
+        out += [n + "()" for n in _NAME.findall(_CALL.sub(" ", t)) if len(n) > 3]  # names in lists: `API (a, b, c)`
+    return out
+
+
+def test_no_catalog_rule_recommends_an_api_it_flags():
+    """CM1060 used to flag the cuSPARSE Generic API (cusparseSpMV, ...) and advise migrating to the Generic API.
+
+    For every generated rule and API entry, the code its replacement/advice recommends is scanned with
+    that rule alone: the rule must not flag its own recommendation (signature rules may keep the name
+    with the new argument list, which they must not match).
+    """
+    bad = []
+    for r in catalog_rules():
+        eng = Engine(all_rules(), Options(select=[r.id], extend_select=[r.id]))
+        for api, info in ((r.data or {}).get("apis") or {}).items():
+            for code in _recommended(info):
+                src = f"void cudamigrate_probe() {{ {code}; }}\n".encode()
+                res = eng.scan_bytes(Path("probe.cu"), src)
+                if any(f.rule_id == r.id for f in res.findings):
+                    bad.append(f"{r.id} {api}: recommends `{code}`, which it flags")
+    assert not bad, "\n".join(bad[:20])
+
+
+def test_generic_cusparse_api_is_not_a_finding():
+    """Not deprecated or removed in the 13.0 cusparse.h: the cuSPARSE 12.0 const-descriptor change compiles."""
+    code = ("void f(cusparseHandle_t h, cusparseSpMatDescr_t A, cusparseDnVecDescr_t x, cusparseDnVecDescr_t y, void *buf) {\n"
+            "  size_t n; float one = 1.f, zero = 0.f;\n"
+            "  cusparseSpMV_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, x, &zero, y, CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT, &n);\n"
+            "  cusparseSpMV(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, x, &zero, y, CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT, buf);\n"
+            "  cusparseDestroySpMat(A); cusparseDestroyDnVec(x); cusparseSparseToDense(h, A, 0, CUSPARSE_SPARSETODENSE_ALG_DEFAULT, buf);\n"
+            "}\n")
+    assert [(f.rule_id, f.line) for f in scan(code)] == []
+    skipped = {e["key"]: e["why"] for e in yaml.safe_load((CATALOG_DIR / "skipped.yaml").read_text())}
+    assert skipped["cusparse:cusparseSpMV"].startswith("not a migration")
+
+
+@pytest.mark.parametrize("name, replacement", [
+    ("CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK", "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK"),
+    ("CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED", "CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED"),
+    ("CUDA_ARRAY3D_2DARRAY", "CUDA_ARRAY3D_LAYERED"),
+])
+def test_deprecated_driver_constants_name_the_replacement_cuda_h_gives(name, replacement):
+    """cuda.h 13.0 names the successor in the enumerator's comment; the message must not say none is recorded."""
+    [f] = scan(f"#include <cuda.h>\nint x = {name};\n")
+    assert replacement in f.message and "No replacement is recorded" not in f.message
