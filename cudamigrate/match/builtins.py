@@ -534,3 +534,4 @@ def namespace_use(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
 
 
 from . import texture  # noqa: E402,F401  (texture/surface reference migration builtins)
+from . import inline_ptx  # noqa: E402,F401  (non-.sync warp instructions in asm strings)
