@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 LIBS = {"cublas": "-l:libcublas.so.13", "nvrtc": "-l:libnvrtc.so.13", "cufft": "-l:libcufft.so.12",
-        "cusparse": "-l:libcusparse.so.12", "curand": "-l:libcurand.so.10", "cuda": "-lcuda"}
+        "cusparse": "-l:libcusparse.so.12", "curand": "-l:libcurand.so.10", "cuda": "-lcuda",
+        # NPP is split by function group; nppc is the core every group needs
+        "npp": [f"-l:lib{n}.so.13" for n in ("nppial", "nppicc", "nppidei", "nppif", "nppig", "nppim", "nppist",
+                                            "nppisu", "nppitc", "npps", "nppc")]}
 
 
 def nvcc_path() -> str | None:
@@ -67,6 +70,7 @@ LIB_FILES = {
     "cufft": ("cufft.h", "libcufft.so.12"),
     "cusparse": ("cusparse.h", "libcusparse.so.12"),
     "curand": ("curand.h", "libcurand.so.10"),
+    "npp": ("npp.h", "libnppc.so.13"),
 }
 INCLUDE_LIBS = [
     (re.compile(r'^\s*#\s*include\s*[<"](cublas(_v2|_api|Lt|Xt)?|nvblas)\.h[>"]', re.M), "cublas"),
@@ -74,6 +78,7 @@ INCLUDE_LIBS = [
     (re.compile(r'^\s*#\s*include\s*[<"]cufft(Xt|w)?\.h[>"]', re.M), "cufft"),
     (re.compile(r'^\s*#\s*include\s*[<"]cusparse(_v2)?\.h[>"]', re.M), "cusparse"),
     (re.compile(r'^\s*#\s*include\s*[<"]curand\.h[>"]', re.M), "curand"),
+    (re.compile(r'^\s*#\s*include\s*[<"]npp(core|defs|i\w*|s\w*)?\.h[>"]', re.M), "npp"),
     (re.compile(r'^\s*#\s*include\s*[<"]cuda\.h[>"]', re.M), "cuda"),
 ]
 
@@ -139,7 +144,8 @@ def nvcc_command(src: Path, out: Path, *, link: bool, libs: list[str] | None = N
             if lib == "cuda":
                 cmd += libcuda_link() or [LIBS["cuda"]]  # the stub links; the driver's libcuda.so.1 runs
             else:
-                cmd.append(LIBS.get(lib, f"-l{lib}"))
+                v = LIBS.get(lib, f"-l{lib}")
+                cmd += v if isinstance(v, list) else [v]
     return cmd
 
 

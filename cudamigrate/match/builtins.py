@@ -535,3 +535,4 @@ def namespace_use(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
 
 from . import texture  # noqa: E402,F401  (texture/surface reference migration builtins)
 from . import inline_ptx  # noqa: E402,F401  (non-.sync warp instructions in asm strings)
+from . import npp  # noqa: E402,F401  (NPP functions without a stream context)

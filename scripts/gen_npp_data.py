@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Write cudamigrate/data/npp_removed_non_ctx.txt: the NPP functions CUDA 13.0 removed in favour of `_Ctx`.
+
+    python scripts/gen_npp_data.py            # (re)write the list from the nvidia-npp wheel in this venv
+    python scripts/gen_npp_data.py --check    # exit 1 if the committed list differs
+
+A name is listed when the 13.0 NPP headers (nvidia-npp 13.0.1.2: nvidia/cu13/include/npp*.h) declare
+`name_Ctx(...)` and the 13.0 libraries (nvidia/cu13/lib/libnpp*.so.13) no longer export `name`. Each line is
+`name link` when the headers still declare the old prototype (nppi: the call compiles, then fails to link with
+`undefined reference`) or `name compile` when they do not (npps: `identifier is undefined`). NVIDIA's
+cuda-samples switched every call to `_Ctx` for 13.0 ("Update all non-ctx nppi APIs to ctx APIs").
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "cudamigrate" / "data" / "npp_removed_non_ctx.txt"
+PROTO = re.compile(r"(?<![\w.])(npp[is]\w+)\s*\(")  # headers hold only prototypes once comments are gone
+COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def wheel_dir() -> Path:
+    import nvidia  # the namespace package of the CUDA wheels
+
+    for base in nvidia.__path__:
+        d = Path(base) / "cu13"
+        if (d / "include" / "npp.h").is_file():
+            return d
+    sys.exit("nvidia-npp (13.0) is not installed: pip install 'nvidia-npp==13.0.1.2'")
+
+
+def exported(lib_dir: Path) -> set[str]:
+    names: set[str] = set()
+    for so in sorted(lib_dir.glob("libnpp*.so.13")):
+        out = subprocess.run(["nm", "-D", "--defined-only", str(so)], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[1] == "T":
+                names.add(parts[2].split("@")[0])
+    return names
+
+
+def removed_names(d: Path) -> list[str]:
+    declared: set[str] = set()
+    for h in sorted((d / "include").glob("npp*.h")):
+        declared |= set(PROTO.findall(COMMENTS.sub(" ", h.read_text(encoding="utf-8", errors="replace"))))
+    libs = exported(d / "lib")
+    if not any(n.endswith("_Ctx") for n in libs):
+        sys.exit(f"no _Ctx symbols exported from {d / 'lib'}: not the 13.0 NPP libraries")
+    out = []
+    for c in sorted(declared):
+        n = c[: -len("_Ctx")]
+        if c.endswith("_Ctx") and n not in libs:
+            out.append(f"{n} {'link' if n in declared else 'compile'}")
+    return out
+
+
+def render(names: list[str]) -> str:
+    head = ("# NPP functions removed in CUDA 13.0: a _Ctx twin is declared, the name is no longer exported by libnpp*.so.13.\n"
+            "# `link`: still declared (fails to link); `compile`: undeclared. Written by scripts/gen_npp_data.py; do not edit.\n")
+    return head + "".join(n + "\n" for n in names)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--check", action="store_true")
+    args = ap.parse_args()
+    text = render(removed_names(wheel_dir()))
+    if args.check:
+        if OUT.read_text(encoding="utf-8") != text:
+            print(f"{OUT} is stale; run scripts/gen_npp_data.py", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text, encoding="utf-8")
+    print(f"wrote {text.count(chr(10)) - 2} names to {OUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

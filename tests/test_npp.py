@@ -1,0 +1,71 @@
+"""NPP in CUDA 13.0: the removed non-_Ctx functions (CM540) and the data they come from."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudamigrate import build
+from cudamigrate.match.npp import removed
+
+from .helpers import ROOT, engine_for, fix_text
+
+PROGRAM = b"""#include <cstdio>
+#include <npp.h>
+int main() {
+  int step = 0;
+  Npp8u *img = nppiMalloc_8u_C1(16, 4, &step);
+  NppiSize roi = {16, 4};
+  NppStatus s = nppiSet_8u_C1R(7, img, step, roi);
+  Npp8u px = 0;
+  cudaMemcpy(&px, img + step + 3, 1, cudaMemcpyDeviceToHost);
+  std::printf("%d %d\\n", (int)s, (int)px);
+  nppiFree(img);
+  return 0;
+}
+"""
+
+needs_npp = pytest.mark.skipif(build.nvcc_path() is None or not build.lib_available("npp"),
+                               reason="needs nvcc and the nvidia-npp 13.0 wheel")
+
+
+def test_data_lists_both_kinds_of_removal():
+    names = removed()
+    assert names["nppiSet_8u_C1R"] == "link"  # still declared in nppi_data_exchange_and_initialization.h
+    assert names["nppsSum_32f"] == "compile"  # gone from npps_statistics_functions.h
+    assert "nppiMalloc_8u_C1" not in names and "nppiFree" not in names  # kept: no _Ctx twin
+    assert not any(n.endswith("_Ctx") for n in names)
+
+
+@needs_npp
+def test_data_file_is_current():
+    p = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_npp_data.py"), "--check"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+@needs_npp
+@pytest.mark.nvcc
+def test_a_declared_removed_function_links_only_after_the_fix(tmp_path):
+    """nppiSet_8u_C1R compiles against the 13.0 headers but is not in libnpp*.so.13; the _Ctx call links."""
+    before = tmp_path / "before.cpp"
+    before.write_bytes(PROGRAM)
+    res = build.compile_file(before, tmp_path / "before", link=True, libs=["npp"])
+    assert not res.ok and "undefined reference to `nppiSet_8u_C1R'" in res.output, res.output[-2000:]
+    fixed = fix_text(engine_for(select=["CM540"]), before, PROGRAM, unsafe=True)
+    assert b"nppiSet_8u_C1R_Ctx(7, img, step, roi, cudamigrateNppStreamContext())" in fixed
+    after = tmp_path / "after.cpp"
+    after.write_bytes(fixed)
+    res = build.compile_file(after, tmp_path / "after", link=True, libs=["npp"])
+    assert res.ok, res.output[-3000:]
+
+
+def test_no_automatic_fix_where_the_file_sets_the_npp_stream():
+    code = PROGRAM.replace(b"  int step = 0;\n", b"  int step = 0;\n  nppSetStream(0);\n")
+    eng = engine_for(select=["CM540", "CM541"])
+    res = eng.scan_bytes(Path("t.cpp"), code)
+    by_rule = {(f.rule_id, f.applicability) for f in res.findings}
+    assert by_rule == {("CM540", "manual"), ("CM541", "manual")}
+    assert fix_text(eng, Path("t.cpp"), code, unsafe=True) == code
