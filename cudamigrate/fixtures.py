@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 EXPECT = re.compile(r"(?://|/\*)\s*expect:\s*([A-Z0-9, ]+)")
-SOURCE_EXTS = (".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp")
+SOURCE_EXTS = (".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp")  # .c: compiled as C by nvcc
 
 
 @dataclass
