@@ -11,6 +11,7 @@ import pytest
 from cudamigrate import build
 from cudamigrate.match.npp import removed
 
+from .conftest import gpu_available
 from .helpers import ROOT, engine_for, fix_text
 
 PROGRAM = b"""#include <cstdio>
@@ -60,6 +61,9 @@ def test_a_declared_removed_function_links_only_after_the_fix(tmp_path):
     after.write_bytes(fixed)
     res = build.compile_file(after, tmp_path / "after", link=True, libs=["npp"])
     assert res.ok, res.output[-3000:]
+    if gpu_available():  # the context the fix builds works: NPP fills the image on the legacy stream
+        run = subprocess.run([str(tmp_path / "after")], capture_output=True, text=True, env=build.run_env(), timeout=120)
+        assert (run.returncode, run.stdout) == (0, "0 7\n"), run.stderr
 
 
 def test_no_automatic_fix_where_the_file_sets_the_npp_stream():
