@@ -194,7 +194,7 @@ def _key(f):
 
 
 def _in_define(path: Path, line: int) -> bool:
-    lines = path.read_text().splitlines()
+    lines = path.read_text(errors="replace").splitlines()  # a Latin-1 fixture too
     i = line - 1
     while i > 0 and lines[i - 1].rstrip().endswith("\\"):
         i -= 1
