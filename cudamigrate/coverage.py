@@ -102,8 +102,8 @@ def coverage_report(rules: list[Rule], fmt: str = "text", catalog: Path = CATALO
     lines.append(f"{'total':12s} {'':10s} {t['rows']:5d} {t['finding']:8d} {_pct(t['finding'], t['rows'])} "
                  f"{t['auto']:8d} {_pct(t['auto'], t['rows'])}")
     if cov.uncovered:
-        lines.append(f"\n{len(cov.uncovered)} catalog row(s) have no rule yet (rules/catalog/skipped.yaml says which ones the "
-                     "generator leaves to hand-written rules)")
+        lines.append(f"\n{len(cov.uncovered)} catalog row(s) have no rule (rules/catalog/skipped.yaml says why: rows left to "
+                     "hand-written rules, and rows that are not migrations, such as the cuSPARSE Generic API)")
     if cov.duplicates:
         lines.append(f"\n{len(cov.duplicates)} catalog row(s) claimed by more than one rule, e.g. "
                      + "; ".join(f"{k} ({', '.join(v)})" for k, v in list(cov.duplicates.items())[:5]))
