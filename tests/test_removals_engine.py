@@ -71,9 +71,17 @@ const char *s(cufftResult r) {
     assert "LICENSE" not in out and "INCOMPLETE" not in out
 
 
-def test_cufft_uses_outside_case_are_manual():
-    res = _scan("#include <cufft.h>\nbool f(cufftResult r) { return r == CUFFT_PARSE_ERROR; }\n", ["CM512"])
-    assert len(res.findings) == 1 and res.findings[0].fix is None
+def test_cufft_uses_outside_case_take_the_old_value():
+    """`if (res == CUFFT_PARSE_ERROR)` keeps comparing against 0xC, the value the enumerator had (safe fix)."""
+    code = ("#include <cufft.h>\nbool f(cufftResult r) { if (r == CUFFT_PARSE_ERROR || ::CUFFT_LICENSE_ERROR != r)"
+            " return true; return r == CUFFT_INCOMPLETE_PARAMETER_LIST; }\n")
+    res = _scan(code, ["CM512"])
+    assert len(res.findings) == 3 and all(f.fix is not None and f.fix.applicability == "safe" for f in res.findings)
+    out = _fix(code, ["CM512"])
+    assert "r == ((cufftResult)0xC /* CUFFT_PARSE_ERROR, removed in cuFFT 12 */)" in out
+    assert "((cufftResult)0xF /* CUFFT_LICENSE_ERROR, removed in cuFFT 12 */) != r" in out
+    assert "r == ((cufftResult)0xA /* CUFFT_INCOMPLETE_PARAMETER_LIST, removed in cuFFT 12 */)" in out
+    assert _fix(out, ["CM512"]) == out
 
 
 def test_base_specifier_removal():
