@@ -15,6 +15,7 @@ from .engine import Engine, Options
 from .report.model import Run
 from .rules.load import builtin_rules_dir, load_rules
 from .rules.schema import parse_version
+from .project_index import ProjectIndex
 from .runner import EngineSpec, display_path, scan_files
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -103,6 +104,8 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
     spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))
     files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
                           respect_gitignore=cfg.get("respect-gitignore", True)))
+    engine.project = ProjectIndex(files=files)  # project-wide facts: headers, class members, includers
+    spec.project_files = files
     for e in rs.errors:  # one line per bad rule file; the other rules still run
         _err(e)
     return engine, spec, files, cfg, rs.errors

@@ -17,6 +17,7 @@ from .match.context import FileContext
 from .match.edits import EditError, build_edits, keep_compat_edits, template_context
 from .match.matchers import HIT_MATCHERS, Match, identifier_hits, includes, launches, strings
 from .parse.treesitter import Unit, macro_units, parse
+from .project_index import ProjectIndex
 from .rules.schema import Rule, parse_version
 from .source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
 from .suppress import Suppressions
@@ -167,6 +168,8 @@ class Engine:
                                         [_glob_regex(k) for _, k in self.glob_keywords])
         # semantic mode: (path, bytes) -> semantic.FileFacts | None (see cudamigrate/semantic.py)
         self.semantic_provider: Callable[[Path, bytes], Any] | None = None
+        # the run's project files (cli sets the discovered files): headers, members, includers
+        self.project = ProjectIndex()
 
     def rules_for(self, word: str) -> list[Rule]:
         """Rules that an identifier found by the prefilter may concern."""
@@ -228,6 +231,8 @@ class Engine:
         if not candidates:
             res.skipped = True
             return res
+        if b"define" in data or b'include' in data:
+            src.statement_macros = self.project.statement_macros(src.path, data)
         pbytes = src.parse_bytes
         tree = parse(pbytes)
         units = [Unit(tree=tree, base=0)]
@@ -238,7 +243,7 @@ class Engine:
             kw_rx = re.compile(pat)
             units += macro_units(tree, pbytes, kw_rx)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
-                          semantic=semantic)
+                          semantic=semantic, project=self.project)
         matches: list[Match] = []
         hit_rules: dict[str, list[Rule]] = {}
         for k in keys:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from .engine import Engine, FileResult, Options
+from .project_index import ProjectIndex
 from .rules.load import load_rules
 
 _WORKER: Engine | None = None
@@ -22,9 +23,13 @@ class EngineSpec:
     rule_dirs: list[Path]
     options: Options
     max_bytes: int | None = None
+    project_files: list[Path] | None = None  # the run's files, for the project index (headers, includers)
 
     def build(self) -> Engine:
-        return Engine(load_rules(self.rule_dirs).rules, self.options)
+        engine = Engine(load_rules(self.rule_dirs).rules, self.options)
+        if self.project_files:
+            engine.project = ProjectIndex(files=list(self.project_files))
+        return engine
 
 
 def _init(spec: EngineSpec) -> None:

@@ -47,18 +47,26 @@ class SourceFile:
     newline: bytes = b"\n"
     utf8: bool = True  # False: some bytes are not UTF-8; they are read and written back unchanged
     warnings: list[str] = field(default_factory=list)
+    # statement-like object macros visible here (project_index.statement_macros): blanked for the parser
+    statement_macros: frozenset[str] = frozenset()
     _line_starts: list[int] | None = None
 
     @property
     def parse_bytes(self) -> bytes:
         """Bytes handed to the parser, the same length as the file: the BOM and block comments on
         continued macro lines (`x = (call);  /* why */  \\`) blanked to spaces. tree-sitter ends a
-        `#define` at such a comment and parses the rest of the macro as top-level code."""
+        `#define` at such a comment and parses the rest of the macro as top-level code. Uses of
+        statement-like macros (`CUERR` for `{ ... }`) become `;` and spaces: written without `;`, they
+        would glue the next statement to the macro name."""
         data = b"   " + self.data[3:] if self.has_bom else self.data
         if b"/*" in data and (b"\\\n" in data or b"\\\r\n" in data):
             prev = None
             while prev != data:  # one comment per line and pass
                 prev, data = data, _MACRO_LINE_COMMENT.sub(lambda m: m.group(1) + b" " * len(m.group(2)), data)
+        if self.statement_macros:
+            from .project_index import blank_statement_macros
+
+            data = blank_statement_macros(data, self.statement_macros)
         return data
 
     @property

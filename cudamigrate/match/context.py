@@ -120,6 +120,7 @@ class FileContext:
     options: dict[str, Any] = field(default_factory=dict)
     target: tuple[int, int] = (13, 0)
     semantic: Any = None  # semantic.SemanticContext in semantic mode
+    project: Any = None  # project_index.ProjectIndex of the run: project headers, members, includers
 
     @property
     def main(self) -> Unit:

@@ -1,0 +1,242 @@
+"""A small per-project declaration index: what one file cannot tell about itself.
+
+Legacy code bases keep their declarations in project headers: a class whose `cudaDeviceProp` member
+is read as `this->prop.clockRate` in a .cu file, an error macro `#define CUERR { ... }` written after
+a launch without `;`, a texture reference declared in `textures.cuh` and bound in `main.cu`. The
+tree-sitter pass sees one file at a time, so this index follows the project's own `#include "..."`
+files (never system headers) and answers, cheaply and from text:
+
+* `reachable(path, data)`: the project headers a file reaches through `#include "..."`;
+* `statement_macros(path, data)`: object-like macros, defined in the file or those headers, whose
+  body is a statement (`{ ... }` or ending in `;`): a use written without `;` is a whole statement;
+* `member_types(path, data, member, owner)`: the declared types of a class/struct member of that
+  name in the file or its headers (`prop` -> `cudaDeviceProp`);
+* `includers(path)`: the files of the run (the `files` given) that reach `path`, for migrations that
+  must change a header together with every file that uses what it declares.
+
+Everything is read lazily and cached per index (one index per run); a file that cannot be read is
+simply not followed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import tree_sitter as ts
+
+LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+# `#define NAME body` (object-like: no `(` right after the name), body up to the end of the logical line
+_OBJECT_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])((?:[^\n\\]|\\\r?\n|\\(?!\r?\n))*)", re.M)
+_COMMENT = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
+_CONT = re.compile(rb"\\\r?\n")
+MAX_DEPTH = 8
+MAX_HEADER_BYTES = 2 * 1024 * 1024
+
+
+def statement_body(body: bytes) -> bool:
+    """A macro body that is a whole statement: a braced block (`{ ... }`, `if (e) { ... }`) or text
+    ending in `;`. Its uses need no `;` after them, and tree-sitter, which does not expand macros,
+    then glues the next statement to the macro name (`CUERR cudaThreadSynchronize();` reads as a
+    declaration)."""
+    text = _COMMENT.sub(b" ", _CONT.sub(b" ", body)).strip()
+    if not text:
+        return False
+    if text.endswith(b";"):
+        return True
+    if text.endswith(b"}") and text.count(b"{") == text.count(b"}") and text.count(b"{") > 0:
+        return not re.match(rb"(struct|class|union|enum|namespace|extern)\b", text)
+    return False
+
+
+@dataclass
+class ClassMembers:
+    """Members of one class/struct: name -> declared type text (normalized spacing)."""
+
+    owner: str
+    members: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ProjectIndex:
+    """Per-run index of project files; `files` are the files the run processes (for `includers`)."""
+
+    files: list[Path] = field(default_factory=list)
+    _bytes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
+    _includes: dict[Path, list[Path]] = field(default_factory=dict, repr=False)
+    _macros: dict[Path, frozenset[str]] = field(default_factory=dict, repr=False)
+    _members: dict[Path, list[ClassMembers]] = field(default_factory=dict, repr=False)
+    _includers: dict[Path, list[Path]] | None = field(default=None, repr=False)
+    cache: dict = field(default_factory=dict, repr=False)  # for matchers' own per-run results
+
+    # ------------------------------------------------------------------ files and includes
+    def read(self, path: Path) -> bytes | None:
+        path = _key(path)
+        if path not in self._bytes:
+            try:
+                data = path.read_bytes() if path.is_file() and path.stat().st_size <= MAX_HEADER_BYTES else None
+            except OSError:
+                data = None
+            self._bytes[path] = data
+        return self._bytes[path]
+
+    def resolve(self, includer: Path, name: str) -> Path | None:
+        """`#include "name"` from `includer`: its own directory first (what compilers do), then a unique
+        file of the run whose path ends with `name` (headers under an -I directory we are not told of)."""
+        cand = _key(includer.parent / name)
+        if cand.is_file():
+            return cand
+        suffix = "/" + name.lstrip("./")
+        hits = [f for f in (_key(p) for p in self.files) if str(f).endswith(suffix)]
+        return hits[0] if len(hits) == 1 else None
+
+    def includes(self, path: Path, data: bytes | None = None) -> list[Path]:
+        """Project headers `path` includes directly, in order."""
+        key = _key(path)
+        if data is None and key in self._includes:
+            return self._includes[key]
+        data = self.read(key) if data is None else data
+        out: list[Path] = []
+        for m in LOCAL_INCLUDE.finditer(data or b""):
+            inc = self.resolve(key, m.group(1).decode("utf-8", "replace"))
+            if inc is not None and inc not in out:
+                out.append(inc)
+        self._includes[key] = out
+        return out
+
+    def reachable(self, path: Path, data: bytes | None = None) -> list[Path]:
+        """Project headers reached from `path` through `#include "..."`, breadth-first, without `path`."""
+        start = _key(path)
+        seen: list[Path] = []
+        frontier = [(start, data)]
+        for _ in range(MAX_DEPTH):
+            nxt: list[tuple[Path, bytes | None]] = []
+            for p, d in frontier:
+                for inc in self.includes(p, d):
+                    if inc != start and inc not in seen:
+                        seen.append(inc)
+                        nxt.append((inc, None))
+            if not nxt:
+                break
+            frontier = nxt
+        return seen
+
+    def includers(self, header: Path) -> list[Path]:
+        """Files of the run that reach `header` (directly or through other headers)."""
+        if self._includers is None:
+            self._includers = {}
+            for f in self.files:
+                for h in self.reachable(f):
+                    self._includers.setdefault(h, []).append(_key(f))
+        return list(self._includers.get(_key(header), []))
+
+    # ------------------------------------------------------------------ macros
+    def _own_statement_macros(self, path: Path, data: bytes | None) -> frozenset[str]:
+        key = _key(path)
+        if data is None and key in self._macros:
+            return self._macros[key]
+        data = self.read(key) if data is None else data
+        names = set()
+        if data and b"define" in data:
+            for m in _OBJECT_DEFINE.finditer(data):
+                if statement_body(m.group(2)):
+                    names.add(m.group(1).decode())
+        got = frozenset(names)
+        self._macros[key] = got
+        return got
+
+    def statement_macros(self, path: Path, data: bytes) -> frozenset[str]:
+        """Statement-like object macros visible in `path`: its own and its project headers'."""
+        names = set(self._own_statement_macros(path, data))
+        for h in self.reachable(path, data):
+            names |= self._own_statement_macros(h, None)
+        return frozenset(names)
+
+    # ------------------------------------------------------------------ class members
+    def _classes(self, path: Path, data: bytes | None) -> list[ClassMembers]:
+        key = _key(path)
+        if data is None and key in self._members:
+            return self._members[key]
+        data = self.read(key) if data is None else data
+        got = class_members(data) if data and (b"class" in data or b"struct" in data) else []
+        self._members[key] = got
+        return got
+
+    def member_types(self, path: Path, data: bytes, member: str, owner: str | None = None) -> set[str]:
+        """Declared types of members named `member` of classes/structs in `path` and its project headers
+        (of class `owner` only, when given)."""
+        out: set[str] = set()
+        for p, d in [(path, data)] + [(h, None) for h in self.reachable(path, data)]:
+            for cls in self._classes(p, d):
+                if owner is not None and cls.owner != owner:
+                    continue
+                t = cls.members.get(member)
+                if t is not None:
+                    out.add(t)
+        return out
+
+
+def _key(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path
+
+
+def class_members(data: bytes) -> list[ClassMembers]:
+    """Data members of every named class/struct in `data`: `cudaDeviceProp prop, *pp;` -> prop, pp."""
+    from .parse.treesitter import parse, query
+
+    out: list[ClassMembers] = []
+    tree = parse(data)
+    q = query("[(class_specifier name: (_) @n body: (field_declaration_list) @b)"
+              " (struct_specifier name: (_) @n body: (field_declaration_list) @b)]")
+    for _, caps in ts.QueryCursor(q).matches(tree.root_node):
+        owner = _text(caps["n"][0]).split("::")[-1].split("<")[0].strip()
+        cls = ClassMembers(owner)
+        for fd in caps["b"][0].named_children:
+            if fd.type != "field_declaration":
+                continue
+            tnode = fd.child_by_field_name("type")
+            if tnode is None:
+                continue
+            ttext = " ".join(_text(tnode).split())
+            for d in fd.children_by_field_name("declarator"):
+                name = _declarator_name(d)
+                if name is not None and d.type != "function_declarator":
+                    cls.members.setdefault(name, ttext)
+        out.append(cls)
+    return out
+
+
+def _declarator_name(d: ts.Node) -> str | None:
+    cur: ts.Node | None = d
+    while cur is not None and cur.type not in ("field_identifier", "identifier"):
+        if cur.type == "function_declarator":
+            return None
+        cur = cur.child_by_field_name("declarator") or (cur.named_children[0] if cur.named_children else None)
+    return _text(cur) if cur is not None else None
+
+
+def _text(node: ts.Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+def blank_statement_macros(data: bytes, names: Iterable[str]) -> bytes:
+    """`data` with each use of a statement-like macro (outside `#` lines and string literals) turned
+    into `;` plus spaces, the same length: `k<<<1, 1>>>(d); CUERR` + newline + `cudaThreadSynchronize();`
+    then parses as three statements, with every byte offset unchanged."""
+    names = sorted(set(names))
+    if not names:
+        return data
+    rx = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b(?!\s*\()")
+    out = bytearray(data)
+    for m in rx.finditer(data):
+        ls = data.rfind(b"\n", 0, m.start()) + 1
+        before = data[ls:m.start()]
+        if before.lstrip().startswith(b"#") or before.count(b'"') % 2 == 1 or b"//" in before or b"/*" in before:
+            continue  # the `#define` itself, a string or a comment (a continued macro line still counts)
+        out[m.start():m.end()] = b";" + b" " * (m.end() - m.start() - 1)
+    return bytes(out)
