@@ -89,6 +89,7 @@ class Ref:
     declarator: ts.Node | None = None
     problem: str | None = None  # why the declaration itself cannot be migrated
     migrated: bool = False  # known from a cudamigrate marker comment: already a texture/surface object
+    path: Path | None = None  # the file that declares it (None: not known)
 
     @property
     def local(self) -> bool:
@@ -172,6 +173,13 @@ def _declarations(root: ts.Node, unit: Unit | None) -> tuple[list[Ref], list[tup
         kind = node_text(caps["n"][0])
         targs = [normalize_spaces(node_text(c)) for c in named_children(caps["a"][0])]
         decl = t.parent
+        fname = _returning_function(decl)
+        if fname is not None:
+            # `texture<...> &get_ref(void);` / its definition: a helper handing out a reference; code that binds
+            # or reads through its calls cannot be rewritten to objects here
+            odd.append((t, f"`{kind}<{', '.join(targs)}>` is the return type of `{fname}`: uses through calls of "
+                           f"`{fname}` cannot be migrated to {kind} objects automatically"))
+            continue
         if decl is None or decl.type != "declaration" or not _at_file_scope(decl):
             what = "a parameter" if decl is not None and decl.type == "parameter_declaration" else "a non-file-scope declaration"
             if decl is not None and decl.type == "type_definition":
@@ -207,6 +215,23 @@ def _declarations(root: ts.Node, unit: Unit | None) -> tuple[list[Ref], list[tup
     return refs, odd
 
 
+def _returning_function(decl: ts.Node | None) -> str | None:
+    """Name of the function a `texture<>`/`surface<>` type is the return type of (declaration or definition)."""
+    if decl is None or decl.type not in ("declaration", "function_definition", "field_declaration"):
+        return None
+    for d in decl.children_by_field_name("declarator"):
+        cur: ts.Node | None = d
+        while cur is not None:
+            if cur.type == "function_declarator":
+                nm = cur.child_by_field_name("declarator")
+                return node_text(nm) if nm is not None else "?"
+            nxt = cur.child_by_field_name("declarator")
+            if nxt is None and cur.type in ("reference_declarator", "pointer_declarator") and cur.named_children:
+                nxt = cur.named_children[-1]
+            cur = nxt
+    return None
+
+
 def normalize_spaces(text: str) -> str:
     return " ".join(text.split())
 
@@ -231,12 +256,14 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
             if HELPER_GUARD.encode() in text:
                 helpers = True
             for r in _marker_refs(text):
+                r.path = inc
                 out.setdefault(r.name, r)
             if b"texture" in text or b"surface" in text:
                 refs, _ = _declarations(parse(text).root_node, None)
                 for r in refs:
                     r.decl = None
                     r.declarator = None
+                    r.path = inc
                     out.setdefault(r.name, r)
             if level > 1:
                 visit(inc, text, level - 1)
@@ -726,6 +753,11 @@ def _compute_scope(ctx: FileContext):
     headers, helpers = _header_refs(ctx)
     by_name: dict[str, Ref] = {}
     for r in local:
+        same = [o for o in local if o.name == r.name]
+        if len(same) > 1 and r.problem is None:  # `#if A texture<...> t; #else texture<...> t; #endif`
+            lines = ", ".join(str(ctx.source.position(ctx.main.abs(o.decl)[0])[0]) for o in same if o.decl is not None)
+            r.problem = (f"it is declared {len(same)} times (lines {lines}, e.g. in `#if`/`#else` branches): "
+                         "each declaration and the uses of each branch need their own object")
         by_name.setdefault(r.name, r)
     for r in _marker_refs(ctx.source.data):
         by_name.setdefault(r.name, r)
@@ -734,8 +766,85 @@ def _compute_scope(ctx: FileContext):
     return local, odd, by_name, helpers
 
 
-def _run(rule: Rule, ctx: FileContext, kind: str) -> list[Match]:
+def _other_context(ctx: FileContext, path: Path) -> FileContext | None:
+    """A FileContext for another project file, parsed like the engine parses it (macro bodies included)."""
+    from ..parse.treesitter import macro_units
+    from ..source import SourceError, check_bytes
+
+    data = ctx.project.read(path)
+    if data is None:
+        return None
+    try:
+        src = check_bytes(path, data)
+    except SourceError:
+        return None
+    src.statement_macros = ctx.project.statement_macros(path, data)
+    pbytes = src.parse_bytes
+    tree = parse(pbytes)
+    kw = re.compile(rb"\b(texture|surface|\w*(Texture|Surface)\w*|tex\w+|surf\w+)\b")
+    units = [Unit(tree=tree, base=0)] + (macro_units(tree, pbytes, kw) if b"#" in data else [])
+    return FileContext(source=src, units=units, target=ctx.target, options=ctx.options, project=ctx.project)
+
+
+def _file_blockers(rule: Rule, ctx: FileContext, kind: str) -> dict[tuple[str, str], list[str]]:
+    """Why each reference (by declaring file and name) cannot be migrated in this one file, with
+    `file:line` in front; computed once per file and run from the file as it was first seen."""
+    cache = ctx.project.cache.setdefault(("texture-blockers", kind), {})
+    key = ctx.source.path.resolve()
+    if key not in cache:
+        out: dict[tuple[str, str], list[str]] = {}
+        refs = {n: r for n, r in _refs_in_scope(ctx)[2].items() if r.kind == kind}
+        for m in _run(rule, ctx, kind, project_check=False):
+            r = refs.get(m.vars.get("reference", ""))
+            if r is None or not m.vars.get("reason"):
+                continue
+            decl = str((r.path or ctx.source.path).resolve())
+            line = ctx.source.position(m.report_range[0])[0]
+            out.setdefault((decl, r.name), []).append(f"{_shown(ctx.source.path)}:{line}: {m.vars['reason']}")
+        cache[key] = out
+    return cache[key]
+
+
+def _shown(path: Path) -> str:
+    import os
+
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def _project_blockers(rule: Rule, ctx: FileContext, kind: str, ref: Ref) -> list[str]:
+    """Reasons found in the other files of the run that see `ref`'s declaration (the declaring file and
+    every file that includes it): one blocked use anywhere leaves the whole migration manual, since
+    migrating the declaration breaks the use, and leaving it breaks the migrated uses."""
+    if ctx.project is None or not ctx.project.files or ref.migrated:
+        return []
+    decl = (ref.path or ctx.source.path).resolve()
+    me = ctx.source.path.resolve()
+    users = [decl] + ctx.project.includers(decl)
+    out: list[str] = []
+    for f in dict.fromkeys(users):
+        if f == me:
+            continue
+        data = ctx.project.read(f)
+        if data is None or ref.name.encode() not in data:
+            continue
+        cache = ctx.project.cache.setdefault(("texture-blockers", kind), {})
+        if f not in cache:
+            other = _other_context(ctx, f)
+            if other is None:
+                continue
+            _file_blockers(rule, other, kind)
+        out += cache.get(f, {}).get((str(decl), ref.name), [])
+    return out
+
+
+def _run(rule: Rule, ctx: FileContext, kind: str, project_check: bool = True) -> list[Match]:
     local, odd, by_name, helpers = _refs_in_scope(ctx)
+    if project_check and ctx.project is not None and ctx.project.files:
+        _file_blockers(rule, ctx, kind)  # this file's own verdict, fixed from its first reading
     mig = Migration(ctx)
     refs = {n: r for n, r in by_name.items() if r.kind == kind}
     mig.refs = refs
@@ -746,12 +855,22 @@ def _run(rule: Rule, ctx: FileContext, kind: str) -> list[Match]:
             continue
         if r.local and unit is r.unit and r.decl is not None and r.decl.start_byte <= ident.start_byte < r.decl.end_byte:
             continue  # another declarator of the same declaration
+        if unit is ctx.main and any(o.name == r.name and o.decl is not None and o.decl.start_byte <= ident.start_byte < o.decl.end_byte
+                                    for o in local):
+            continue  # the same name declared again (another `#if` branch): the reference's problem says so
         uses[r.name].append(mig.classify(r, unit, ident))
     out = []
     for n, r in refs.items():
         if not r.local and not uses[n]:
             continue
         m = _migrate(rule, ctx, r, uses[n], mig, helpers)
+        if m is not None and project_check and m.fix_applicability != "manual":
+            blockers = _project_blockers(rule, ctx, kind, r)
+            if blockers:
+                m.edits = []
+                m.fix_applicability = "manual"
+                m.vars["reason"] = "it cannot be migrated in every file that uses it, and a partial migration would " \
+                                   "not build: " + "; ".join(dict.fromkeys(blockers))
         if m is not None:
             out.append(m)
     if kind == "texture":

@@ -1,0 +1,78 @@
+"""A texture reference shared by several files migrates in all of them or in none.
+
+fixtures/texture/project-blocked: textures.cuh declares texScale and texLut. texScale is read in
+kernels.cu and bound there: it migrates (declaration, read, bind). texLut is read in kernels.cu too,
+but tables.cu returns it by reference from a helper (`texture<...> &get_ref(void)`) and binds it
+through a macro: those cannot be rewritten, so its declaration and its read in kernels.cu must stay
+as they are (a migrated declaration would break tables.cu, a migrated read would break against the
+old declaration), and every finding of texLut names the blocking file.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from .conftest import FIXTURES
+
+PROJECT = FIXTURES / "texture" / "project-blocked"
+RULES = "CM601,CM602,CM603"
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cudamigrate", *args], capture_output=True, text=True)
+
+
+def _copy(tmp_path: Path) -> Path:
+    dst = tmp_path / "project"
+    shutil.copytree(PROJECT, dst)
+    return dst
+
+
+def test_blocked_reference_is_manual_in_every_file(tmp_path):
+    proj = _copy(tmp_path)
+    res = _cli("scan", "--select", RULES, "--format", "json", str(proj))
+    import json
+
+    found = json.loads(res.stdout)["findings"]
+    lut = [f for f in found if "`texLut`" in f["message"]]
+    assert {Path(f["path"]).name for f in lut} == {"textures.cuh", "kernels.cu", "tables.cu"}
+    assert all(f["applicability"] == "manual" for f in lut)
+    for f in lut:
+        if Path(f["path"]).name != "tables.cu":
+            assert "tables.cu:4:" in f["message"], f["message"]  # the blocking site is named
+    get_ref = [f for f in found if "return type of `get_ref`" in f["message"]]
+    assert len(get_ref) == 2 and all(f["applicability"] == "manual" for f in get_ref)  # no crash, reported
+    scale = [f for f in found if "`texScale`" in f["message"]]
+    assert scale and all(f["applicability"] == "unsafe" for f in scale)
+
+
+def test_fix_migrates_the_free_reference_only_and_converges(tmp_path):
+    proj = _copy(tmp_path)
+    res = _cli("fix", "--unsafe-fixes", "--select", RULES, str(proj))
+    assert "matcher error" not in res.stderr and "Traceback" not in res.stderr, res.stderr
+    hdr = (proj / "textures.cuh").read_text()
+    assert "texture<unsigned short, 2, cudaReadModeElementType> texLut;" in hdr
+    assert "__constant__ cudaTextureObject_t texScale;" in hdr
+    kern = (proj / "kernels.cu").read_text()
+    assert "tex2D(texLut, i % 4, 0)" in kern and "tex1Dfetch<float>(texScale, i)" in kern
+    assert (proj / "tables.cu").read_text() == (PROJECT / "tables.cu").read_text()
+    once = {p.name: p.read_bytes() for p in proj.iterdir()}
+    _cli("fix", "--unsafe-fixes", "--select", RULES, str(proj))
+    assert {p.name: p.read_bytes() for p in proj.iterdir()} == once
+
+
+def test_if_else_declarations_and_macro_binds_are_manual(tmp_path):
+    (tmp_path / "tex.cuh").write_text(
+        "#pragma once\n#ifdef USE_SHORT\ntexture<unsigned short, 2, cudaReadModeNormalizedFloat> texImg;\n#else\n"
+        "texture<unsigned char, 2, cudaReadModeNormalizedFloat> texImg;\n#endif\n")
+    (tmp_path / "k.cu").write_text(
+        '#include "tex.cuh"\n__global__ void k(float *o) { o[0] = tex2D(texImg, 0.5f, 0.5f); }\n'
+        "void bind(cudaArray_t a) { cudaBindTextureToArray(texImg, a); }\n")
+    before = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    res = _cli("scan", "--select", RULES, str(tmp_path))
+    assert "declared 2 times (lines 3, 5" in res.stdout and "[~]" not in res.stdout and "[*]" not in res.stdout
+    _cli("fix", "--unsafe-fixes", "--select", RULES, str(tmp_path))
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before
