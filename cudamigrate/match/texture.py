@@ -924,6 +924,8 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
                 if name in by_name:
                     continue
                 why = f"`{fn}` binds `{name or '?'}`, whose `texture<>`/`surface<>` declaration is not in this file or the headers it includes"
+                if "(" in name:
+                    why = f"`{fn}` binds the reference returned by `{name}`: a reference handed out by a helper cannot be migrated automatically"
             elif fn in REF_APIS:
                 name = normalize(node_text(args[-1])).lstrip("&") if args else ""
                 if name in by_name:
