@@ -90,6 +90,7 @@ class Ref:
     problem: str | None = None  # why the declaration itself cannot be migrated
     migrated: bool = False  # known from a cudamigrate marker comment: already a texture/surface object
     path: Path | None = None  # the file that declares it (None: not known)
+    same_elsewhere: list["Ref"] = field(default_factory=list)  # identical declarations (other `#if` branches)
 
     @property
     def local(self) -> bool:
@@ -264,7 +265,10 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
                     r.decl = None
                     r.declarator = None
                     r.path = inc
-                    out.setdefault(r.name, r)
+                    first = out.setdefault(r.name, r)
+                    if first is not r and first.path == inc and not _same_declaration(first, r) and first.problem is None:
+                        first.problem = (f"`{inc.name}` declares it more than once with different types or settings "
+                                         "(e.g. in `#if`/`#else` branches)")
             if level > 1:
                 visit(inc, text, level - 1)
 
@@ -629,6 +633,24 @@ def _bind_edit(mig: Migration, ref: Ref, unit: Unit, call: ts.Node, fn: str, add
     return None, f"`{fn}` is not handled"
 
 
+def _declaration_edits(ref: Ref, data: bytes, nl: str) -> list[Edit]:
+    """Replace the reference's declaration by the object form (taking it out of a multi-name declaration)."""
+    d = ref.decl
+    s, e = ref.unit.abs(d)
+    decls = d.children_by_field_name("declarator")
+    if len(decls) == 1:
+        return [Edit(s, e, _new_declaration(ref, _indent(data, s), nl))]
+    # several references in one declaration: take this one out, declare its object before it
+    i = next(i for i, x in enumerate(decls) if x.start_byte == ref.declarator.start_byte)
+    if i + 1 < len(decls):
+        rs, re_ = ref.unit.abs(decls[i])[0], ref.unit.abs(decls[i + 1])[0]
+    else:
+        rs, re_ = ref.unit.abs(decls[i - 1])[1], ref.unit.abs(decls[i])[1]
+    ls = _line_start(data, s)
+    indent = _indent(data, s)
+    return [Edit(rs, re_, ""), Edit(ls, ls, indent + _new_declaration(ref, indent, nl) + nl)]
+
+
 def _collisions(ctx: FileContext, ref: Ref) -> str | None:
     text = ctx.source.text
     names = [ref.obj] + ([ref.desc] if ref.kind == "texture" else [])
@@ -690,22 +712,8 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
             reasons.append(f"an attribute is set at line {line} after the reference is bound and is not followed by a new bind: "
                            "a texture object's attributes are fixed when it is created")
     if ref.local:
-        d = ref.decl
-        s, e = ref.unit.abs(d)
-        decls = d.children_by_field_name("declarator")
-        if len(decls) == 1:
-            edits.append(Edit(s, e, _new_declaration(ref, _indent(data, s), mig.nl)))
-        else:
-            # several references in one declaration: take this one out, declare its object before it
-            i = next(i for i, x in enumerate(decls) if x.start_byte == ref.declarator.start_byte)
-            if i + 1 < len(decls):
-                rs, re_ = ref.unit.abs(decls[i])[0], ref.unit.abs(decls[i + 1])[0]
-            else:
-                rs, re_ = ref.unit.abs(decls[i - 1])[1], ref.unit.abs(decls[i])[1]
-            edits.append(Edit(rs, re_, ""))
-            ls = _line_start(data, s)
-            indent = _indent(data, s)
-            edits.append(Edit(ls, ls, indent + _new_declaration(ref, indent, mig.nl) + mig.nl))
+        for one in [ref] + ref.same_elsewhere:  # the same declaration in each `#if` branch: each one is replaced
+            edits += _declaration_edits(one, data, mig.nl)
     # an edit inside another of this finding's edits (a `name.channelDesc` argument of its bind) is already covered
     edits = [x for x in edits if not any(o is not x and o.start <= x.start and x.end <= o.end and o.end > o.start
                                          and (o.start, o.end) != (x.start, x.end) for o in edits)]
@@ -748,16 +756,23 @@ def _refs_in_scope(ctx: FileContext):
     return res
 
 
+def _same_declaration(a: Ref, b: Ref) -> bool:
+    return (a.kind, a.targs, [normalize(c) for c in a.ctor], a.storage) == (b.kind, b.targs, [normalize(c) for c in b.ctor], b.storage)
+
+
 def _compute_scope(ctx: FileContext):
     local, odd = _declarations(ctx.main.root, ctx.main)
     headers, helpers = _header_refs(ctx)
     by_name: dict[str, Ref] = {}
     for r in local:
         same = [o for o in local if o.name == r.name]
-        if len(same) > 1 and r.problem is None:  # `#if A texture<...> t; #else texture<...> t; #endif`
-            lines = ", ".join(str(ctx.source.position(ctx.main.abs(o.decl)[0])[0]) for o in same if o.decl is not None)
-            r.problem = (f"it is declared {len(same)} times (lines {lines}, e.g. in `#if`/`#else` branches): "
-                         "each declaration and the uses of each branch need their own object")
+        if len(same) > 1 and r.problem is None and r.name not in by_name:  # `#if A texture<...> t; #else ... #endif`
+            if all(_same_declaration(o, r) and o.problem is None for o in same):
+                r.same_elsewhere = [o for o in same if o is not r]  # one object serves every branch
+            else:
+                lines = ", ".join(str(ctx.source.position(ctx.main.abs(o.decl)[0])[0]) for o in same if o.decl is not None)
+                r.problem = (f"it is declared {len(same)} times with different types or settings (lines {lines}, e.g. in "
+                             "`#if`/`#else` branches): reads and binds would need a different object type per branch")
         by_name.setdefault(r.name, r)
     for r in _marker_refs(ctx.source.data):
         by_name.setdefault(r.name, r)
