@@ -33,6 +33,7 @@ _OBJECT_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])
 _COMMENT = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
 _CONT = re.compile(rb"\\\r?\n")
 MAX_DEPTH = 8
+HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc", ""}
 MAX_HEADER_BYTES = 2 * 1024 * 1024
 
 
@@ -69,18 +70,22 @@ class ProjectIndex:
     _macros: dict[Path, frozenset[str]] = field(default_factory=dict, repr=False)
     _members: dict[Path, list[ClassMembers]] = field(default_factory=dict, repr=False)
     _includers: dict[Path, list[Path]] | None = field(default=None, repr=False)
+    _by_basename: dict[str, list[Path]] | None = field(default=None, repr=False)
     cache: dict = field(default_factory=dict, repr=False)  # for matchers' own per-run results
 
     # ------------------------------------------------------------------ files and includes
     def read(self, path: Path) -> bytes | None:
+        """The file's bytes as first read in this run (headers are kept; other files are read again)."""
         path = _key(path)
-        if path not in self._bytes:
-            try:
-                data = path.read_bytes() if path.is_file() and path.stat().st_size <= MAX_HEADER_BYTES else None
-            except OSError:
-                data = None
+        if path in self._bytes:
+            return self._bytes[path]
+        try:
+            data = path.read_bytes() if path.is_file() and path.stat().st_size <= MAX_HEADER_BYTES else None
+        except OSError:
+            data = None
+        if path.suffix.lower() in HEADER_SUFFIXES:
             self._bytes[path] = data
-        return self._bytes[path]
+        return data
 
     def resolve(self, includer: Path, name: str) -> Path | None:
         """`#include "name"` from `includer`: its own directory first (what compilers do), then a unique
@@ -88,8 +93,13 @@ class ProjectIndex:
         cand = _key(includer.parent / name)
         if cand.is_file():
             return cand
+        if self._by_basename is None:
+            self._by_basename = {}
+            for f in self.files:
+                k = _key(f)
+                self._by_basename.setdefault(k.name, []).append(k)
         suffix = "/" + name.lstrip("./")
-        hits = [f for f in (_key(p) for p in self.files) if str(f).endswith(suffix)]
+        hits = [f for f in self._by_basename.get(Path(name).name, []) if str(f).endswith(suffix)]
         return hits[0] if len(hits) == 1 else None
 
     def includes(self, path: Path, data: bytes | None = None) -> list[Path]:
