@@ -76,3 +76,17 @@ def test_if_else_declarations_and_macro_binds_are_manual(tmp_path):
     assert "declared 2 times with different types or settings (lines 3, 5" in res.stdout and "[~]" not in res.stdout and "[*]" not in res.stdout
     _cli("fix", "--unsafe-fixes", "--select", RULES, str(tmp_path))
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before
+
+
+def test_assigned_channel_desc_with_a_bind_taking_the_reference_descriptor_is_manual(tmp_path):
+    """`tex.channelDesc = d;` then the template bind without a descriptor: the bind used the assigned
+    descriptor, which the object form cannot take from the reference: manual, nothing changes."""
+    src = ("texture<float, 1, cudaReadModeElementType> texA;\n"
+           "__global__ void k(float *o) { o[0] = tex1Dfetch(texA, 0); }\n"
+           "void bind(const float *d, cudaChannelFormatDesc f) {\n"
+           "  texA.channelDesc = f;\n  cudaBindTexture(0, texA, d, 64);\n}\n")
+    (tmp_path / "a.cu").write_text(src)
+    res = _cli("scan", "--select", RULES, str(tmp_path))
+    assert "its `channelDesc` is assigned (line 4) and the bind at line 5 takes the descriptor" in res.stdout, res.stdout
+    _cli("fix", "--unsafe-fixes", "--select", RULES, str(tmp_path))
+    assert (tmp_path / "a.cu").read_text() == src

@@ -398,6 +398,10 @@ class Migration:
                     and par.child_by_field_name("left").start_byte == p.start_byte
                 if not written and ref.kind == "texture":
                     return Use(ident, unit, "chan", p)
+                if written and ref.kind == "texture" and par.parent is not None and par.parent.type == "expression_statement":
+                    # `tex.channelDesc = desc;` before a bind that passes its own descriptor: the object takes the
+                    # descriptor from the bind, so the statement can go (checked in _migrate)
+                    return Use(ident, unit, "chanset", par.parent)
                 return Use(ident, unit, "other", f"its `channelDesc` is {'assigned' if written else 'read'} (line {self.line(unit, p)})")
             return Use(ident, unit, "other", f"its field `{fld}` has no texture-object counterpart here (line {self.line(unit, p)})")
         if ref.migrated and p is not None and p.type == "declaration" and re.search(
@@ -653,6 +657,28 @@ def _declaration_edits(ref: Ref, data: bytes, nl: str) -> list[Edit]:
     return [Edit(rs, re_, ""), Edit(ls, ls, indent + _new_declaration(ref, indent, nl) + nl)]
 
 
+def _bind_passes_descriptor(mig: Migration, ref: Ref, unit: Unit, call: ts.Node, fn: str) -> bool:
+    """Whether a bind brings its own channel descriptor (or binds an array, which has one), so that a
+    `channelDesc` assigned to the reference before does not matter."""
+    args = named_children(call.child_by_field_name("arguments"))
+    if fn in ("cudaBindTextureToArray", "cudaBindTextureToMipmappedArray"):
+        return True
+    pos = {"cudaBindTexture": (5, 3), "cudaBindTexture2D": (7, 3)}.get(fn)
+    if pos is None or len(args) != pos[0]:
+        return False
+    return "channelDesc" not in normalize(mig.text(unit, args[pos[1]]))
+
+
+def _delete_statement(data: bytes, s: int, e: int) -> Edit:
+    """Delete a statement, with its line when nothing else is on it."""
+    ls = _line_start(data, s)
+    le = data.find(b"\n", e)
+    le = len(data) if le == -1 else le + 1
+    if not data[ls:s].strip() and not data[e:le].strip():
+        return Edit(ls, le, "")
+    return Edit(s, e, "")
+
+
 def _collisions(ctx: FileContext, ref: Ref) -> str | None:
     text = ctx.source.text
     names = [ref.obj] + ([ref.desc] if ref.kind == "texture" else [])
@@ -675,6 +701,9 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
     elif not uses:
         return None
     needs_helpers = False
+    chan_reads: list[int] = []  # lines reading `tex.channelDesc`
+    chan_sets: list[int] = []  # lines assigning it
+    implicit_desc: list[int] = []  # lines of binds that take the descriptor from the reference
     binds: list[tuple[int, ts.Node | None]] = []  # (abs start, function)
     attrs: list[tuple[int, ts.Node | None, int]] = []
     for u in uses:
@@ -697,6 +726,10 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
         elif u.what == "chan":
             s, e = u.unit.abs(u.detail)
             edits.append(Edit(s, e, f"cudaCreateChannelDesc<{ref.elem}>()"))
+            chan_reads.append(mig.line(u.unit, u.detail))
+        elif u.what == "chanset":
+            edits.append(_delete_statement(data, *u.unit.abs(u.detail)))
+            chan_sets.append(mig.line(u.unit, u.detail))
         elif u.what == "bind":
             call, fn, addr = u.detail
             ed, why = _bind_edit(mig, ref, u.unit, call, fn, addr)
@@ -707,6 +740,17 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
             needs_helpers = True
             if fn != "cudaUnbindTexture":
                 binds.append((ed.start, _function_of(call)))
+                if not _bind_passes_descriptor(mig, ref, u.unit, call, fn):
+                    implicit_desc.append(mig.line(u.unit, call))
+    if chan_sets:
+        where = ", ".join(map(str, chan_sets))
+        if implicit_desc:
+            reasons.append(f"its `channelDesc` is assigned (line {where}) and the bind at line {implicit_desc[0]} takes the "
+                           "descriptor from the reference")
+        elif chan_reads:
+            reasons.append(f"its `channelDesc` is assigned (line {where}) and read (line {chan_reads[0]})")
+        elif not binds:
+            reasons.append(f"its `channelDesc` is assigned (line {where}) in a file that does not bind it")
     # an attribute set after the last bind in its function would not reach the object any more
     for pos, fn, line in attrs:
         same = [b for b, f in binds if f is not None and fn is not None and f.start_byte == fn.start_byte]
