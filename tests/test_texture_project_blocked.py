@@ -67,7 +67,7 @@ def test_fix_migrates_the_free_reference_only_and_converges(tmp_path):
 def test_if_else_declarations_and_macro_binds_are_manual(tmp_path):
     (tmp_path / "tex.cuh").write_text(
         "#pragma once\n#ifdef USE_SHORT\ntexture<unsigned short, 2, cudaReadModeNormalizedFloat> texImg;\n#else\n"
-        "texture<unsigned char, 2, cudaReadModeNormalizedFloat> texImg;\n#endif\n")
+        "texture<unsigned char, 2, cudaReadModeNormalizedFloat> texImg;\n#endif\n")  # element types differ
     (tmp_path / "k.cu").write_text(
         '#include "tex.cuh"\n__global__ void k(float *o) { o[0] = tex2D(texImg, 0.5f, 0.5f); }\n'
         "void bind(cudaArray_t a) { cudaBindTextureToArray(texImg, a); }\n")

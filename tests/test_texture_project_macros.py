@@ -79,3 +79,41 @@ def test_both_configurations_run_after_fix(tmp_path):
         run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stdout + run.stderr
         assert run.stdout.strip() == want[line]
+
+
+TWO_DIMS = """#include <cuda_runtime.h>
+#if TREE_2D
+texture<uint4, 2, cudaReadModeElementType> nodes;
+#else
+texture<uint4, 1, cudaReadModeElementType> nodes;
+#endif
+__device__ uint4 node_at(unsigned cur) {
+#if TREE_2D
+  return tex2D(nodes, cur & 0xFFFF, cur >> 16);
+#else
+  return tex1Dfetch(nodes, cur);
+#endif
+}
+__global__ void walk(uint4 *out) { out[threadIdx.x] = node_at(threadIdx.x); }
+int bind(cudaArray_t a, const uint4 *d, size_t bytes) {
+#if TREE_2D
+  return (int)cudaBindTextureToArray(nodes, a);
+#else
+  return (int)cudaBindTexture(0, nodes, d, bytes);
+#endif
+}
+"""
+
+
+@pytest.mark.nvcc
+def test_branches_differing_in_dimension_migrate_and_build_both_ways(tmp_path):
+    src = tmp_path / "tree.cu"
+    src.write_text(TWO_DIMS)
+    res = _cli("fix", "--unsafe-fixes", "--select", RULES, str(src))
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = src.read_text()
+    assert text.count("__constant__ cudaTextureObject_t nodes;") == 2
+    assert "tex2D<uint4>(nodes" in text and "tex1Dfetch<uint4>(nodes" in text
+    for flags in (["-DTREE_2D=1"], ["-DTREE_2D=0"]):
+        built = compile_file(src, tmp_path / "tree.o", link=False, flags=flags)
+        assert built.ok, built.output[-3000:]

@@ -803,7 +803,13 @@ def _refs_in_scope(ctx: FileContext):
 
 
 def _same_declaration(a: Ref, b: Ref) -> bool:
-    return (a.kind, a.targs, [normalize(c) for c in a.ctor], a.storage) == (b.kind, b.targs, [normalize(c) for c in b.ctor], b.storage)
+    """Declarations one migration serves: the object form depends on the element type, the read mode,
+    the constructor settings and the storage class, not on the dimensionality (`#if TREE_2D texture<uint4, 2>
+    t; #else texture<uint4, 1> t;` -> the same `cudaTextureObject_t`, `tex2D<uint4>` and `tex1Dfetch<uint4>`)."""
+    def key(r: Ref) -> tuple:
+        return (r.kind, normalize(r.elem), normalize(r.mode), [normalize(c) for c in r.ctor], r.storage)
+
+    return key(a) == key(b)
 
 
 def _compute_scope(ctx: FileContext):
