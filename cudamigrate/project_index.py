@@ -6,7 +6,8 @@ a launch without `;`, a texture reference declared in `textures.cuh` and bound i
 tree-sitter pass sees one file at a time, so this index follows the project's own `#include "..."`
 files (never system headers) and answers, cheaply and from text:
 
-* `reachable(path, data)`: the project headers a file reaches through `#include "..."`;
+* `reachable(path, data)`: the project headers a file reaches through `#include "..."` (and through
+  `#include <...>` when that names a file of the run);
 * `statement_macros(path, data)`: object-like macros, defined in the file or those headers, whose
   body is a statement (`{ ... }` or ending in `;`): a use written without `;` is a whole statement;
 * `member_types(path, data, member, owner)`: the declared types of a class/struct member of that
@@ -28,6 +29,8 @@ from typing import Iterable
 import tree_sitter as ts
 
 LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+# `#include <mummergpu_kernel.cu>` (found through -I): followed only when it names a file of the run
+ANGLE_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>', re.M)
 # `#define NAME body` (object-like: no `(` right after the name), body up to the end of the logical line
 _OBJECT_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])((?:[^\n\\]|\\\r?\n|\\(?!\r?\n))*)", re.M)
 _COMMENT = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
@@ -93,14 +96,28 @@ class ProjectIndex:
         cand = _key(includer.parent / name)
         if cand.is_file():
             return cand
+        self._by_basename_map()
+        suffix = "/" + name.lstrip("./")
+        hits = [f for f in self._by_basename.get(Path(name).name, []) if str(f).endswith(suffix)]
+        return hits[0] if len(hits) == 1 else None
+
+    def resolve_in_run(self, includer: Path, name: str) -> Path | None:
+        """`#include <name>` when it is a file of the run (next to the includer, or the one whose path ends
+        with `name`); toolkit and system headers never are."""
+        self._by_basename_map()
+        cand = _key(includer.parent / name)
+        if cand in self._by_basename.get(cand.name, []):
+            return cand
+        suffix = "/" + name.lstrip("./")
+        hits = [f for f in self._by_basename.get(Path(name).name, []) if str(f).endswith(suffix)]
+        return hits[0] if len(hits) == 1 else None
+
+    def _by_basename_map(self) -> None:
         if self._by_basename is None:
             self._by_basename = {}
             for f in self.files:
                 k = _key(f)
                 self._by_basename.setdefault(k.name, []).append(k)
-        suffix = "/" + name.lstrip("./")
-        hits = [f for f in self._by_basename.get(Path(name).name, []) if str(f).endswith(suffix)]
-        return hits[0] if len(hits) == 1 else None
 
     def includes(self, path: Path, data: bytes | None = None) -> list[Path]:
         """Project headers `path` includes directly, in order."""
@@ -108,9 +125,14 @@ class ProjectIndex:
         if data is None and key in self._includes:
             return self._includes[key]
         data = self.read(key) if data is None else data
-        out: list[Path] = []
+        found: list[tuple[int, Path | None]] = []
         for m in LOCAL_INCLUDE.finditer(data or b""):
-            inc = self.resolve(key, m.group(1).decode("utf-8", "replace"))
+            found.append((m.start(), self.resolve(key, m.group(1).decode("utf-8", "replace"))))
+        if self.files and b"<" in (data or b""):
+            for m in ANGLE_INCLUDE.finditer(data or b""):
+                found.append((m.start(), self.resolve_in_run(key, m.group(1).decode("utf-8", "replace"))))
+        out: list[Path] = []
+        for _, inc in sorted(found, key=lambda x: x[0]):
             if inc is not None and inc not in out:
                 out.append(inc)
         self._includes[key] = out

@@ -90,3 +90,20 @@ def test_assigned_channel_desc_with_a_bind_taking_the_reference_descriptor_is_ma
     assert "its `channelDesc` is assigned (line 4) and the bind at line 5 takes the descriptor" in res.stdout, res.stdout
     _cli("fix", "--unsafe-fixes", "--select", RULES, str(tmp_path))
     assert (tmp_path / "a.cu").read_text() == src
+
+
+def test_angle_bracket_include_of_a_project_file_links_declaration_and_uses(tmp_path):
+    """`#include <kern.cu>` (found through -I) is followed when it names a file of the run: the reference it
+    declares is blocked by a bind through a macro in the including file, so neither file changes."""
+    (tmp_path / "kern.cu").write_text(
+        "#include <stdio.h>\ntexture<char, 1, cudaReadModeElementType> qry;\n"
+        "__global__ void k(char *o) { o[0] = tex1Dfetch(qry, 0); }\n")
+    (tmp_path / "main.cu").write_text(
+        "#include <stdio.h>\n#include <kern.cu>\n"
+        "#define BIND_TEX(t, p, n) do { cudaBindTexture(0, t, p, n); } while (0)\n"
+        "void bind(const char *d) { BIND_TEX(qry, d, 16); }\n")
+    before = {p.name: p.read_text() for p in tmp_path.iterdir()}
+    res = _cli("scan", "--select", RULES, str(tmp_path))
+    assert "[~]" not in res.stdout and "kern.cu:2:" in res.stdout and "main.cu:4: it is passed to `BIND_TEX`" in res.stdout, res.stdout
+    _cli("fix", "--unsafe-fixes", "--select", RULES, str(tmp_path))
+    assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before

@@ -245,10 +245,13 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
 
     def visit(path: Path, data: bytes, level: int) -> None:
         nonlocal helpers
-        for m in LOCAL_INCLUDE.finditer(data):
-            name = m.group(1).decode("utf-8", "surrogateescape")
-            # the project index also finds headers of the run under an -I directory (`#include "gpu.h"` -> include/gpu.h)
-            inc = ctx.project.resolve(path, name) if ctx.project is not None else (path.parent / name).resolve()
+        if ctx.project is not None:
+            # the project index also finds headers of the run under an -I directory (`#include "gpu.h"` ->
+            # include/gpu.h, `#include <kernels.cu>`)
+            incs: list[Path | None] = list(ctx.project.includes(path, data))
+        else:
+            incs = [(path.parent / m.group(1).decode("utf-8", "surrogateescape")).resolve() for m in LOCAL_INCLUDE.finditer(data)]
+        for inc in incs:
             if inc is None or inc in seen or not inc.is_file():
                 continue
             seen.add(inc)
