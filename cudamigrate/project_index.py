@@ -70,7 +70,7 @@ class ProjectIndex:
     files: list[Path] = field(default_factory=list)
     _bytes: dict[Path, bytes | None] = field(default_factory=dict, repr=False)
     _includes: dict[Path, list[Path]] = field(default_factory=dict, repr=False)
-    _macros: dict[Path, frozenset[str]] = field(default_factory=dict, repr=False)
+    _macros: dict[Path, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict, repr=False)
     _members: dict[Path, list[ClassMembers]] = field(default_factory=dict, repr=False)
     _includers: dict[Path, list[Path]] | None = field(default=None, repr=False)
     _by_basename: dict[str, list[Path]] | None = field(default=None, repr=False)
@@ -165,26 +165,33 @@ class ProjectIndex:
         return list(self._includers.get(_key(header), []))
 
     # ------------------------------------------------------------------ macros
-    def _own_statement_macros(self, path: Path, data: bytes | None) -> frozenset[str]:
+    def _own_macros(self, path: Path, data: bytes | None) -> tuple[frozenset[str], frozenset[str]]:
+        """(object macros defined here as statements, those defined here as something else but empty)."""
         key = _key(path)
         if data is None and key in self._macros:
             return self._macros[key]
         data = self.read(key) if data is None else data
-        names = set()
+        stmt, other = set(), set()
         if data and b"define" in data:
             for m in _OBJECT_DEFINE.finditer(data):
-                if statement_body(m.group(2)):
-                    names.add(m.group(1).decode())
-        got = frozenset(names)
+                body = m.group(2)
+                if statement_body(body):
+                    stmt.add(m.group(1).decode())
+                elif _COMMENT.sub(b" ", _CONT.sub(b" ", body)).strip():
+                    other.add(m.group(1).decode())
+        got = (frozenset(stmt), frozenset(other))
         self._macros[key] = got
         return got
 
     def statement_macros(self, path: Path, data: bytes) -> frozenset[str]:
-        """Statement-like object macros visible in `path`: its own and its project headers'."""
-        names = set(self._own_statement_macros(path, data))
-        for h in self.reachable(path, data):
-            names |= self._own_statement_macros(h, None)
-        return frozenset(names)
+        """Statement-like object macros visible in `path` (its own and its project headers'), without those
+        that another visible `#define` makes an expression (`#ifdef DEBUG ... { ... } #else ... f() #endif`)."""
+        stmt, other = set(), set()
+        for p, d in [(path, data)] + [(h, None) for h in self.reachable(path, data)]:
+            s, o = self._own_macros(p, d)
+            stmt |= s
+            other |= o
+        return frozenset(stmt - other)
 
     # ------------------------------------------------------------------ class members
     def _classes(self, path: Path, data: bytes | None) -> list[ClassMembers]:

@@ -52,6 +52,12 @@ def test_statement_body():
     assert not statement_body(b"{")
 
 
+def test_macro_defined_as_an_expression_elsewhere_is_not_blanked(tmp_path):
+    (tmp_path / "chk.h").write_text("#ifdef DEBUG\n#define LASTERR { cudaGetLastError(); }\n#else\n#define LASTERR cudaGetLastError()\n#endif\n")
+    src = b'#include "chk.h"\nint f() { return LASTERR; }\n'
+    assert ProjectIndex().statement_macros(tmp_path / "a.cu", src) == frozenset()
+
+
 def test_blanking_keeps_offsets_and_spares_define_strings_comments():
     src = (b'#define CUERR { if (cudaGetLastError()) return 1; }\n'
            b'int f() { k(); CUERR\n  cudaThreadSynchronize();\n  puts("CUERR"); // CUERR\n  return 0; }\n')
