@@ -105,5 +105,6 @@ def test_angle_bracket_include_of_a_project_file_links_declaration_and_uses(tmp_
     before = {p.name: p.read_text() for p in tmp_path.iterdir()}
     res = _cli("scan", "--select", RULES, str(tmp_path))
     assert "[~]" not in res.stdout and "kern.cu:2:" in res.stdout and "main.cu:4: it is passed to `BIND_TEX`" in res.stdout, res.stdout
+    assert "in macro `BIND_TEX` binds its parameter `t`" in res.stdout
     _cli("fix", "--unsafe-fixes", "--select", RULES, str(tmp_path))
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before

@@ -954,6 +954,11 @@ def _run(rule: Rule, ctx: FileContext, kind: str, project_check: bool = True) ->
     return out
 
 
+def _macro_params(ctx: FileContext, macro: str) -> list[str]:
+    m = re.search(rb"^[ \t]*#[ \t]*define[ \t]+" + re.escape(macro.encode()) + rb"\(([^)]*)\)", ctx.source.data, re.M)
+    return [p.strip() for p in m.group(1).decode("utf-8", "replace").split(",")] if m else []
+
+
 def _manual(rule: Rule, unit: Unit, node: ts.Node, why: str) -> Match:
     m = Match(rule=rule, unit=unit, node=node, name=node_text(node), written=node_text(node))
     m.vars.update({"reference": "", "kind": "", "type": normalize_spaces(node_text(node)), "reason": why, "local": False,
@@ -996,6 +1001,9 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
                 why = f"`{fn}` binds `{name or '?'}`, whose `texture<>`/`surface<>` declaration is not in this file or the headers it includes"
                 if "(" in name:
                     why = f"`{fn}` binds the reference returned by `{name}`: a reference handed out by a helper cannot be migrated automatically"
+                elif unit.in_macro and unit.macro_name and name in _macro_params(ctx, unit.macro_name):
+                    why = (f"`{fn}` in macro `{unit.macro_name}` binds its parameter `{name}`: the references passed to "
+                           f"`{unit.macro_name}` cannot be migrated automatically (CM601 reports each)")
             elif fn in REF_APIS:
                 name = normalize(node_text(args[-1])).lstrip("&") if args else ""
                 if name in by_name:
