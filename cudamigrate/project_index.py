@@ -12,6 +12,8 @@ files (never system headers) and answers, cheaply and from text:
   body is a statement (`{ ... }` or ending in `;`): a use written without `;` is a whole statement;
 * `member_types(path, data, member, owner)`: the declared types of a class/struct member of that
   name in the file or its headers (`prop` -> `cudaDeviceProp`);
+* `project_member_type(ctx, owner, member, at)`, `member_expression_type(ctx, unit, expr, at)`: the same
+  for a matcher (CM503: `this->prop.clockRate`, `gpu.m_props.computeMode`, a bare member in a method);
 * `includers(path)`: the files of the run (the `files` given) that reach `path`, for migrations that
   must change a header together with every file that uses what it declares.
 
@@ -24,7 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import tree_sitter as ts
 
@@ -215,6 +217,61 @@ class ProjectIndex:
                 if t is not None:
                     out.add(t)
         return out
+
+
+# ----------------------------------------------------------------------------- for matchers
+# What a matcher calls with its FileContext (ctx.project is the run's index): the type of a member read
+# through `this->m`, `obj.m`, `ptr->m` or a bare `m` inside a method, from the class in a project header.
+
+def _enclosing_class(node: ts.Node) -> str | None:
+    """The class a method belongs to: `Foo` of `int Foo::f() {...}`, or the class whose body holds it."""
+    cur = node.parent
+    while cur is not None:
+        if cur.type in ("class_specifier", "struct_specifier"):
+            n = cur.child_by_field_name("name")
+            return _text(n) if n is not None else None
+        if cur.type == "function_definition":
+            d = cur.child_by_field_name("declarator")
+            while d is not None and d.type not in ("function_declarator",):
+                d = d.child_by_field_name("declarator")
+            q = d.child_by_field_name("declarator") if d is not None else None
+            if q is not None and q.type == "qualified_identifier":
+                scope = q.child_by_field_name("scope")
+                if scope is not None:
+                    return _text(scope).split("<")[0].split("::")[-1].strip()
+        cur = cur.parent
+    return None
+
+
+def project_member_type(ctx: Any, owner: str | None, member: str, at: ts.Node) -> str | None:
+    """The declared type of data member `member` (of class `owner`, else of the class of the method
+    around `at`) from this file or the project headers it includes; None when unknown or ambiguous."""
+    if getattr(ctx, "project", None) is None:
+        return None
+    if owner is None:
+        owner = _enclosing_class(at)
+        if owner is None:
+            return None
+    got = ctx.project.member_types(ctx.source.path, ctx.source.data, member, owner)
+    return next(iter(got)) if len(got) == 1 else None
+
+
+def member_expression_type(ctx: Any, unit: Any, fe: ts.Node, at: ts.Node) -> str | None:
+    """Type of `this->m`, `obj.m`, `ptr->m` (one level of members) through the project index."""
+    from .match.matchers import _declared_type
+
+    arg, fld = fe.child_by_field_name("argument"), fe.child_by_field_name("field")
+    if arg is None or fld is None:
+        return None
+    if arg.type == "this":
+        return project_member_type(ctx, None, _text(fld), at)
+    if arg.type == "identifier":
+        owner = _declared_type(ctx, unit, _text(arg), at)
+        if owner is None:
+            return None
+        owner = owner.replace("const", "").replace("struct", "").replace("class", "").strip().rstrip("*&").strip()
+        return project_member_type(ctx, owner.split("::")[-1], _text(fld), at)
+    return None
 
 
 def _key(path: Path) -> Path:

@@ -418,6 +418,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     """
     from .matchers import _declared_type
     from .context import normalize
+    from ..project_index import member_expression_type, project_member_type
 
     spec = rule.spec
     fields = set(spec.get("fields", []))
@@ -437,9 +438,9 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
             if base.type == "identifier":
                 t = _declared_type(ctx, unit, node_text(base), fe)
                 if t is None:  # a class member used inside a method: its type is in the class (a project header)
-                    t = project_member_type(ctx, unit, None, node_text(base), fe)
+                    t = project_member_type(ctx, None, node_text(base), fe)
             elif base.type == "field_expression":  # `this->prop.clockRate`, `gpu.m_props.computeMode`
-                t = _member_expression_type(ctx, unit, base, fe)
+                t = member_expression_type(ctx, unit, base, fe)
             else:
                 continue
             if t is None or not any(ty in t for ty in types):
@@ -474,57 +475,6 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                     m.vars["source"] = best[1]
             out.append(m)
     return out
-
-
-def _enclosing_class(node: ts.Node) -> str | None:
-    """The class a method belongs to: `Foo` of `int Foo::f() {...}`, or the class whose body holds it."""
-    cur = node.parent
-    while cur is not None:
-        if cur.type in ("class_specifier", "struct_specifier"):
-            n = cur.child_by_field_name("name")
-            return node_text(n) if n is not None else None
-        if cur.type == "function_definition":
-            d = cur.child_by_field_name("declarator")
-            while d is not None and d.type not in ("function_declarator",):
-                d = d.child_by_field_name("declarator")
-            q = d.child_by_field_name("declarator") if d is not None else None
-            if q is not None and q.type == "qualified_identifier":
-                scope = q.child_by_field_name("scope")
-                if scope is not None:
-                    return node_text(scope).split("<")[0].split("::")[-1].strip()
-        cur = cur.parent
-    return None
-
-
-def project_member_type(ctx: FileContext, unit: Unit, owner: str | None, member: str, at: ts.Node) -> str | None:
-    """The declared type of data member `member` (of class `owner`, else of the class of the method
-    around `at`) from this file or the project headers it includes; None when unknown or ambiguous."""
-    if ctx.project is None:
-        return None
-    if owner is None:
-        owner = _enclosing_class(at)
-        if owner is None:
-            return None
-    got = ctx.project.member_types(ctx.source.path, ctx.source.data, member, owner)
-    return next(iter(got)) if len(got) == 1 else None
-
-
-def _member_expression_type(ctx: FileContext, unit: Unit, fe: ts.Node, at: ts.Node) -> str | None:
-    """Type of `this->m`, `obj.m`, `ptr->m` (one level of members) through the project index."""
-    from .matchers import _declared_type
-
-    arg, fld = fe.child_by_field_name("argument"), fe.child_by_field_name("field")
-    if arg is None or fld is None:
-        return None
-    if arg.type == "this":
-        return project_member_type(ctx, unit, None, node_text(fld), at)
-    if arg.type == "identifier":
-        owner = _declared_type(ctx, unit, node_text(arg), at)
-        if owner is None:
-            return None
-        owner = owner.replace("const", "").replace("struct", "").replace("class", "").strip().rstrip("*&").strip()
-        return project_member_type(ctx, unit, owner.split("::")[-1], node_text(fld), at)
-    return None
 
 
 # --------------------------------------------------------------------------- namespace uses
