@@ -108,3 +108,15 @@ def test_angle_bracket_include_of_a_project_file_links_declaration_and_uses(tmp_
     assert "in macro `BIND_TEX` binds its parameter `t`" in res.stdout
     _cli("fix", "--unsafe-fixes", "--select", RULES, str(tmp_path))
     assert {p.name: p.read_text() for p in tmp_path.iterdir()} == before
+
+
+def test_assigned_channel_desc_as_an_unbraced_if_body_becomes_an_empty_statement(tmp_path):
+    src = ("texture<float, 1, cudaReadModeElementType> texA;\n"
+           "__global__ void k(float *o) { o[0] = tex1Dfetch(texA, 0); }\n"
+           "void bind(const float *d, cudaChannelFormatDesc f, bool set) {\n"
+           "  if (set)\n    texA.channelDesc = f;\n  cudaBindTexture(0, texA, d, f, 64);\n}\n")
+    (tmp_path / "a.cu").write_text(src)
+    res = _cli("fix", "--unsafe-fixes", "--select", RULES, str(tmp_path))
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = (tmp_path / "a.cu").read_text()
+    assert "  if (set)\n    ;\n  cudamigrateBindTexture(0, &texA_obj, &texA, d, f, 64, &texA_desc);" in out, out

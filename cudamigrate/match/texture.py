@@ -731,7 +731,11 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
             edits.append(Edit(s, e, f"cudaCreateChannelDesc<{ref.elem}>()"))
             chan_reads.append(mig.line(u.unit, u.detail))
         elif u.what == "chanset":
-            edits.append(_delete_statement(data, *u.unit.abs(u.detail)))
+            stmt = u.detail
+            if stmt.parent is not None and stmt.parent.type == "compound_statement":
+                edits.append(_delete_statement(data, *u.unit.abs(stmt)))
+            else:  # the body of an `if`/`for` without braces: an empty statement keeps the next one outside it
+                edits.append(Edit(*u.unit.abs(stmt), ";"))
             chan_sets.append(mig.line(u.unit, u.detail))
         elif u.what == "bind":
             call, fn, addr = u.detail
