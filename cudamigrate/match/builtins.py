@@ -408,6 +408,10 @@ def _strip_addr(text: str) -> str:
     return t[1:] if t.startswith("&") else t
 
 
+def _no_this(expr: str) -> str:
+    return expr[len("this->"):] if expr.startswith("this->") else expr
+
+
 @builtin("filled_struct_field")
 def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """`recv.field` / `recv->field` where `recv` is declared with one of `types`; when the same function
@@ -458,7 +462,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
             sc = scope_of(fe)
             m.vars["in_device_code"] = sc.is_device or sc.is_kernel
             m.vars["has_source"] = False
-            want = normalize(node_text(recv)).lstrip("*")
+            want = _no_this(normalize(node_text(recv)).lstrip("*"))  # `this->prop` and `prop` are the same member
             fn = sc.function
             if fn is not None and not unit.in_macro:
                 best = None
@@ -467,7 +471,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                         if gunit is not unit or not (fn.start_byte <= call.start_byte < fe.start_byte):
                             continue
                         args = [c for c in call.child_by_field_name("arguments").named_children if c.type != "comment"]
-                        if len(args) > max(sarg, darg) and _strip_addr(node_text(args[sarg])) == want:
+                        if len(args) > max(sarg, darg) and _no_this(_strip_addr(node_text(args[sarg]))) == want:
                             if best is None or call.start_byte > best[0]:
                                 best = (call.start_byte, node_text(args[darg]))
                 if best is not None:
