@@ -254,19 +254,24 @@ def render_report(fmt: str, run: Run, sort: str = "roi") -> str:
 @click.option("--diff", is_flag=True, help="Print a unified diff instead of writing files.")
 @click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour and need review.")
+@click.option("--apply-display-only", is_flag=True,
+              help="Also apply the display-only suggested edits (e.g. stream changes in code with several streams) "
+                   "of the rules named by id in --select/--extend-select; never of rules selected by family or prefix.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
-def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, exit_zero: bool, **kw: Any) -> None:
+def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
+        exit_zero: bool, **kw: Any) -> None:
     """Rewrite PATHS in place, applying automatic fixes."""
     from .fix.apply import fix_bytes, write_atomic
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
     from .source import DEFAULT_MAX_BYTES, SourceError, load_source
 
     import time
 
     db, t_sem = _semantic_timed(paths, files, kw)
     t1 = time.perf_counter()
-    changed = applied = remaining = unsafe_left = 0
+    changed = applied = remaining = unsafe_left = suggested_left = 0
     had_error = False
     if db is not None:
         engine.semantic_provider = db.facts_for
@@ -278,7 +283,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
             _err(f"{disp}: {exc}")
             had_error = True
             continue
-        res = fix_bytes(engine, p, src.data, disp, unsafe=unsafe_fixes)
+        res = fix_bytes(engine, p, src.data, disp, unsafe=unsafe_fixes, display_only=display_only)
         for w in src.warnings:
             _err(f"note: {disp}: {w}")
         for e in res.errors:
@@ -287,6 +292,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         applied += len(res.applied)
         remaining += len(res.remaining)
         unsafe_left += sum(1 for f in res.remaining if f.applicability == "unsafe")
+        suggested_left += sum(1 for f in res.remaining if f.applicability == "display-only")
         if not res.changed:
             continue
         changed += 1
@@ -305,12 +311,25 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     msg = f"{verb} {applied} finding(s) in {changed} file(s); {remaining} remaining"
     if unsafe_left and not unsafe_fixes:
         msg += f" ({unsafe_left} fixable with --unsafe-fixes)"
+    if suggested_left:
+        msg += f"; {suggested_left} with a display-only suggested edit (never applied by --unsafe-fixes: review it)"
     click.echo(msg + ".", err=True)
     if rule_errors:
         sys.exit(EXIT_ERROR)
     if (remaining or had_error) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
+    """Rules whose display-only suggestions `--apply-display-only` may apply: named by exact id, never by family,
+    prefix or ALL, so a suggestion that changes behaviour is applied only by someone who asked for that rule."""
+    named = set(_split(kw.get("select"))) | set(_split(kw.get("extend_select")))
+    ids = frozenset(r.id for r in engine.rules if r.id in named and r.fix_applicability == "display-only")
+    if not ids:
+        raise click.UsageError("--apply-display-only needs the rules named by id with --select or --extend-select "
+                               "(e.g. --select CM101), and they must have display-only fixes")
+    return ids
 
 
 @main.command("rules")
@@ -337,7 +356,7 @@ def rules_cmd(stats: bool, fmt: str, show_all: bool) -> None:
         } for r in rows], indent=2))
         return
     for r in rows:
-        mark = {"safe": "[*]", "unsafe": "[~]", "manual": "[ ]"}[r.fix_applicability]
+        mark = {"safe": "[*]", "unsafe": "[~]", "display-only": "[?]", "manual": "[ ]"}[r.fix_applicability]
         status = f" ({r.status})" if r.status != "stable" else ""
         click.echo(f"{r.id:7s} {mark} {r.family:10s} {r.name}{status}: {r.summary}")
     sys.exit(EXIT_ERROR if rs.errors else EXIT_CLEAN)

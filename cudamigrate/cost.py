@@ -6,7 +6,9 @@ impact  : what it costs to leave the finding alone
           rules may set `cost.impact`, and `cost.adjust` multiplies it in context
           (inside a loop, where the translation unit uses other streams, ...).
 effort  : what it costs to fix: safe automatic fix 1, unsafe automatic fix 2
-          (needs review), manual 5; `cost.effort_minutes` estimates wall time.
+          (needs review), display-only suggestion 4 (an edit is shown, but a person must
+          check the ordering it changes and apply it), manual 5; `cost.effort_minutes`
+          estimates wall time.
 roi     : impact / effort, the order in which output is sorted.
 Measured figures (calibration) adjust a performance rule's declared estimate
 when a calibration for the user's GPU exists (see `measured_factor`).
@@ -19,8 +21,8 @@ from typing import Any
 from .findings import Cost
 
 IMPACT_SCORES = {"build-break": 10.0, "deprecated": 5.0, "performance": 3.0, "hygiene": 1.0}
-EFFORT_SCORES = {"safe": 1.0, "unsafe": 2.0, "manual": 5.0}
-EFFORT_MINUTES = {"safe": 1.0, "unsafe": 5.0, "manual": 30.0}
+EFFORT_SCORES = {"safe": 1.0, "unsafe": 2.0, "display-only": 4.0, "manual": 5.0}
+EFFORT_MINUTES = {"safe": 1.0, "unsafe": 5.0, "display-only": 20.0, "manual": 30.0}
 
 
 def _version(v: str | None) -> tuple[int, int] | None:
@@ -61,7 +63,9 @@ def score(
         value *= mult
         factors.append(f"x{mult:g} {why}")
     effort_score = EFFORT_SCORES[applicability]
-    minutes = effort_minutes if effort_minutes is not None and applicability == "manual" else EFFORT_MINUTES[applicability]
+    # a rule's own estimate is the time a person needs: it applies to manual findings and display-only suggestions
+    minutes = effort_minutes if effort_minutes is not None and applicability in ("manual", "display-only") \
+        else EFFORT_MINUTES[applicability]
     return Cost(
         impact=impact,
         impact_score=round(value, 3),

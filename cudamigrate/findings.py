@@ -6,7 +6,11 @@ import hashlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-APPLICABILITIES = ("safe", "unsafe", "manual")
+# ruff's levels: `safe` keeps behaviour and `fix` applies it; `unsafe` may change behaviour and needs
+# `--unsafe-fixes`; `display-only` is a suggested edit that reports show but `fix` never applies (it would change
+# behaviour in a way no flag can vouch for, e.g. stream ordering in code that uses several streams), except for
+# rules named by id together with `fix --apply-display-only`; `manual` has no edit.
+APPLICABILITIES = ("safe", "unsafe", "display-only", "manual")
 
 
 @dataclass(frozen=True)
@@ -25,7 +29,7 @@ class Edit:
 
 @dataclass
 class Fix:
-    applicability: str  # safe | unsafe | manual
+    applicability: str  # safe | unsafe | display-only | manual
     title: str
     edits: list[Edit] = field(default_factory=list)
 

@@ -60,6 +60,11 @@ class Case:
         return bool(self.settings.get("unsafe", True))
 
     @property
+    def display_only(self) -> frozenset[str]:
+        """Rule ids whose display-only suggestions the golden `after` applies (`fix --apply-display-only`)."""
+        return frozenset(self.settings.get("apply_display_only", []) or [])
+
+    @property
     def target(self) -> str:
         return str(self.settings.get("target", "13.0"))
 

@@ -234,7 +234,8 @@ def fixed_source(case: Case) -> tuple[bytes, bool | None, list[str]]:
                    options=case.options)
     eng = Engine(rs, opts)
     assert case.before is not None
-    res = fix_bytes(eng, case.before, case.before.read_bytes(), str(case.before), unsafe=case.unsafe)
+    res = fix_bytes(eng, case.before, case.before.read_bytes(), str(case.before), unsafe=case.unsafe,
+                    display_only=case.display_only)
     matches = None if case.after is None else (res.fixed == case.after.read_bytes())
     return res.fixed, matches, list(res.errors)
 
@@ -561,12 +562,14 @@ def static_selftest(fixtures: Path) -> tuple[list[str], int]:
             if got != want:
                 fails.append(f"{case.name}: findings: unexpected {dict(got - want)}, missing {dict(want - got)}")
             if case.after:
-                fixed = fix_bytes(eng, case.before, data, str(case.before), unsafe=case.unsafe).fixed
+                fixed = fix_bytes(eng, case.before, data, str(case.before), unsafe=case.unsafe,
+                                  display_only=case.display_only).fixed
                 if fixed != case.after.read_bytes():
                     fails.append(f"{case.name}: fix(before) differs from {case.after.name}")
         if case.after:
             data = case.after.read_bytes()
-            if fix_bytes(eng, case.after, data, str(case.after), unsafe=case.unsafe).fixed != data:
+            if fix_bytes(eng, case.after, data, str(case.after), unsafe=case.unsafe,
+                         display_only=case.display_only).fixed != data:
                 fails.append(f"{case.name}: fixing {case.after.name} again changes it")
         if case.ok:
             res = eng.scan_bytes(case.ok, case.ok.read_bytes())

@@ -14,7 +14,8 @@ for arg in sys.argv[1:]:
     d = Path(arg).resolve()
     case = next(c for c in load_cases(d.parent) if c.dir == d)
     assert isinstance(case, Case) and case.before is not None
-    out = fix_text(engine_for(case), case.before, case.before.read_bytes(), unsafe=case.unsafe)
+    out = fix_text(engine_for(case), case.before, case.before.read_bytes(), unsafe=case.unsafe,
+                   display_only=case.display_only)
     target = case.before.with_name("after" + case.before.suffix)
     target.write_bytes(out)
     print(f"wrote {target}")

@@ -30,5 +30,6 @@ def engine_for(case: Case | None = None, **kw) -> Engine:
     return Engine(all_rules(), opts)
 
 
-def fix_text(engine: Engine, path: Path, data: bytes, unsafe: bool = True) -> bytes:
-    return fix_bytes(engine, path, data, str(path), unsafe=unsafe).fixed
+def fix_text(engine: Engine, path: Path, data: bytes, unsafe: bool = True,
+             display_only: frozenset[str] = frozenset()) -> bytes:
+    return fix_bytes(engine, path, data, str(path), unsafe=unsafe, display_only=display_only).fixed

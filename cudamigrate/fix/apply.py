@@ -45,10 +45,15 @@ class FixResult:
         return "".join(difflib.unified_diff(a, b, f"a/{name}", f"b/{name}"))
 
 
-def fixable(f: Finding, unsafe: bool) -> bool:
+def fixable(f: Finding, unsafe: bool, display_only: frozenset[str] = frozenset()) -> bool:
+    """Safe fixes always; unsafe ones with `--unsafe-fixes`; display-only suggestions only for the rule ids in
+    `display_only` (rules the user named by id with `--apply-display-only`), never through `--unsafe-fixes`."""
     if f.fix is None or not f.fix.edits:
         return False
-    return f.fix.applicability == "safe" or (unsafe and f.fix.applicability == "unsafe")
+    app = f.fix.applicability
+    if app == "display-only":
+        return f.rule_id in display_only
+    return app == "safe" or (unsafe and app == "unsafe")
 
 
 def apply_edits(data: bytes, groups: list[list[Edit]]) -> tuple[bytes, list[int]]:
@@ -80,7 +85,8 @@ def _normalize_newlines(text: str, newline: bytes) -> str:
     return text
 
 
-def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool = False) -> FixResult:
+def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool = False,
+              display_only: frozenset[str] = frozenset()) -> FixResult:
     res = FixResult(display, data, data)
     current = data
     scan: FileResult = engine.scan_bytes(path, current, display)
@@ -89,7 +95,7 @@ def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: boo
         return res
     newline = b"\r\n" if b"\r\n" in data[:65536] else b"\n"
     for _ in range(MAX_PASSES):
-        todo = [f for f in scan.findings if fixable(f, unsafe)]
+        todo = [f for f in scan.findings if fixable(f, unsafe, display_only)]
         if not todo:
             break
         groups = [[Edit(e.start, e.end, _normalize_newlines(e.text, newline)) for e in f.fix.edits] for f in todo]

@@ -8,6 +8,7 @@ from typing import Any
 import tree_sitter as ts
 
 from .context import FileContext, base_variable, declared_types, named_children, node_text, normalize, scope_of
+from .handles import escapes, handle_key
 from .matchers import Match
 
 NULL_SPELLINGS = {"0", "NULL", "nullptr", "0L", "0UL", "0U", "0LL", "__null", "(void*)0", "((void*)0)"}
@@ -80,7 +81,8 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
         node = m.arg(same)
         if node is None:
             return False
-        want = strip_address(node_text(node))
+        # scope-aware: the same variable, not the same spelling (another function's local `h` is another handle)
+        want = handle_key(node, m.unit, ctx)
     for name in names:
         for unit, call in ctx.calls.get(name, []):
             if within is not None and (unit is not m.unit or not (within.start_byte <= call.start_byte < within.end_byte)):
@@ -91,7 +93,7 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
                 return True
             args = named_children(call.child_by_field_name("arguments"))
             idx = arg if arg is not None else 0
-            if idx < len(args) and strip_address(node_text(args[idx])) == want:
+            if idx < len(args) and handle_key(args[idx], unit, ctx) == want:
                 return True
     return False
 
@@ -199,6 +201,13 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             ok = re.search(val + r"\Z", before) is not None
         elif key == "arg_type":
             ok = _arg_type(val, m, ctx)
+        elif key == "handle_escapes":
+            ok = escapes(m.arg("handle") if m.arg("handle") is not None else (m.args[0] if m.args else None),
+                         m.unit, ctx, m.node) == bool(val)
+        elif key == "meets_blocking_streams":
+            from .streams import stream_use
+
+            ok = stream_use(ctx).meets_blocking == bool(val)
         elif key == "option":
             ok = all(ctx.options.get(m.rule.id, {}).get(k, m.rule.options.get(k)) == v for k, v in val.items())
         else:

@@ -27,7 +27,8 @@ def command(level: str, props: dict[str, object], message: str) -> str:
 def render(run: Run) -> str:
     out = []
     for f in run.by_roi():
-        mark = {"safe": " [fix: cudamigrate fix]", "unsafe": " [fix: cudamigrate fix --unsafe-fixes]"}.get(f.applicability, "")
+        mark = {"safe": " [fix: cudamigrate fix]", "unsafe": " [fix: cudamigrate fix --unsafe-fixes]",
+                "display-only": " [suggested edit, not applied by fix: review it]"}.get(f.applicability, "")
         props = {"file": f.path, "line": f.line, "col": f.column, "endLine": f.end_line,
                  "title": f"{f.rule_id} {f.rule_name}"}
         if f.end_line == f.line:

@@ -186,16 +186,16 @@ def summary_view(run: Run) -> dict[str, Any]:
             d["minutes"] += f.cost.effort_minutes
             if f.cost.impact == "build-break":
                 d["build_breaking"] += 1
-        if f.applicability != "manual":
+        if f.applicability in ("safe", "unsafe"):
             d["fixable"] += 1
     dir_rows = sorted(({"dir": k, **v, "files": len(v["files"]), "roi": round(v["roi"], 2),
                         "hours": round(v["minutes"] / 60, 1)} for k, v in dirs.items()),
                       key=lambda r: (-r["roi"], r["dir"]))
     rule_names = {r.id: r.name for r in run.rules}
     by_rule = {f"{k} {rule_names.get(k, '')}".strip(): v for k, v in s["by_rule"].items()}
-    colors = {"safe": "#1a7f37", "unsafe": "#b35900", "manual": "#8a8f98"}
+    colors = {"safe": "#1a7f37", "unsafe": "#b35900", "display-only": "#6f42c1", "manual": "#8a8f98"}
     share = [{"key": k, "value": app[k], "pct": round(100 * app[k] / n, 1), "color": colors[k]}
-             for k in ("safe", "unsafe", "manual")]
+             for k in ("safe", "unsafe", "display-only", "manual")]
     x = 0.0
     for part in share:
         part["x"] = round(x, 2)

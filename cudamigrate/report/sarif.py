@@ -151,7 +151,9 @@ def result(f: Finding, rule_index: dict[str, int], pos: Positions | None) -> dic
         r["rank"] = min(100.0, round(10 * f.cost.roi, 1))
     if f.fix and f.fix.edits and f.applicability != "manual":
         r["fixes"] = [{
-            "description": {"text": f"{f.fix.title} ({f.fix.applicability} fix)"},
+            "description": {"text": f"{f.fix.title} ({f.fix.applicability} fix)" if f.fix.applicability != "display-only"
+                            else f"{f.fix.title} (display-only suggestion: it changes behaviour, `cudamigrate fix` "
+                                 f"never applies it; review before applying)"},
             "artifactChanges": [{
                 "artifactLocation": artifact_location(f.path),
                 "replacements": [

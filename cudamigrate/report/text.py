@@ -6,7 +6,7 @@ from collections import Counter
 
 from .model import Run
 
-MARK = {"safe": "[*]", "unsafe": "[~]", "manual": "[ ]"}
+MARK = {"safe": "[*]", "unsafe": "[~]", "display-only": "[?]", "manual": "[ ]"}
 
 
 def render(run: Run, show_source: bool = True, sort: str = "roi") -> str:
@@ -23,7 +23,9 @@ def render(run: Run, show_source: bool = True, sort: str = "roi") -> str:
         lines.append(
             f"Found {s['findings']} finding(s) in {len({f.path for f in run.findings})} file(s) "
             f"({s['build_breaking']} build-breaking for CUDA {run.target_str}). "
-            f"{app['safe']} fixable with `cudamigrate fix`, {app['unsafe']} more with `--unsafe-fixes`, {app['manual']} manual."
+            f"{app['safe']} fixable with `cudamigrate fix`, {app['unsafe']} more with `--unsafe-fixes`, "
+            + (f"{app['display-only']} with a suggested edit that `fix` does not apply ([?]), " if app["display-only"] else "")
+            + f"{app['manual']} manual."
         )
     else:
         lines.append(f"No findings in {run.files_scanned} file(s).")
@@ -32,7 +34,7 @@ def render(run: Run, show_source: bool = True, sort: str = "roi") -> str:
 
 def statistics(run: Run) -> str:
     counts = Counter(f.rule_id for f in run.findings)
-    fixable = Counter(f.rule_id for f in run.findings if f.applicability != "manual")
+    fixable = Counter(f.rule_id for f in run.findings if f.applicability in ("safe", "unsafe"))
     names = {r.id: r.name for r in run.rules}
     out = []
     for rid, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):

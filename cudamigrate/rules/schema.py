@@ -153,8 +153,8 @@ def validate(doc: Any, path: Path) -> Rule:
         if not isinstance(fix, dict):
             raise _fail(path, "fix", "must be a mapping")
         app = fix.get("applicability")
-        if app not in ("safe", "unsafe", "manual"):
-            raise _fail(path, "fix.applicability", "must be safe, unsafe or manual")
+        if app not in ("safe", "unsafe", "display-only", "manual"):
+            raise _fail(path, "fix.applicability", "must be safe, unsafe, display-only or manual")
         edits = fix.get("edits", [])
         if not isinstance(edits, list):
             raise _fail(path, "fix.edits", "must be a list")

@@ -23,7 +23,7 @@
   var F = D.findings, R = D.rules, FILES = D.files, MSG = D.messages;
   var I = {}; D.fields.forEach(function (k, i) { I[k] = i; });
   var SEV = { error: 0, warning: 1, info: 2 };
-  var APP = { safe: 0, unsafe: 1, manual: 2 };
+  var APP = { safe: 0, unsafe: 1, "display-only": 2, manual: 3 };
   var PAGE = 100;
   var state = { rule: "", family: "", severity: "", applicability: "", file: "", q: "", sort: "roi", dir: -1, page: 0 };
   var KEYS = ["rule", "family", "severity", "applicability", "file", "q", "sort", "dir", "page"];
@@ -186,7 +186,9 @@
       for (q = pre; q < newL.length - suf; q++) rows.push({ no: first + q, op: "+", text: newL[q], cls: "add" });
       for (q = oldL.length - suf; q < oldL.length; q++) rows.push({ no: first + q, op: " ", text: oldL[q] });
       box.appendChild(codeBlock(rows));
-      box.appendChild(el("p", "muted", f[I.applicability] === "safe" ? "Applied by `cudamigrate fix`." : "Applied by `cudamigrate fix --unsafe-fixes`; review the change."));
+      box.appendChild(el("p", "muted", f[I.applicability] === "safe" ? "Applied by `cudamigrate fix`." :
+        f[I.applicability] === "display-only" ? "Suggested edit only: it changes behaviour (e.g. stream ordering), so `cudamigrate fix` never applies it; check the ordering and apply it by hand." :
+        "Applied by `cudamigrate fix --unsafe-fixes`; review the change."));
     } else {
       box.appendChild(el("p", "muted", "No automatic fix: change the code by hand (see below)."));
     }

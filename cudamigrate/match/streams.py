@@ -1,0 +1,187 @@
+"""Does the legacy default stream meet other blocking streams in this translation unit?
+
+The legacy default stream (stream 0, NULL, `cudaStreamLegacy`) serializes only with *blocking* streams: streams
+created without `cudaStreamNonBlocking` and the per-thread default stream. Code that uses no other stream has
+nothing to serialize against, and rewriting its legacy-stream calls buys nothing; code that does mix them is
+where the legacy stream costs overlap, and also where moving one call to another stream can break an ordering the
+code relies on. The stream rules ask this module which case a file is.
+
+The answer is a per-translation-unit over-approximation from the source text of the file and the project headers
+it includes with `#include "..."` (resolved next to the including file, a few directories up, and in their
+`include/` folders): a stream created with flags that are not provably non-blocking, a function *definition* that
+receives a stream parameter (its flags are unknown), a stream held in a struct/class field or a file-scope
+variable, or any use of `cudaStreamPerThread`. Comments and string literals do not count.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import tree_sitter as ts
+
+from ..parse.treesitter import parse, query
+from .context import FileContext, normalize
+
+STREAM_TYPES = {"cudaStream_t", "CUstream", "::cudaStream_t", "::CUstream"}
+# stream constructors and the index of their flags argument (None: no flags, always blocking)
+CREATORS = {"cudaStreamCreate": None, "cudaStreamCreateWithFlags": 1, "cudaStreamCreateWithPriority": 1,
+            "cuStreamCreate": 1, "cuStreamCreateWithPriority": 1}
+_CREATE_RX = re.compile(r"\b(" + "|".join(sorted(CREATORS, key=len, reverse=True)) + r")\s*\(")
+_NON_BLOCKING = re.compile(r"\b(cudaStreamNonBlocking|CU_STREAM_NON_BLOCKING)\b|^\(?(0x0*1|1)[uU]?\)?$")
+_PER_THREAD = re.compile(r"\b(cudaStreamPerThread|CU_STREAM_PER_THREAD)\b")
+_INCLUDE_RX = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+MAX_HEADERS = 64
+MAX_HEADER_BYTES = 2 << 20
+
+
+@dataclass(frozen=True)
+class StreamUse:
+    """Why the legacy stream meets another blocking stream here (empty: it does not, as far as the source shows)."""
+
+    reasons: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def meets_blocking(self) -> bool:
+        return bool(self.reasons)
+
+
+def _strip(text: str) -> str:
+    """Comments and literals blanked (newlines kept), so that only code is searched."""
+    return _COMMENT_OR_STRING.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+
+
+def _call_args(text: str, open_paren: int) -> list[str] | None:
+    """Top-level arguments of the call whose `(` is at `open_paren`; None when unbalanced."""
+    depth, start, out = 0, open_paren + 1, []
+    for i in range(open_paren, min(len(text), open_paren + 4000)):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                out.append(text[start:i])
+                return [normalize(a) for a in out]
+        elif ch == "," and depth == 1:
+            out.append(text[start:i])
+            start = i + 1
+    return None
+
+
+def _creation_reasons(code: str, where: str) -> list[str]:
+    out = []
+    for m in _CREATE_RX.finditer(code):
+        name = m.group(1)
+        args = _call_args(code, m.end() - 1)
+        idx = CREATORS[name]
+        if idx is not None and args is not None and idx < len(args) and _NON_BLOCKING.search(args[idx]):
+            continue  # a non-blocking stream never synchronizes with the legacy stream
+        line = code.count("\n", 0, m.start()) + 1
+        out.append(f"{where}:{line} creates a blocking stream with `{name}`")
+    return out
+
+
+def _is_definition_parameter(param: ts.Node) -> bool:
+    """A parameter of a function or lambda *definition* (not of a prototype or a function-pointer type)."""
+    cur = param.parent
+    if cur is None or cur.type != "parameter_list":
+        return False
+    cur = cur.parent
+    while cur is not None and cur.type in ("function_declarator", "abstract_function_declarator", "pointer_declarator",
+                                           "reference_declarator", "lambda_declarator"):
+        if cur.parent is not None and cur.parent.type in ("function_definition", "lambda_expression"):
+            return cur.type in ("function_declarator", "abstract_function_declarator", "lambda_declarator")
+        cur = cur.parent
+    return False
+
+
+def _declaration_reasons(root: ts.Node, data: bytes, where: str) -> list[str]:
+    q = query("(parameter_declaration type: (_) @t) @p (optional_parameter_declaration type: (_) @t) @p "
+              "(field_declaration type: (_) @t) @f (declaration type: (_) @t) @d")
+    out = []
+    for _, caps in ts.QueryCursor(q).matches(root):
+        t = normalize(caps["t"][0].text.decode("utf-8", "replace"))
+        if t not in STREAM_TYPES:
+            continue
+        line = caps["t"][0].start_point[0] + 1
+        if "p" in caps:
+            if _is_definition_parameter(caps["p"][0]):
+                out.append(f"{where}:{line} receives a stream as a parameter")
+        elif "f" in caps:
+            out.append(f"{where}:{line} holds a stream in a field")
+        elif "d" in caps:
+            d = caps["d"][0]
+            if d.parent is not None and d.parent.type in ("translation_unit", "declaration_list"):
+                out.append(f"{where}:{line} declares a file-scope stream")
+    return out
+
+
+def analyse(data: bytes, root: ts.Node | None, where: str) -> list[str]:
+    """The reasons one buffer shows for blocking streams besides the legacy one."""
+    code = _strip(data.decode("utf-8", "replace"))
+    reasons = _creation_reasons(code, where)
+    pt = _PER_THREAD.search(code)
+    if pt is not None:
+        reasons.append(f"{where}:{code.count(chr(10), 0, pt.start()) + 1} uses `{pt.group(1)}`")
+    if root is None:
+        root = parse(data).root_node
+    reasons += _declaration_reasons(root, data, where)
+    return reasons
+
+
+@lru_cache(maxsize=512)
+def _header_facts(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(reasons, included project headers) of one header, cached by path and stat."""
+    try:
+        data = Path(path).read_bytes()[:MAX_HEADER_BYTES]
+    except OSError:
+        return (), ()
+    incs = tuple(m.group(1).decode("utf-8", "replace") for m in _INCLUDE_RX.finditer(data))
+    return tuple(analyse(data, None, Path(path).name)), incs
+
+
+def _resolve_include(name: str, here: Path) -> Path | None:
+    """`#include "x.h"` next to the including file, or up to three directories up (also in their include/)."""
+    d = here
+    for _ in range(4):
+        for cand in (d / name, d / "include" / name):
+            if cand.is_file():
+                return cand
+        if d.parent == d:
+            break
+        d = d.parent
+    return None
+
+
+def stream_use(ctx: FileContext) -> StreamUse:
+    """Cached per file: the file itself plus the project headers it includes, transitively (bounded)."""
+    got = ctx.__dict__.get("_stream_use")
+    if got is not None:
+        return got
+    data = ctx.source.data
+    reasons = analyse(data, ctx.main.root, ctx.source.path.name)
+    seen: set[Path] = set()
+    todo = [(m.group(1).decode("utf-8", "replace"), ctx.source.path.parent) for m in _INCLUDE_RX.finditer(data)]
+    while todo and len(seen) < MAX_HEADERS:
+        name, here = todo.pop(0)
+        try:
+            p = _resolve_include(name, here)
+        except OSError:
+            p = None
+        if p is None or p.resolve() in seen or p.resolve() == ctx.source.path.resolve():
+            continue
+        seen.add(p.resolve())
+        try:
+            st = p.stat()
+        except OSError:
+            continue
+        more, incs = _header_facts(str(p), st.st_mtime_ns, st.st_size)
+        reasons += more
+        todo += [(i, p.parent) for i in incs]
+    got = StreamUse(tuple(reasons))
+    ctx.__dict__["_stream_use"] = got
+    return got
