@@ -66,8 +66,28 @@ def test_json_output_matches_schema(tree):
     jsonschema.validate(doc, schema)
     assert doc["summary"]["findings"] == 1
     f = doc["findings"][0]
-    assert f["rule"] == "CM101" and f["line"] == 5 and f["applicability"] == "unsafe"
-    assert f["cost"]["roi"] > 0 and f["fix"]["edits"]
+    # a legacy-stream call next to a created stream: the edit is kept as a display-only suggestion
+    assert f["rule"] == "CM101" and f["line"] == 5 and f["applicability"] == "display-only"
+    assert f["cost"]["roi"] > 0 and f["fix"]["edits"] and f["fix"]["applicability"] == "display-only"
+
+
+def test_apply_display_only_needs_rules_named_by_id(tree):
+    before = (tree / "src" / "a.cu").read_bytes()
+    for sel in ([], ["--select", "streams"], ["--select", "CM1"], ["--select", "ALL"], ["--select", "CM501"]):
+        r = run("fix", *sel, "--apply-display-only", str(tree / "src"))
+        assert r.exit_code == 2 and "--apply-display-only needs the rules named by id" in r.output, (sel, r.output)
+    assert (tree / "src" / "a.cu").read_bytes() == before
+    r = run("fix", "--extend-select", "CM101", "--apply-display-only", "--diff", str(tree / "src"))
+    assert "cudaStreamPerThread" in r.output
+
+
+def test_display_only_in_text_and_sarif_reports(tree):
+    r = run("scan", str(tree / "src"))
+    assert "CM101 [?]" in r.output and "suggested edit that `fix` does not apply" in r.output
+    doc = json.loads(run("scan", "--format", "sarif", str(tree / "src")).output)
+    res = doc["runs"][0]["results"][0]
+    assert res["properties"]["applicability"] == "display-only"
+    assert "display-only suggestion" in res["fixes"][0]["description"]["text"]
 
 
 def test_select_and_ignore(tree):
@@ -84,8 +104,10 @@ def test_statistics(tree):
 def test_fix_dry_run_and_diff_do_not_write(tree):
     before = (tree / "src" / "a.cu").read_bytes()
     r = run("fix", "--unsafe-fixes", "--diff", str(tree / "src"))
+    assert "cudaStreamPerThread" not in r.output  # display-only: never applied by --unsafe-fixes
+    r = run("fix", "--select", "CM101", "--apply-display-only", "--diff", str(tree / "src"))
     assert "+  cudaMemsetAsync(d, 0, 16, cudaStreamPerThread);" in r.output
-    r = run("fix", "--unsafe-fixes", "--dry-run", str(tree / "src"))
+    r = run("fix", "--select", "CM101", "--apply-display-only", "--dry-run", str(tree / "src"))
     assert (tree / "src" / "a.cu").read_bytes() == before
 
 
@@ -94,18 +116,20 @@ def test_fix_without_unsafe_leaves_unsafe_findings(tree):
     r = run("fix", str(tree / "src"))
     assert r.exit_code == 1
     assert (tree / "src" / "a.cu").read_bytes() == before
-    assert "fixable with --unsafe-fixes" in r.output
+    assert "1 with a display-only suggested edit" in r.output
+    r = run("fix", "--unsafe-fixes", str(tree / "src"))
+    assert r.exit_code == 1 and (tree / "src" / "a.cu").read_bytes() == before
 
 
 def test_fix_writes_keeps_mode_and_is_idempotent(tree):
     p = tree / "src" / "a.cu"
     os.chmod(p, 0o640)
-    r = run("fix", "--unsafe-fixes", str(tree / "src"))
+    r = run("fix", "--select", "CM101", "--apply-display-only", str(tree / "src"))
     assert r.exit_code == 0, r.output
     assert b"cudaStreamPerThread" in p.read_bytes()
     assert stat.S_IMODE(os.stat(p).st_mode) == 0o640
     once = p.read_bytes()
-    run("fix", "--unsafe-fixes", str(tree / "src"))
+    run("fix", "--select", "CM101", "--apply-display-only", str(tree / "src"))
     assert p.read_bytes() == once
     assert not list((tree / "src").glob(".*cudamigrate*"))  # no temp files left
 
@@ -114,7 +138,7 @@ def test_bad_inputs_get_one_line_errors_and_others_still_scanned(tree):
     src = tree / "src"
     (src / "bin.cu").write_bytes(b"\x7fELF\x00\x00\x01cudaMemsetAsync")
     (src / "latin1.cu").write_bytes(b"// caf\xe9\nvoid f() { cudaThreadSynchronize(); }  // Jos\xe9\n")
-    (src / "trunc.cu").write_bytes(b"int main() { cudaMemsetAsync(d, 0, 16, 0);\n  for (")
+    (src / "trunc.cu").write_bytes(b"int main() { cudaStreamCreate(&s); cudaMemsetAsync(d, 0, 16, 0);\n  for (")
     r = run("scan", str(src))
     assert r.exit_code == 1
     err = r.stderr if hasattr(r, "stderr") else r.output
@@ -146,7 +170,7 @@ def test_gitignore_and_config_exclude(tree):
     (tree / ".cudamigrate.toml").write_text('exclude = ["src/a.cu"]\n')
     assert run("scan", str(tree)).exit_code == 0
     (tree / ".cudamigrate.toml").write_text('target-cuda = "13.0"\n[options]\nstream = "my_stream"\n')
-    r = run("fix", "--unsafe-fixes", "--diff", str(tree / "src"))
+    r = run("fix", "--select", "CM101", "--apply-display-only", "--diff", str(tree / "src"))
     assert "my_stream" in r.output
     (tree / ".cudamigrate.toml").write_text('bogus = 1\n')
     assert run("scan", str(tree)).exit_code == 2

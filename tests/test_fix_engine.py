@@ -12,9 +12,16 @@ from .helpers import engine_for
 P = Path("t.cu")
 
 
+# The engine mechanics below use the legacy-stream rules' edits. Those rules fire only where the legacy stream meets
+# another blocking stream (SIDE, a file-scope stream, makes a snippet such code) and their edits are display-only,
+# so the tests apply them the way `fix --select CM101 --apply-display-only` would.
+SIDE = b"cudaStream_t side;\n"
+STREAM_SUGGESTIONS = frozenset({"CM101", "CM102", "CM103", "CM104", "CM211"})
+
+
 def fix(data: bytes, **kw) -> bytes:
     eng = engine_for(select=kw.pop("select", None))
-    return fix_bytes(eng, P, data, "t.cu", unsafe=True).fixed
+    return fix_bytes(eng, P, data, "t.cu", unsafe=True, display_only=STREAM_SUGGESTIONS).fixed
 
 
 def test_crlf_tabs_bom_comments_preserved():
@@ -22,16 +29,16 @@ def test_crlf_tabs_bom_comments_preserved():
            b"int main() {\r\n"
            b"\tfloat *d;  \r\n"
            b"\tcudaMemsetAsync(d, 0, 4, /* s */ 0);   // trailing  \r\n"
-           b"\treturn 0;\r\n}\r\n")
+           b"\treturn 0;\r\n}\r\ncudaStream_t side;\r\n")
     out = fix(src)
     assert out == src.replace(b"/* s */ 0)", b"/* s */ cudaStreamPerThread)")
 
 
 def test_multiline_insertion_uses_file_newlines():
-    src = b"int main() {\r\n  k<<<1,\r\n      2>>>(x);\r\n}\r\n"
+    src = b"int main() {\r\n  k<<<1,\r\n      2>>>(x);\r\n}\r\ncudaStream_t side;\r\n"
     out = fix(src)
     # arguments written one per line get the appended ones on a new line, with the file's CRLF
-    assert out == b"int main() {\r\n  k<<<1,\r\n      2,\r\n      0, cudaStreamPerThread>>>(x);\r\n}\r\n"
+    assert out == b"int main() {\r\n  k<<<1,\r\n      2,\r\n      0, cudaStreamPerThread>>>(x);\r\n}\r\ncudaStream_t side;\r\n"
 
 
 def test_overlapping_edits_resolved_deterministically():
@@ -52,7 +59,7 @@ def test_group_is_all_or_nothing():
 
 
 def test_nested_calls_both_fixed():
-    src = b"int main(){ k<<<g, b, 0, 0>>>(x); cudaMemsetAsync(p, 0, n, cudaMemsetAsync(q, 0, n, 0)); }\n"
+    src = SIDE + b"int main(){ k<<<g, b, 0, 0>>>(x); cudaMemsetAsync(p, 0, n, cudaMemsetAsync(q, 0, n, 0)); }\n"
     out = fix(src)
     assert out == src.replace(b"0, 0>>>", b"0, cudaStreamPerThread>>>").replace(b"n, 0))", b"n, cudaStreamPerThread))")
 
@@ -77,7 +84,7 @@ def test_fix_refused_when_result_has_more_syntax_errors(tmp_path):
 def test_macro_body_calls_are_found_and_fixed():
     src = (b"#define SYNC_COPY(d, h, n) \\\n"
            b"  cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, 0)\n"
-           b"int main() { return 0; }\n")
+           b"int main() { return 0; }\n" + SIDE)
     eng = engine_for()
     res = eng.scan_bytes(P, src)
     assert [(f.rule_id, f.line, f.context.get("macro")) for f in res.findings] == [("CM101", 2, "SYNC_COPY")]
@@ -86,7 +93,7 @@ def test_macro_body_calls_are_found_and_fixed():
 
 
 def test_broken_syntax_still_scanned():
-    src = b"int main() { cudaMemsetAsync(d, 0, 4, 0); if ( {\n"
+    src = SIDE + b"int main() { cudaMemsetAsync(d, 0, 4, 0); if ( {\n"
     eng = engine_for()
     assert [f.rule_id for f in eng.scan_bytes(P, src).findings] == ["CM101"]
 
@@ -98,7 +105,7 @@ def test_file_without_keywords_is_not_parsed():
 
 
 def test_code_under_if_0_is_not_reported_but_its_else_is():
-    src = b"#if 0\nvoid a() { cudaMemsetAsync(d, 0, 4, 0); }\n#else\nvoid b() { cudaMemsetAsync(d, 0, 4, 0); }\n#endif\n"
+    src = b"#if 0\nvoid a() { cudaMemsetAsync(d, 0, 4, 0); }\n#else\nvoid b() { cudaMemsetAsync(d, 0, 4, 0); }\n#endif\n" + SIDE
     eng = engine_for()
     assert [f.line for f in eng.scan_bytes(P, src).findings] == [4]
 

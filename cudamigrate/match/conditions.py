@@ -8,7 +8,7 @@ from typing import Any
 import tree_sitter as ts
 
 from .context import FileContext, base_variable, declared_types, named_children, node_text, normalize, scope_of
-from .handles import escapes, handle_key
+from .handles import escapes, handle_key, passed_to_helper_that_calls, same_handle
 from .matchers import Match
 
 NULL_SPELLINGS = {"0", "NULL", "nullptr", "0L", "0UL", "0U", "0LL", "__null", "(void*)0", "((void*)0)"}
@@ -93,8 +93,10 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
                 return True
             args = named_children(call.child_by_field_name("arguments"))
             idx = arg if arg is not None else 0
-            if idx < len(args) and handle_key(args[idx], unit, ctx) == want:
+            if idx < len(args) and same_handle(handle_key(args[idx], unit, ctx), want):
                 return True
+    if want is not None:
+        return passed_to_helper_that_calls(want, ctx, names, arg if arg is not None else 0, within)
     return False
 
 

@@ -97,6 +97,20 @@ def handle_key(node: ts.Node | None, unit: Unit, ctx: FileContext) -> HandleKey 
     return ("text", normalize(node_text(cur)))
 
 
+def same_handle(a: HandleKey | None, b: HandleKey | None) -> bool:
+    """Equal keys; or a member/global/unresolved name and a local of that name (when the parser could not place
+    one of them in a function, the name is all there is: only two locals of different scopes are told apart)."""
+    if a is None or b is None:
+        return False
+    if a == b:
+        return True
+    kinds = {a[0], b[0]}
+    if kinds == {"local", "name"}:
+        loc, nam = (a, b) if a[0] == "local" else (b, a)
+        return loc[3] == nam[1] and loc[4] == nam[2]
+    return False
+
+
 def _use_context(node: ts.Node) -> ts.Node:
     """Climb from a variable through `( )`, `&`, `*` and casts to the expression that consumes it."""
     cur = node
@@ -114,6 +128,12 @@ def escapes(node: ts.Node | None, unit: Unit, ctx: FileContext, own_call: ts.Nod
     if node is None:
         return False
     cur = strip_handle(node)
+    aggregate = False  # `handles[i]`, `ws.blas`: the handle lives in an array or struct
+    while cur.type in ("subscript_expression", "field_expression"):
+        nxt = cur.child_by_field_name("argument")
+        if nxt is None:
+            return False
+        cur, aggregate = strip_handle(nxt), True
     if cur.type != "identifier":
         return False
     decl = local_declaration(cur, unit, ctx)
@@ -133,7 +153,7 @@ def escapes(node: ts.Node | None, unit: Unit, ctx: FileContext, own_call: ts.Nod
                 continue
             if local_declaration(n, unit, ctx) is not decl:
                 continue
-            if _escaping_use(n):
+            if _escaping_use(n, aggregate):
                 return True
             continue
         stack.extend(n.children)
@@ -149,7 +169,8 @@ def _takes_address(ident: ts.Node) -> bool:
     return False
 
 
-def _escaping_use(ident: ts.Node) -> bool:
+def _escaping_use(ident: ts.Node, aggregate: bool = False) -> bool:
+    """An array or struct of handles escapes whenever it is passed on: the callee reaches every handle in it."""
     use = _use_context(ident)
     p = use.parent
     if p is None:
@@ -167,9 +188,97 @@ def _escaping_use(ident: ts.Node) -> bool:
         call = p.parent
         fn = call.child_by_field_name("function") if call is not None and call.type == "call_expression" else None
         callee = normalize_name(node_text(fn)).split("::")[-1] if fn is not None else ""
-        return not callee.startswith("cublas") and _takes_address(ident)
+        return not callee.startswith("cublas") and (aggregate or _takes_address(ident))
     if p.type == "assignment_expression":
         return p.child_by_field_name("right") is not None and p.child_by_field_name("right").start_byte == use.start_byte
     if p.type in ("init_declarator", "initializer_list", "initializer_pair"):
         return True
+    return False
+
+
+def _definitions(ctx: FileContext) -> dict[str, list[ts.Node]]:
+    """Function definitions of the main unit by unqualified name (cached)."""
+    got = ctx.__dict__.get("_fn_defs")
+    if got is None:
+        from .context import function_name_of
+
+        got = {}
+        stack = [ctx.main.root]
+        while stack:
+            n = stack.pop()
+            if n.type == "function_definition":
+                name = function_name_of(n)
+                if name:
+                    got.setdefault(name.split("::")[-1], []).append(n)
+            stack.extend(n.children)
+        ctx.__dict__["_fn_defs"] = got
+    return got
+
+
+def _parameter_names(fn: ts.Node) -> list[str | None]:
+    from .context import declarator_name
+
+    d = fn.child_by_field_name("declarator")
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    params = d.child_by_field_name("parameters") if d is not None else None
+    out: list[str | None] = []
+    for p in named_children(params):
+        if p.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        pd = p.child_by_field_name("declarator")
+        got = declarator_name(pd) if pd is not None else None
+        out.append(got[0] if got else None)
+    return out
+
+
+def passed_to_helper_that_calls(key: HandleKey, ctx: FileContext, names: list[str], arg_idx: int,
+                                within: ts.Node | None) -> bool:
+    """One level through the file's own helpers: the handle is passed (by value, by address or as the array it
+    lives in) to a function defined in this file whose matching parameter reaches one of `names` at `arg_idx`,
+    e.g. `run(h)` with `void run(cublasHandle_t x) { cublasSetStream(x, s); }`."""
+    defs = _definitions(ctx)
+    unit = ctx.main
+    if not defs:
+        return False
+    for fname, fns in defs.items():
+        for _unit, call in ctx.calls.get(fname, []):
+            if _unit is not unit or (within is not None and not (within.start_byte <= call.start_byte < within.end_byte)):
+                continue
+            args = named_children(call.child_by_field_name("arguments"))
+            for i, a in enumerate(args):
+                ak = handle_key(a, unit, ctx)
+                if ak is None or not _same_or_contains(ak, key):
+                    continue
+                for fn in fns:
+                    params = _parameter_names(fn)
+                    if i >= len(params) or params[i] is None:
+                        continue
+                    if _calls_on_param(fn, params[i], names, arg_idx, ctx):
+                        return True
+    return False
+
+
+def _same_or_contains(passed: HandleKey, key: HandleKey) -> bool:
+    """`h` passed for handle `h`, or `handles` passed for handle `handles[i]`."""
+    if same_handle(passed, key):
+        return True
+    return passed[-1] == "" and key[-1].startswith("[") and same_handle(passed, key[:-1] + ("",))
+
+
+def _calls_on_param(fn: ts.Node, param: str, names: list[str], arg_idx: int, ctx: FileContext) -> bool:
+    for name in names:
+        for unit, call in ctx.calls.get(name, []):
+            if unit is not ctx.main or not (fn.start_byte <= call.start_byte < fn.end_byte):
+                continue
+            args = named_children(call.child_by_field_name("arguments"))
+            if arg_idx < len(args):
+                base = strip_handle(args[arg_idx])
+                while base.type in ("subscript_expression", "field_expression"):
+                    nxt = base.child_by_field_name("argument")
+                    if nxt is None:
+                        break
+                    base = strip_handle(nxt)
+                if base.type == "identifier" and node_text(base) == param:
+                    return True
     return False
