@@ -54,12 +54,14 @@ def test_missing_destroy_is_silent_when_a_deleter_owns_the_handle():
 
 
 def test_stream_binding_fix_follows_the_check_macro_and_skips_stored_status():
+    # a file-scope stream makes this multi-stream code, the only kind CM211 reports; its edit is display-only
     code = V2 + (b"#define CHECK(x) x\nint main(){\n  cublasHandle_t a, b;\n  CHECK(cublasCreate(&a));\n"
-                 b"  cublasStatus_t st = cublasCreate(&b);\n  return st;\n}\n")
+                 b"  cublasStatus_t st = cublasCreate(&b);\n  return st;\n}\ncudaStream_t side;\n")
     found = scan(["CM211"], code)
     assert sorted((f.line, f.fix is not None) for f in found) == [(5, True), (6, False)]
     eng = engine_for(select=["CM211"], extend_select=["CM211"])
-    fixed = fix_text(eng, Path("t.cu"), code, unsafe=True).decode()
+    assert fix_text(eng, Path("t.cu"), code, unsafe=True) == code
+    fixed = fix_text(eng, Path("t.cu"), code, unsafe=True, display_only=frozenset({"CM211"})).decode()
     assert "  CHECK(cublasCreate(&a));\n  CHECK(cublasSetStream(a, cudaStreamPerThread));\n" in fixed
     assert fixed.count("cublasSetStream") == 1
 
@@ -73,7 +75,8 @@ def test_per_call_handle_needs_blas_work_in_the_function():
 
 
 def test_create_inside_a_macro_body_is_not_an_ignored_status_nor_fixed_in_place():
-    code = V2 + b"#define MAKE(h) cublasCreate(&h)\nint main(){ cublasHandle_t h; if (MAKE(h)) return 1; return 0; }\n"
+    code = V2 + b"#define MAKE(h) cublasCreate(&h)\nint main(){ cublasHandle_t h; if (MAKE(h)) return 1; return 0; }\n" \
+        b"cudaStream_t side;\n"
     assert scan(["CM210"], code) == []
     found = scan(["CM211"], code)
     assert [(f.rule_id, f.fix) for f in found] == [("CM211", None)]

@@ -15,7 +15,7 @@ EVIL = (
     "#include <cuda_runtime.h>\n"
     "// </script><script>document.body.setAttribute('data-pwned','script')</script>\n"
     "// <img src=x onerror=\"document.body.setAttribute('data-pwned','img')\"> {{ 7*7 }} {% if 1 %}x{% endif %} & &amp; \u2028 \u2029 end\n"
-    "void f(float *d, float *h, int n) {\n"
+    "void f(float *d, float *h, int n, cudaStream_t other) {  /* meets another stream */\n"
     "  cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, 0 /* </script><img src=x onerror=alert(1)> {{ 7*7 }} */);\n"
     "  cudaMemsetAsync(d, 0, n);  // <!-- <script>alert(2)</script>\n"
     "}\n"

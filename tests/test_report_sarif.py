@@ -15,7 +15,7 @@ SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json")
 
 MULTIBYTE = (
     "\ufeff#include <cuda_runtime.h>\n"
-    "void f(float *d, float *h, int n) {\n"
+    "void f(float *d, float *h, int n, cudaStream_t other) {  /* meets another stream */\n"
     "  /* é日本 */ cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, 0);  // ü\n"
     "  /* 😀 */ cudaMemsetAsync(d, 0, n);\n"
     "}\n"

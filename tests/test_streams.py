@@ -101,6 +101,8 @@ def test_single_stream_code_is_not_reported(code):
     (b"struct S { cudaStream_t q; };\n", "holds a stream in a field"),
     (b"CUstream g_q;\n", "file-scope stream"),
     (b"void f2() { cudaMemsetAsync(nullptr, 0, 4, cudaStreamPerThread); }\n", "uses `cudaStreamPerThread`"),
+    (b"void f2() { std::thread t(f, nullptr); t.join(); }\n", "runs host threads"),
+    (b"void f2() {\n#pragma omp parallel for\n  for (int i = 0; i < 4; ++i) f(nullptr);\n}\n", "runs host threads"),
 ])
 def test_legacy_stream_meeting_other_streams_is_reported(extra, reason):
     code = b"void f(float *d) { k<<<1, 1>>>(d); }\n" + extra

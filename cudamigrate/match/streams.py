@@ -10,7 +10,8 @@ The answer is a per-translation-unit over-approximation from the source text of 
 it includes with `#include "..."` (resolved next to the including file, a few directories up, and in their
 `include/` folders): a stream created with flags that are not provably non-blocking, a function *definition* that
 receives a stream parameter (its flags are unknown), a stream held in a struct/class field or a file-scope
-variable, or any use of `cudaStreamPerThread`. Comments and string literals do not count.
+variable, any use of `cudaStreamPerThread`, or host threads (`std::thread`, `std::async`, `pthread_create`,
+`#pragma omp parallel`), whose work all meets on the one legacy stream. Comments and string literals do not count.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ CREATORS = {"cudaStreamCreate": None, "cudaStreamCreateWithFlags": 1, "cudaStrea
 _CREATE_RX = re.compile(r"\b(" + "|".join(sorted(CREATORS, key=len, reverse=True)) + r")\s*\(")
 _NON_BLOCKING = re.compile(r"\b(cudaStreamNonBlocking|CU_STREAM_NON_BLOCKING)\b|^\(?(0x0*1|1)[uU]?\)?$")
 _PER_THREAD = re.compile(r"\b(cudaStreamPerThread|CU_STREAM_PER_THREAD)\b")
+# host threads share the one legacy stream, so their work serializes on it
+_THREADS = re.compile(r"\bstd\s*::\s*(thread|jthread|async)\b|\bpthread_create\s*\(|#\s*pragma\s+omp\s+(parallel|task)\b")
 _INCLUDE_RX = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 MAX_HEADERS = 64
@@ -127,6 +130,9 @@ def analyse(data: bytes, root: ts.Node | None, where: str) -> list[str]:
     pt = _PER_THREAD.search(code)
     if pt is not None:
         reasons.append(f"{where}:{code.count(chr(10), 0, pt.start()) + 1} uses `{pt.group(1)}`")
+    th = _THREADS.search(code)
+    if th is not None:
+        reasons.append(f"{where}:{code.count(chr(10), 0, th.start()) + 1} runs host threads, which share the legacy stream")
     if root is None:
         root = parse(data).root_node
     reasons += _declaration_reasons(root, data, where)
