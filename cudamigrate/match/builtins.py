@@ -293,6 +293,8 @@ def device_vector_element_access(rule: Rule, ctx: FileContext, options: dict[str
         sc = scope_of(s)
         if sc.loop_depth == 0 or sc.is_kernel or sc.is_device:
             continue
+        if _address_taken(s):
+            continue  # `&v[i]`: device_reference::operator& returns the device pointer, no copy
         if not _is_dv(declared_types(ctx, unit, node_text(var), var), DEVICE_ONLY):
             continue
         v = node_text(var)
@@ -302,6 +304,14 @@ def device_vector_element_access(rule: Rule, ctx: FileContext, options: dict[str
                        "access": "read-modify-write" if (w and r) else "write" if w else "read"})
         out.append(m)
     return out
+
+
+def _address_taken(node: ts.Node) -> bool:
+    """`&v[i]` or `&(v[i])`: the element's address, not its value."""
+    p = node.parent
+    while p is not None and p.type == "parenthesized_expression":
+        p = p.parent
+    return p is not None and p.type == "pointer_expression" and node_text(p).lstrip("(").startswith("&")
 
 
 GROWING = ("resize", "reserve", "assign", "push_back", "insert", "shrink_to_fit")
