@@ -167,10 +167,12 @@ def test_semantic_fix_matches_golden(case, db):
     ensure(db, case.before)
     ensure(db, case.after)
     eng.semantic_provider = db.facts_for
-    res = fix_bytes(eng, case.before, case.before.read_bytes(), str(case.before), unsafe=case.unsafe)
+    res = fix_bytes(eng, case.before, case.before.read_bytes(), str(case.before), unsafe=case.unsafe,
+                    display_only=case.display_only)
     assert not res.errors, res.errors
     assert res.fixed.decode() == case.after.read_text()
-    again = fix_bytes(eng, case.after, case.after.read_bytes(), str(case.after), unsafe=case.unsafe)
+    again = fix_bytes(eng, case.after, case.after.read_bytes(), str(case.after), unsafe=case.unsafe,
+                      display_only=case.display_only)
     assert again.fixed == case.after.read_bytes()
 
 
@@ -250,11 +252,13 @@ def test_cli_semantic_scan_headers_once_and_fallback(tmp_path):
 
     proj = tmp_path / "my-cuda-proj"  # "cuda" in a project path must not make it look like the toolkit
     proj.mkdir()
-    (proj / "copy.h").write_text("#pragma once\n#include <cuda_runtime.h>\n"
+    # the file-scope stream in the header makes every file that includes it one where the legacy stream meets another
+    (proj / "copy.h").write_text("#pragma once\n#include <cuda_runtime.h>\nextern cudaStream_t g_side;\n"
                                  "inline void up(float *d, float *h) { cudaMemcpyAsync(d, h, 4, cudaMemcpyHostToDevice, 0); }\n")
     for name in ("a.cu", "b.cu"):
         (proj / name).write_text('#include "copy.h"\nvoid f_%s(float *d) { cudaStream_t s = 0; cudaMemsetAsync(d, 0, 4, s); }\n' % name[0])
-    (proj / "broken.cu").write_text('#include "does_not_exist.h"\nvoid g(float *d) { cudaMemsetAsync(d, 0, 4, 0); }\n')
+    (proj / "broken.cu").write_text('#include "does_not_exist.h"\ncudaStream_t g_other;\n'
+                                    'void g(float *d) { cudaMemsetAsync(d, 0, 4, 0); }\n')
     write_db(tmp_path, [proj / "a.cu", proj / "b.cu", proj / "broken.cu"])
     shutil.move(str(tmp_path / "compile_commands.json"), proj / "compile_commands.json")
     r = CliRunner().invoke(main, ["scan", str(proj), "--format", "json", "--timings", "--select", "CM101"])
@@ -272,7 +276,7 @@ def test_unavailable_libclang_warns_once_and_falls_back(tmp_path, monkeypatch):
     from cudamigrate.cli import main
 
     monkeypatch.setattr(cl, "available", lambda: (False, "no clang resource directory (test)"))
-    (tmp_path / "a.cu").write_text("void f(float *d) { cudaMemsetAsync(d, 0, 4, 0); }\n")
+    (tmp_path / "a.cu").write_text("void f(float *d, cudaStream_t other) { cudaMemsetAsync(d, 0, 4, 0); }\n")
     write_db(tmp_path, [tmp_path / "a.cu"])
     r = CliRunner().invoke(main, ["scan", str(tmp_path), "--format", "json"])
     assert r.stderr.count("semantic mode unavailable") == 1
@@ -338,6 +342,7 @@ def test_cli_fix_in_semantic_mode(tmp_path):
     src = tmp_path / "before.cu"
     shutil.copy(case.before, src)
     write_db(tmp_path, [src])
-    r = CliRunner().invoke(main, ["fix", str(src), "--unsafe-fixes", "--select", "CM101,CM102", "--timings"])
+    r = CliRunner().invoke(main, ["fix", str(src), "--unsafe-fixes", "--select", "CM101,CM102", "--apply-display-only",
+                                  "--timings"])
     assert src.read_text() == case.after.read_text(), r.stderr
     assert "libclang-reparse" in r.stderr
