@@ -27,7 +27,8 @@ def test_hook_flags_legacy_code_and_passes_clean_code(tmp_path):
     env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "cache"), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
                GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
     sh("git", "init", "-q", cwd=repo, env=env)
-    (repo / "bad.cu").write_text("int main() { float *d; cudaMemsetAsync(d, 0, 4, 0); return 0; }\n")
+    # a file-scope stream: the legacy-stream call meets another blocking stream, so CM101 reports it
+    (repo / "bad.cu").write_text("cudaStream_t side;\nint main() { float *d; cudaMemsetAsync(d, 0, 4, 0); return 0; }\n")
     (repo / "good.cpp").write_text("int main() { return 0; }\n")
     (repo / "notes.txt").write_text("cudaMemsetAsync(d, 0, 4, 0)\n")
     sh("git", "add", ".", cwd=repo, env=env)
