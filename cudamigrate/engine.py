@@ -243,7 +243,7 @@ class Engine:
             kw_rx = re.compile(pat)
             units += macro_units(tree, pbytes, kw_rx)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
-                          semantic=semantic, project=self.project)
+                          semantic=semantic, project=self.project, api_names=frozenset(found))
         matches: list[Match] = []
         hit_rules: dict[str, list[Rule]] = {}
         for k in keys:
@@ -336,7 +336,9 @@ class Engine:
                             fix = Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
                 elif m.edits:
                     fix = Fix(m.fix_applicability or "unsafe", r.summary, sorted(m.edits, key=lambda e: (e.start, e.end)))
-                blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx) if ctx.semantic is not None else None
+                blocked = m.vars.get("fix_blocked") if fix is not None else None  # e.g. a project declaration shadows the API
+                if not blocked and ctx.semantic is not None:
+                    blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx)
                 if blocked:
                     fix = None
                 mults = []

@@ -121,6 +121,7 @@ class FileContext:
     target: tuple[int, int] = (13, 0)
     semantic: Any = None  # semantic.SemanticContext in semantic mode
     project: Any = None  # project_index.ProjectIndex of the run: project headers, members, includers
+    api_names: frozenset[str] = frozenset()  # identifiers the prefilter found (names rules look for)
 
     @property
     def main(self) -> Unit:

@@ -175,6 +175,23 @@ def _is_user_definition(ctx: FileContext, written: str, rule_name: str) -> bool:
     return "::" not in written and short in ctx.defined_functions
 
 
+def _shadowed(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node, written: str, m: Match) -> bool:
+    """Callee identity (see match/shadows.py): True drops the match (the name is certainly the project's
+    own declaration); an uncertain shadow keeps the finding and withholds its fix. Rules opt out with
+    `callee_identity: false` in their matcher spec."""
+    if "::" in written or "." in written or hit.type != "identifier" or not rule.spec.get("callee_identity", True):
+        return False
+    from .shadows import shadow_of
+
+    sh = shadow_of(ctx, unit, hit, {node_text(hit)})
+    if sh is None:
+        return False
+    if sh.certain:
+        return True
+    m.vars["fix_blocked"] = sh.reason
+    return False
+
+
 def match_call(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
     if hit.type not in ("identifier", "field_identifier"):
         return None
@@ -201,10 +218,11 @@ def match_call(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match 
     if _is_user_definition(ctx, written, name):
         return None
     arglist = call.child_by_field_name("arguments")
-    return Match(rule=rule, unit=unit, node=call, name=name, written=written, callee=callee, arglist=arglist,
-                 args=named_children(arglist), params=list(names[name] or []),
-                 name_range=unit.abs(climb_name(hit)[1]) if hit.type == "identifier" else unit.abs(hit),
-                 ident_range=unit.abs(hit))
+    m = Match(rule=rule, unit=unit, node=call, name=name, written=written, callee=callee, arglist=arglist,
+              args=named_children(arglist), params=list(names[name] or []),
+              name_range=unit.abs(climb_name(hit)[1]) if hit.type == "identifier" else unit.abs(hit),
+              ident_range=unit.abs(hit))
+    return None if _shadowed(rule, ctx, unit, hit, written, m) else m
 
 
 def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
@@ -279,6 +297,8 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
         m.callee = call[1]
         m.arglist = call[0].child_by_field_name("arguments")
         m.args = named_children(m.arglist)
+    if role in ("call", "value") and _shadowed(rule, ctx, unit, hit, written, m):
+        return None
     return m
 
 

@@ -1,0 +1,305 @@
+"""Is a called name the CUDA API, or the project's own declaration of that name?
+
+Legacy code loads the driver dynamically (`extern tcuCtxCreate *cuCtxCreate;` in a project header),
+wraps the runtime in functions of the same name, or passes an API-named callable to a macro. A
+signature or rename fix applied to such a call rewrites a user call into one that no longer
+compiles, so the call and identifier matchers ask this module first.
+
+A name is *shadowed* when the file or a project header it includes (`#include "..."`, followed
+transitively from the including file's directory) declares it as a function, a variable or field
+(e.g. a function pointer), a typedef, or a macro, or when it is a parameter of the macro whose body
+the call sits in. The shadow is *certain* (the finding is dropped) when the declaration is visible
+unconditionally, or when no CUDA header reaches the file at all (then the name cannot be the API).
+It is *uncertain* (the finding stays, its fix is withheld) when the declaration sits in a
+preprocessor branch, or in a header of the same directory that the file does not include.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import tree_sitter as ts
+
+from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse, query
+from .context import FileContext, node_text, scope_of
+
+_ANY_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+# toolkit headers that declare (or pull in) CUDA APIs
+_CUDA_HEADER = re.compile(r"^(cuda|cu[a-z]|nv|npp|thrust/|cub/|cooperative_groups|sm_\d|device_|vector_|driver_|"
+                          r"texture_|surface_|channel_descriptor|math_)")
+_HEADER_EXTS = {".h", ".hpp", ".hh", ".hxx", ".cuh", ".inl"}
+_MAX_HEADERS = 64
+_MAX_HEADER_BYTES = 4 << 20
+_UNWRAP = ("init_declarator", "pointer_declarator", "reference_declarator", "array_declarator",
+           "parenthesized_declarator", "attributed_declarator", "function_declarator")
+_DECLS = query("(function_definition declarator: (_) @d) @x (declaration declarator: (_) @d) @x "
+               "(field_declaration declarator: (_) @d) @x (type_definition declarator: (_) @d) @x "
+               "(parameter_declaration declarator: (_) @d) @x")
+_MACROS = query("(preproc_def name: (_) @n) @x (preproc_function_def name: (_) @n) @x")
+
+
+@dataclass(frozen=True)
+class Shadow:
+    name: str
+    kind: str  # function | variable | field | typedef | macro | parameter | macro-parameter
+    where: str  # "file.h:12"
+    certain: bool
+
+    @property
+    def reason(self) -> str:
+        what = {"function": "a function", "variable": "a variable", "field": "a member", "typedef": "a type",
+                "macro": "a macro", "parameter": "a parameter", "macro-parameter": "a macro parameter"}[self.kind]
+        return f"`{self.name}` is also declared as {what} at {self.where}; the call may not be the CUDA API"
+
+
+@dataclass(frozen=True)
+class _Decl:
+    kind: str
+    line: int
+    conditional: bool
+    function: int | None  # start of the enclosing function (locals and parameters), else None
+    klass: int | None  # start of the enclosing class body (fields), else None
+    start: int
+
+
+def _declared_name(d: ts.Node) -> tuple[str, bool] | None:
+    """(name, declares a function) of a declarator: `(*fp)(int)` declares the variable `fp`."""
+    is_function = False
+    first = True
+    while d.type in _UNWRAP:
+        if d.type == "function_declarator" and first:
+            inner = d.child_by_field_name("declarator")
+            is_function = inner is not None and inner.type in ("identifier", "field_identifier", "qualified_identifier")
+        first = d.type == "init_declarator" and first
+        nxt = d.child_by_field_name("declarator")
+        if nxt is None:
+            nxt = next((c for c in d.named_children if c.type.endswith("declarator") or c.type.endswith("identifier")), None)
+        if nxt is None:
+            return None
+        d = nxt
+    if d.type in ("identifier", "field_identifier", "type_identifier"):
+        return node_text(d), is_function
+    return None
+
+
+def _guard_or_linkage(node: ts.Node) -> bool:
+    """`#ifndef HDR_H / #define HDR_H` include guards and `#ifdef __cplusplus` do not make code conditional."""
+    if node.type != "preproc_ifdef":
+        return False
+    name = node.child_by_field_name("name")
+    if name is None:
+        return False
+    if node_text(name) == "__cplusplus":
+        return True
+    body = [c for c in node.named_children if c.type != "comment" and c is not name]
+    first = body[0] if body else None
+    if first is not None and first.type == "preproc_def":
+        n2 = first.child_by_field_name("name")
+        return n2 is not None and node_text(n2) == node_text(name)
+    return False
+
+
+def _conditional(node: ts.Node) -> bool:
+    cur = node.parent
+    while cur is not None:
+        if cur.type in ("preproc_if", "preproc_ifdef", "preproc_elif", "preproc_else", "preproc_elifdef") \
+                and not _guard_or_linkage(cur):
+            return True
+        cur = cur.parent
+    return False
+
+
+def _enclosing(node: ts.Node, types: tuple[str, ...]) -> ts.Node | None:
+    cur = node.parent
+    while cur is not None:
+        if cur.type in types:
+            return cur
+        cur = cur.parent
+    return None
+
+
+def declarations(root: ts.Node, names: set[str], local: bool) -> dict[str, list[_Decl]]:
+    """Declarations of `names` in one tree. `local`: keep function-local ones (the scanned file itself)."""
+    out: dict[str, list[_Decl]] = {}
+    for _, caps in ts.QueryCursor(_DECLS).matches(root):
+        x, d = caps["x"][0], caps["d"][0]
+        got = _declared_name(d)
+        if got is None or got[0] not in names:
+            continue
+        name, is_function = got
+        if _enclosing(x, ("namespace_definition",)) is not None:
+            continue  # my::cudaMalloc never hides ::cudaMalloc
+        fn = scope_of(x).function if x.type != "function_definition" else None
+        if x.type == "parameter_declaration":
+            fn = _enclosing(x, ("function_definition", "lambda_expression"))
+            if fn is None:
+                continue  # a parameter of a prototype names nothing outside it
+            kind = "parameter"
+        elif x.type == "type_definition":
+            kind = "typedef"
+        elif x.type == "field_declaration":
+            kind = "field" if not is_function else "function"
+        else:
+            kind = "function" if is_function else "variable"
+        if fn is not None and not local:
+            continue
+        klass = None
+        if x.type == "field_declaration":
+            body = _enclosing(x, ("field_declaration_list",))
+            klass = body.start_byte if body is not None else None
+            if klass is None:
+                continue
+        elif _enclosing(x, ("field_declaration_list",)) is not None:
+            continue  # a method defined in a class body: called as obj.f() or inside the class only
+        out.setdefault(name, []).append(_Decl(kind, x.start_point[0] + 1, _conditional(x),
+                                              fn.start_byte if fn is not None else None, klass, x.start_byte))
+    for _, caps in ts.QueryCursor(_MACROS).matches(root):
+        n = node_text(caps["n"][0])
+        if n in names:
+            x = caps["x"][0]
+            out.setdefault(n, []).append(_Decl("macro", x.start_point[0] + 1, _conditional(x), None, None, x.start_byte))
+    return out
+
+
+_HEADER_CACHE: dict[tuple[str, int, int], tuple[bytes, ts.Tree | None]] = {}
+
+
+def _read_header(path: Path) -> tuple[bytes, ts.Tree | None] | None:
+    """Bytes and (lazily) parse tree of a project header, cached by path, size and mtime."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if st.st_size > _MAX_HEADER_BYTES:
+        return None
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    got = _HEADER_CACHE.get(key)
+    if got is None:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            return None
+        if len(_HEADER_CACHE) > 512:
+            _HEADER_CACHE.clear()
+        got = _HEADER_CACHE[key] = (data, None)
+    return got
+
+
+def _tree(path: Path, data: bytes) -> ts.Tree:
+    st = path.stat()
+    key = (str(path), st.st_size, st.st_mtime_ns)
+    got = _HEADER_CACHE.get(key)
+    if got is not None and got[1] is not None:
+        return got[1]
+    tree = parse(data)
+    _HEADER_CACHE[key] = (data, tree)
+    return tree
+
+
+def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
+    """Project headers reached by `#include` from `path` (transitively, breadth first), and whether any
+    toolkit header (`<cuda.h>`, `<cublas_v2.h>`, ...) is included on the way.
+
+    A header is followed when it exists next to the including file or next to `path` (the directories
+    a compiler searches first for `"..."`, and the usual `-I.` for `<...>`)."""
+    seen: list[Path] = []
+    cuda = False
+    root = path.resolve()
+    todo = [(root.parent, data)]
+    while todo and len(seen) < _MAX_HEADERS:
+        base, text = todo.pop(0)
+        for mo in _ANY_INCLUDE.finditer(text):
+            inc = mo.group(2).decode("utf-8", "replace")
+            p = next((d / inc for d in (base, root.parent) if (d / inc).is_file()), None)
+            if p is None:
+                if _CUDA_HEADER.match(inc) or "cuda" in inc.lower():  # a toolkit header, or a helper that likely wraps one
+                    cuda = True
+                continue
+            p = p.resolve()
+            if p in seen or p == root:
+                continue
+            got = _read_header(p)
+            if got is None:
+                continue
+            seen.append(p)
+            todo.append((p.parent, got[0]))
+    return seen, cuda
+
+
+@dataclass
+class ShadowIndex:
+    """The declarations of API names that a file can see, computed once per file."""
+
+    local: dict[str, list[_Decl]]  # the file's own (with function-local scopes)
+    headers: dict[str, list[tuple[str, _Decl]]]  # included project headers: name -> [(file name, decl)]
+    cuda_visible: bool
+    path_name: str
+
+
+def build_index(ctx: FileContext, names: set[str]) -> ShadowIndex:
+    src = ctx.source
+    data = src.data
+    path = src.path
+    local = declarations(ctx.main.root, names, local=True)
+    headers: dict[str, list[tuple[str, _Decl]]] = {}
+    word = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in sorted(names)) + rb")\b") if names else None
+    try:
+        incs, cuda = included_headers(path, data) if path.is_file() else ([], False)
+    except OSError:
+        incs, cuda = [], False
+    cuda = cuda or ctx.is_cuda_file  # nvcc includes cuda_runtime.h into .cu files
+    if word is not None:
+        for p in incs:
+            got = _read_header(p)
+            if got is None or not word.search(got[0]):
+                continue
+            for n, ds in declarations(_tree(p, got[0]).root_node, names, local=False).items():
+                headers.setdefault(n, []).extend((p.name, d) for d in ds)
+    return ShadowIndex(local, headers, cuda, path.name)
+
+
+def _macro_parameters(ctx: FileContext, unit: Unit) -> set[str]:
+    if not unit.in_macro:
+        return set()
+    pos = unit.base
+    for _, caps in ts.QueryCursor(query("(preproc_function_def parameters: (_) @p value: (_) @v) @x")).matches(ctx.main.root):
+        v = caps["v"][0]
+        if v.start_byte == pos + len(MACRO_WRAP_PREFIX):
+            return {node_text(c) for c in caps["p"][0].named_children if c.type == "identifier"}
+    return set()
+
+
+def shadow_of(ctx: FileContext, unit: Unit, hit: ts.Node, names: set[str]) -> Shadow | None:
+    """The project declaration that `hit` (an unqualified identifier) may denote instead of the API."""
+    name = node_text(hit)
+    if name in _macro_parameters(ctx, unit):
+        return Shadow(name, "macro-parameter", f"{ctx.source.path.name} (macro {unit.macro_name})", True)
+    idx = ctx.__dict__.get("_shadow_index")
+    if idx is None or name not in idx[0]:
+        wanted = set(ctx.api_names) | set(names) | {name}
+        idx = ctx.__dict__["_shadow_index"] = (wanted, build_index(ctx, wanted))
+    idx = idx[1]
+    at = hit.start_byte
+    fn = scope_of(hit).function if not unit.in_macro else None
+    found: list[Shadow] = []
+    for d in idx.local.get(name, []):
+        if d.function is not None:
+            if unit.in_macro or fn is None or fn.start_byte != d.function or d.start > at:
+                continue
+        if d.klass is not None:
+            body = _enclosing(hit, ("field_declaration_list",))
+            if unit.in_macro or body is None or body.start_byte != d.klass:
+                continue
+        if d.kind == "function":
+            continue  # the matchers' own `defined_functions` check handles these (same result, no need twice)
+        found.append(Shadow(name, d.kind, f"{idx.path_name}:{d.line}", not d.conditional or not idx.cuda_visible))
+    for fname, d in idx.headers.get(name, []):
+        if d.klass is not None:
+            continue
+        found.append(Shadow(name, d.kind, f"{fname}:{d.line}", not d.conditional or not idx.cuda_visible))
+    if not found:
+        return None
+    found.sort(key=lambda s: (not s.certain, s.where))
+    return found[0]
