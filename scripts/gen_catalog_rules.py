@@ -411,7 +411,7 @@ SIGNATURE: dict[str, dict] = {
     "driver:cuCtxCreate_v3": _sig(
         ["pctx", "paramsArray", "numParams", "flags", "dev"], where={"argc": 5},
         edits=[{"insert_before": "statement",
-                "with": "CUctxCreateParams ctxCreateParams = {};\nctxCreateParams.execAffinityParams = {{ args.paramsArray }};\n"
+                "with": "CUctxCreateParams ctxCreateParams = {{ '{0}' if lang == 'c' else '{}' }};\nctxCreateParams.execAffinityParams = {{ args.paramsArray }};\n"
                         "ctxCreateParams.numExecAffinityParams = {{ args.numParams }};"},
                {"replace": "node", "with": "cuCtxCreate({{ args.pctx }}, &ctxCreateParams, {{ args.flags }}, {{ args.dev }})"}],
         caveat="the fix declares a CUctxCreateParams variable before the statement; rename it if the scope has one"),
@@ -450,7 +450,7 @@ SIGNATURE: dict[str, dict] = {
         caveat="the error node and log buffer are no longer filled in"),
     "driver:cuGraphExecUpdate": _sig(
         ["hGraphExec", "hGraph", "hErrorNode_out", "updateResult_out"], where={"argc": 4},
-        edits=[{"insert_before": "statement", "with": "CUgraphExecUpdateResultInfo updateResultInfo = {};"},
+        edits=[{"insert_before": "statement", "with": "CUgraphExecUpdateResultInfo updateResultInfo = {{ '{0}' if lang == 'c' else '{}' }};"},
                {"replace": "args", "with": "{{ args.hGraphExec }}, {{ args.hGraph }}, &updateResultInfo"},
                {"insert_after": "statement",
                 "with": "{% set en = args.hErrorNode_out %}{% set ur = args.updateResult_out %}"
@@ -459,7 +459,7 @@ SIGNATURE: dict[str, dict] = {
         caveat="the out-values are copied after the statement; move them if the statement itself reads them"),
     "cudart:cudaGraphExecUpdate": _sig(
         ["hGraphExec", "hGraph", "hErrorNode_out", "updateResult_out"], where={"argc": 4},
-        edits=[{"insert_before": "statement", "with": "cudaGraphExecUpdateResultInfo updateResultInfo = {};"},
+        edits=[{"insert_before": "statement", "with": "cudaGraphExecUpdateResultInfo updateResultInfo = {{ '{0}' if lang == 'c' else '{}' }};"},
                {"replace": "args", "with": "{{ args.hGraphExec }}, {{ args.hGraph }}, &updateResultInfo"},
                {"insert_after": "statement",
                 "with": "{% set en = args.hErrorNode_out %}{% set ur = args.updateResult_out %}"

@@ -183,6 +183,10 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
         elif key == "file_ext":
             exts = val if isinstance(val, list) else [val]
             ok = ctx.ext in exts
+        elif key == "lang":
+            from .language import file_language
+
+            ok = file_language(ctx.source.path) in (val if isinstance(val, list) else [val])
         elif key == "var":
             ok = all(m.vars.get(k) == v for k, v in val.items())
         elif key == "role":

@@ -10,6 +10,7 @@ from ..findings import Edit
 from ..templates import render
 from .conditions import evaluate, wrapper_of
 from .context import FileContext, node_text
+from .language import file_language
 from .matchers import Match
 
 STATEMENT_STOP = {"compound_statement", "translation_unit", "declaration_list", "field_declaration_list",
@@ -287,6 +288,7 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
         "groups": m.vars.get("groups", {}),
         "target_cuda": "%d.%d" % ctx.target,
         "file_ext": ctx.ext,
+        "lang": file_language(ctx.source.path),  # c | cxx: fixes must be valid in the file's language
         "nl": ctx.source.newline.decode(),
         "rule": {"id": m.rule.id, "deprecated_in": m.rule.deprecated_in, "removed_in": m.rule.removed_in},
     }
