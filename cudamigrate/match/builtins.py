@@ -428,11 +428,15 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     filled it earlier with a getter call (`getter(&recv, dev)`), vars.source is that call's argument
     `source_arg` (e.g. the device), and vars.has_source is true.
 
-    Spec: {name: filled_struct_field, fields: [...], types: [...], getters: {name: [struct_arg, source_arg]}}.
+    Spec: {name: filled_struct_field, fields: [...], types: [...], getters: {name: [struct_arg, source_arg]},
+    hoist: {field: attribute}}. With `hoist`, a read whose source is known gets edits (m.edits) that read the
+    field once into a local filled by `cudaDeviceGetAttribute(&v, attribute, source)` before the statement
+    (vars.hoisted, vars.variable), or vars.not_hoisted says why there is no place for it.
     """
-    from .matchers import _declared_type
     from .context import normalize
+    from .matchers import _declared_type
     from ..project_index import member_expression_type, project_member_type
+    from .deviceprop import hoist_edits, receiver_is
 
     spec = rule.spec
     fields = set(spec.get("fields", []))
@@ -446,6 +450,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
             if node_text(f) not in fields:
                 continue
             fe, recv = caps["fe"][0], caps["r"][0]
+            t: str | None = None
             base = recv
             while base.type in ("subscript_expression", "pointer_expression", "parenthesized_expression") and base.named_children:
                 base = base.named_children[0]
@@ -456,9 +461,9 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
             elif base.type == "field_expression":  # `this->prop.clockRate`, `gpu.m_props.computeMode`
                 t = member_expression_type(ctx, unit, base, fe)
             else:
-                continue
-            if t is None or not any(ty in t for ty in types):
-                continue
+                t = None
+            if (t is None or not any(ty in t for ty in types)) and not receiver_is(ctx, unit, recv, fe, types):
+                continue  # also typedef/using aliases, pointers, references, `auto` (match/deviceprop.py)
             m = Match(rule=rule, unit=unit, node=fe, name=node_text(f), written=node_text(fe), field_node=f,
                       receiver=recv, name_range=unit.abs(f), ident_range=unit.abs(f))
             p = fe.parent
@@ -472,7 +477,10 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
             sc = scope_of(fe)
             m.vars["in_device_code"] = sc.is_device or sc.is_kernel
             m.vars["has_source"] = False
-            want = _no_this(normalize(node_text(recv)).lstrip("*"))  # `this->prop` and `prop` are the same member
+            want = _strip_addr(node_text(recv))
+            while want.startswith("*") or (want.startswith("(") and want.endswith(")")):
+                want = want[1:] if want.startswith("*") else want[1:-1]  # `(*p).f` was filled by `getter(p, ...)`
+            want = _no_this(want)  # `this->prop` and `prop` are the same member
             fn = sc.function
             if fn is not None and not unit.in_macro:
                 best = None
@@ -487,6 +495,16 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                 if best is not None:
                     m.vars["has_source"] = True
                     m.vars["source"] = best[1]
+            m.vars.update(hoisted=False, variable="", not_hoisted="")
+            query_attr = (spec.get("hoist") or {}).get(node_text(f)) if spec.get("hoist") else None
+            if query_attr and m.vars["has_source"] and not m.vars["is_write"] and not m.vars["in_device_code"]:
+                # read once into a local filled by the attribute query (see match/deviceprop.py)
+                edits, why, var = hoist_edits(ctx, unit, fe, node_text(f), query_attr, m.vars["source"], fields)
+                m.edits = edits
+                m.vars["hoisted"] = bool(edits)
+                m.vars["variable"] = var
+                if why:
+                    m.vars["not_hoisted"] = why
             out.append(m)
     return out
 
