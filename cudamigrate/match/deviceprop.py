@@ -142,7 +142,7 @@ def receiver_is(ctx: FileContext, unit: Unit, recv: ts.Node, at: ts.Node, types:
             if d.type == "init_declarator":
                 inner = d.child_by_field_name("declarator")
                 while inner is not None and inner.type in ("pointer_declarator", "reference_declarator"):
-                    inner = inner.child_by_field_name("declarator")
+                    inner = inner.child_by_field_name("declarator") or (inner.named_children[-1] if inner.named_children else None)
                 if inner is not None and node_text(inner) == name:
                     v = d.child_by_field_name("value")
                     return v is not None and receiver_is(ctx, unit, v, v, types, depth + 1)
