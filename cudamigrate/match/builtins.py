@@ -422,6 +422,15 @@ def _no_this(expr: str) -> str:
     return expr[len("this->"):] if expr.startswith("this->") else expr
 
 
+def _semantic_receiver(ctx: FileContext, unit, field: ts.Node, types: list[str]) -> bool:
+    """Semantic mode: libclang's type of the member access's base expression (recorded even when the access
+    itself is invalid because the 13.0 header no longer has the field)."""
+    if ctx.semantic is None or unit.in_macro:
+        return False
+    rec = ctx.semantic.facts.members.get(unit.abs(field)[1])
+    return rec is not None and any(rec == t or rec.endswith("::" + t) for t in types)
+
+
 @builtin("filled_struct_field")
 def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """`recv.field` / `recv->field` where `recv` is declared with one of `types`; when the same function
@@ -462,8 +471,9 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                 t = member_expression_type(ctx, unit, base, fe)
             else:
                 t = None
-            if (t is None or not any(ty in t for ty in types)) and not receiver_is(ctx, unit, recv, fe, types):
-                continue  # also typedef/using aliases, pointers, references, `auto` (match/deviceprop.py)
+            if (t is None or not any(ty in t for ty in types)) and not receiver_is(ctx, unit, recv, fe, types) \
+                    and not _semantic_receiver(ctx, unit, f, types):
+                continue  # also typedef/using aliases, pointers, references, `auto` (match/deviceprop.py), libclang's type
             m = Match(rule=rule, unit=unit, node=fe, name=node_text(f), written=node_text(fe), field_node=f,
                       receiver=recv, name_range=unit.abs(f), ident_range=unit.abs(f))
             p = fe.parent
