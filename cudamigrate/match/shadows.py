@@ -159,6 +159,10 @@ def declarations(root: ts.Node, names: set[str], local: bool) -> dict[str, list[
         n = node_text(caps["n"][0])
         if n in names:
             x = caps["x"][0]
+            v = x.child_by_field_name("value")
+            if x.type == "preproc_def" and v is not None and re.fullmatch(
+                    rf"\s*\(?\s*{re.escape(n)}_v\d+\s*\)?\s*", node_text(v)):
+                continue  # `#define cuCtxCreate cuCtxCreate_v2`: a versioned spelling of the API itself
             out.setdefault(n, []).append(_Decl("macro", x.start_point[0] + 1, _conditional(x), None, None, x.start_byte))
     return out
 

@@ -1,0 +1,101 @@
+"""The fix contract on small projects written to a temp dir: callee identity (a project declaration of an
+API name is not the API) and the file's language (headers only C files include get C)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cudamigrate.match.language import file_language
+
+from .helpers import engine_for, fix_text
+
+CALL = "int main(void) {\n  CUcontext c;\n  cuCtxCreate(&c, 0, 0);\n  return 0;\n}\n"
+
+
+def _project(tmp: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        p = tmp / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def _scan(path: Path, rules: list[str]):
+    eng = engine_for(select=rules, extend_select=rules)
+    return eng.scan_path(path)
+
+
+def test_function_pointer_declared_two_headers_away_is_not_the_api(tmp_path):
+    _project(tmp_path, {
+        "loader.h": '#include "loader_types.h"\nextern tcuCtxCreate *cuCtxCreate;\n',
+        "loader_types.h": "typedef void *CUcontext;\ntypedef int CUresult;\n"
+                          "typedef CUresult tcuCtxCreate(CUcontext *, unsigned, int);\n",
+        "main.cpp": '#include "loader.h"\n' + CALL,
+    })
+    assert _scan(tmp_path / "main.cpp", ["CM509"]).findings == []
+
+
+@pytest.mark.parametrize("decl", [
+    "typedef int (*cuCtxCreate)(void **, unsigned, int);",  # a type of that name
+    "#define cuCtxCreate(a, b, c) my_create(a, b, c)",  # the project's own macro
+    "int cuCtxCreate(void **, unsigned, int);",  # the project's own function
+])
+def test_unconditional_project_declarations_shadow(tmp_path, decl):
+    _project(tmp_path, {"own.h": decl + "\n", "main.cpp": '#include <cuda.h>\n#include "own.h"\n' + CALL})
+    assert _scan(tmp_path / "main.cpp", ["CM509"]).findings == []
+
+
+def test_versioned_alias_macro_is_still_the_api(tmp_path):
+    _project(tmp_path, {"own.h": "#define cuCtxCreate cuCtxCreate_v2\n",
+                        "main.cpp": '#include <cuda.h>\n#include "own.h"\n' + CALL})
+    assert [f.rule_id for f in _scan(tmp_path / "main.cpp", ["CM509"]).findings] == ["CM509"]
+
+
+def test_conditional_declaration_with_cuda_header_keeps_finding_without_fix(tmp_path):
+    _project(tmp_path, {
+        "own.h": "#ifdef DYN\ntypedef int (*pfn)(void **, unsigned, int);\nextern pfn cuCtxCreate;\n#else\n#include <cuda.h>\n#endif\n",
+        "main.cpp": '#include "own.h"\n' + CALL,
+    })
+    res = _scan(tmp_path / "main.cpp", ["CM509"])
+    assert [f.rule_id for f in res.findings] == ["CM509"]
+    assert res.findings[0].fix is None
+    assert "own.h:3" in res.findings[0].context["fix_blocked"]
+
+
+def test_conditional_declaration_without_any_cuda_header_drops_finding(tmp_path):
+    _project(tmp_path, {
+        "own.h": "#if API_VERSION >= 3020\ntypedef int (*pfn)(void **, unsigned, int);\nextern pfn cuCtxCreate;\n#endif\n",
+        "main.cpp": '#include "own.h"\n' + CALL,
+    })
+    assert _scan(tmp_path / "main.cpp", ["CM509"]).findings == []
+
+
+def test_local_pointer_shadows_only_in_its_function(tmp_path):
+    src = ("#include <cuda.h>\ntypedef CUresult (*fn_t)(CUcontext *, unsigned, CUdevice);\n"
+           "int f(fn_t g) {\n  CUcontext c;\n  fn_t cuCtxCreate = g;\n  return cuCtxCreate(&c, 0, 0);\n}\n"
+           "int h(void) {\n  CUcontext c;\n  return cuCtxCreate(&c, 0, 0);\n}\n")
+    _project(tmp_path, {"main.cpp": src})
+    res = _scan(tmp_path / "main.cpp", ["CM509"])
+    assert [(f.rule_id, f.line) for f in res.findings] == [("CM509", 10)]
+
+
+def test_macro_parameter_is_not_the_api(tmp_path):
+    src = "#include <cuda.h>\n#define CREATE(cuCtxCreate, c, d) cuCtxCreate(c, 0, d)\nint x;\n"
+    _project(tmp_path, {"main.cpp": src})
+    assert _scan(tmp_path / "main.cpp", ["CM509"]).findings == []
+
+
+def test_header_included_only_from_c_is_c(tmp_path):
+    _project(tmp_path, {"ctx.h": "#include <cuda.h>\nstatic int mk(CUcontext *c) { return cuCtxCreate(c, 0, 0); }\n",
+                        "a.c": '#include "ctx.h"\n'})
+    assert file_language(tmp_path / "ctx.h") == "c"
+    h = tmp_path / "ctx.h"
+    assert b"cuCtxCreate(c, NULL, 0, 0)" in fix_text(engine_for(select=["CM509"]), h, h.read_bytes())
+
+
+def test_header_included_from_cpp_is_cxx(tmp_path):
+    _project(tmp_path, {"ctx.h": "int x;\n", "a.c": '#include "ctx.h"\n', "b.cpp": '#include "ctx.h"\n'})
+    assert file_language(tmp_path / "ctx.h") == "cxx"
+    assert file_language(tmp_path / "lonely.h") == "cxx"
+    assert file_language(tmp_path / "k.c") == "c"
