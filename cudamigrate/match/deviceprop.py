@@ -156,7 +156,7 @@ def _hoist_point(fe: ts.Node) -> tuple[ts.Node | None, str | None]:
     cur = fe
     while cur.parent is not None:
         p = cur.parent
-        if p.type in _BLOCKS:
+        if p.type in _BLOCKS and not (p.parent is not None and p.parent.type == "lambda_expression"):
             return cur, None
         if p.type in _PP_BLOCKS and scope_of(p).function is not None:
             return cur, None
@@ -172,7 +172,7 @@ def _hoist_point(fe: ts.Node) -> tuple[ts.Node | None, str | None]:
         if p.type == "case_statement":
             return None, "it is read right under a case label"
         if p.type == "lambda_expression":
-            return None, "it is read in a lambda's capture or parameters"
+            return None, "it is read inside a lambda, which may not capture the device variable"
         if p.type in ("translation_unit", "declaration_list", "field_declaration_list", "namespace_definition"):
             return None, "it is read outside a function body"
         cur = p
