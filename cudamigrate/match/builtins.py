@@ -438,7 +438,8 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     `source_arg` (e.g. the device), and vars.has_source is true.
 
     Spec: {name: filled_struct_field, fields: [...], types: [...], getters: {name: [struct_arg, source_arg]},
-    hoist: {field: attribute}}. With `hoist`, a read whose source is known gets edits (m.edits) that read the
+    hoist: {field: attribute}, constant: {field: value}}. With `constant`, a read becomes that value (vars.constant).
+    With `hoist`, a read whose source is known gets edits (m.edits) that read the
     field once into a local filled by `cudaDeviceGetAttribute(&v, attribute, source)` before the statement
     (vars.hoisted, vars.variable), or vars.not_hoisted says why there is no place for it.
     """
@@ -505,7 +506,14 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                 if best is not None:
                     m.vars["has_source"] = True
                     m.vars["source"] = best[1]
-            m.vars.update(hoisted=False, variable="", not_hoisted="")
+            m.vars.update(hoisted=False, variable="", not_hoisted="", constant=False)
+            gone = (spec.get("constant") or {}).get(node_text(f))
+            if gone is not None and not m.vars["is_write"] and not m.vars["in_device_code"]:
+                # the feature itself was removed: the field reads as the value that says "unsupported"
+                m.edits = [Edit(*unit.abs(fe), str(gone))]
+                m.vars["constant"] = True
+                out.append(m)
+                continue
             query_attr = (spec.get("hoist") or {}).get(node_text(f)) if spec.get("hoist") else None
             if query_attr and m.vars["has_source"] and not m.vars["is_write"] and not m.vars["in_device_code"]:
                 # read once into a local filled by the attribute query (see match/deviceprop.py)
