@@ -99,3 +99,9 @@ def test_header_included_from_cpp_is_cxx(tmp_path):
     assert file_language(tmp_path / "ctx.h") == "cxx"
     assert file_language(tmp_path / "lonely.h") == "cxx"
     assert file_language(tmp_path / "k.c") == "c"
+
+
+def test_header_in_include_dir_used_from_c_sources_is_c(tmp_path):
+    _project(tmp_path, {"include/api.h": "int x;\n", "src/a.c": '#include "../include/api.h"\n',
+                        "src/b.c": '#include "api.h"\n'})
+    assert file_language(tmp_path / "include" / "api.h") == "c"

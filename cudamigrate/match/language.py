@@ -2,9 +2,10 @@
 
 nvcc hands `.c` files to the host C compiler: a fix that writes `nullptr`, a lambda, `T{...}`, a
 reference or `std::` into one turns a file that compiled into one that does not. Headers are
-compiled in the language of the files that include them: a `.h` that only `.c` files of its
-directory include is C, any other header is C++ (the safe guess for `.cuh`/`.hpp`, and for a
-header with no includer in sight the C++ forms are what the rest of the project expects).
+compiled in the language of the files that include them: a `.h` that only `.c` files include is C
+(its own directory is searched, else a small part of the parent directory's tree), any other header is
+C++ (the safe guess for `.cuh`/`.hpp`, and for a header with no includer in sight the C++ forms are what
+the rest of the project expects).
 
 Rules read the result as the template variable `lang` (`c` or `cxx`) and the condition `lang: c`.
 """
@@ -20,17 +21,30 @@ _HEADER_EXTS = {".h"}  # .hpp/.cuh/.hh/.hxx are C++ by convention
 _SOURCE_EXTS = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hpp", ".cuh", ".hh", ".hxx"}
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
 _MAX_FILES = 400
+_MAX_DIRS = 64  # the search around a header stays small: a project's neighbourhood, never a whole disk
+_MAX_DEPTH = 3
 _MAX_BYTES = 1 << 20
 
 
 @lru_cache(maxsize=256)
-def _includers(directory: str, mtime_ns: int) -> dict[str, frozenset[str]]:
-    """Header base name -> extensions of the files in `directory` that include it (one level)."""
+def _includers(directory: str, mtime_ns: int, recursive: bool = False) -> dict[str, frozenset[str]]:
+    """Header base name -> extensions of the files in `directory` (and below, when `recursive`) that include it."""
     out: dict[str, set[str]] = {}
-    try:
-        files = sorted(p for p in Path(directory).iterdir() if p.suffix.lower() in _SOURCE_EXTS)[:_MAX_FILES]
-    except OSError:
-        return {}
+    files: list[Path] = []
+    dirs, visited = [(Path(directory), 0)], 0
+    while dirs and visited < _MAX_DIRS and len(files) < _MAX_FILES:
+        d, depth = dirs.pop(0)
+        visited += 1
+        try:
+            entries = sorted(d.iterdir())
+        except OSError:
+            continue
+        for p in entries:
+            if p.is_dir() and not p.is_symlink():
+                if recursive and depth < _MAX_DEPTH and not p.name.startswith("."):
+                    dirs.append((p, depth + 1))
+            elif p.suffix.lower() in _SOURCE_EXTS and len(files) < _MAX_FILES:
+                files.append(p)
     for p in files:
         try:
             with p.open("rb") as fh:
@@ -44,12 +58,19 @@ def _includers(directory: str, mtime_ns: int) -> dict[str, frozenset[str]]:
 
 
 def includer_exts(path: Path) -> frozenset[str]:
+    """Extensions of the files that include `path`: its own directory first, else the project around it
+    (the parent directory tree, e.g. `include/x.h` included from `src/*.c`)."""
     try:
         d = path.resolve().parent
-        mt = d.stat().st_mtime_ns
+        got = _includers(str(d), d.stat().st_mtime_ns).get(path.name, frozenset())
+        if got:
+            return got
+        up = d.parent
+        if up != d:
+            return _includers(str(up), up.stat().st_mtime_ns, True).get(path.name, frozenset())
     except OSError:
-        return frozenset()
-    return _includers(str(d), mt).get(path.name, frozenset())
+        pass
+    return frozenset()
 
 
 def _header_language(path: Path) -> str:
