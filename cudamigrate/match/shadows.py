@@ -34,10 +34,10 @@ _MAX_HEADERS = 64
 _MAX_HEADER_BYTES = 4 << 20
 _UNWRAP = ("init_declarator", "pointer_declarator", "reference_declarator", "array_declarator",
            "parenthesized_declarator", "attributed_declarator", "function_declarator")
-_DECLS = query("(function_definition declarator: (_) @d) @x (declaration declarator: (_) @d) @x "
-               "(field_declaration declarator: (_) @d) @x (type_definition declarator: (_) @d) @x "
-               "(parameter_declaration declarator: (_) @d) @x")
-_MACROS = query("(preproc_def name: (_) @n) @x (preproc_function_def name: (_) @n) @x")
+_DECLS = ("(function_definition declarator: (_) @d) @x (declaration declarator: (_) @d) @x "
+          "(field_declaration declarator: (_) @d) @x (type_definition declarator: (_) @d) @x "
+          "(parameter_declaration declarator: (_) @d) @x")
+_MACROS = "(preproc_def name: (_) @n) @x (preproc_function_def name: (_) @n) @x"
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def _enclosing(node: ts.Node, types: tuple[str, ...]) -> ts.Node | None:
 def declarations(root: ts.Node, names: set[str], local: bool) -> dict[str, list[_Decl]]:
     """Declarations of `names` in one tree. `local`: keep function-local ones (the scanned file itself)."""
     out: dict[str, list[_Decl]] = {}
-    for _, caps in ts.QueryCursor(_DECLS).matches(root):
+    for _, caps in ts.QueryCursor(query(_DECLS)).matches(root):
         x, d = caps["x"][0], caps["d"][0]
         got = _declared_name(d)
         if got is None or got[0] not in names:
@@ -155,7 +155,7 @@ def declarations(root: ts.Node, names: set[str], local: bool) -> dict[str, list[
             continue  # a method defined in a class body: called as obj.f() or inside the class only
         out.setdefault(name, []).append(_Decl(kind, x.start_point[0] + 1, _conditional(x),
                                               fn.start_byte if fn is not None else None, klass, x.start_byte))
-    for _, caps in ts.QueryCursor(_MACROS).matches(root):
+    for _, caps in ts.QueryCursor(query(_MACROS)).matches(root):
         n = node_text(caps["n"][0])
         if n in names:
             x = caps["x"][0]
