@@ -211,14 +211,20 @@ def error_macro(ctx: FileContext, unit: Unit, fn: ts.Node | None) -> str | None:
 
 
 def _fresh_name(ctx: FileContext, candidates: list[str]) -> str:
-    """The first candidate the file does not use as a name (`prop.clockRate`, a member access, does not count)."""
-    data = ctx.source.data
+    """The first candidate that neither the file nor its project headers use as a name (`prop.clockRate`, a
+    member access, does not count): the local must not hide anything the statement may read."""
+    texts = [data for _, data in _project_texts(ctx)]
+
+    def used(name: str, member_ok: bool = True) -> bool:
+        rx = (rb"(?<![.>\w])" if member_ok else rb"\b") + re.escape(name.encode()) + rb"\b"
+        return any(re.search(rx, t) for t in texts)
+
     for c in candidates:
-        if not re.search(rb"(?<![.>\w])" + re.escape(c.encode()) + rb"\b", data):
+        if not used(c):
             return c
     base = candidates[-1]
     i = 2
-    while re.search(rb"\b" + re.escape(f"{base}_{i}".encode()) + rb"\b", data):
+    while used(f"{base}_{i}", False):
         i += 1
     return f"{base}_{i}"
 
