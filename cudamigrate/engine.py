@@ -337,6 +337,8 @@ class Engine:
                 elif m.edits:
                     fix = Fix(m.fix_applicability or "unsafe", r.summary, sorted(m.edits, key=lambda e: (e.start, e.end)))
                 blocked = m.vars.get("fix_blocked") if fix is not None else None  # e.g. a project declaration shadows the API
+                if blocked:
+                    message = f"{message} No automatic fix: {blocked}."
                 if not blocked and ctx.semantic is not None:
                     blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx)
                 if blocked:
