@@ -105,3 +105,10 @@ def test_header_in_include_dir_used_from_c_sources_is_c(tmp_path):
     _project(tmp_path, {"include/api.h": "int x;\n", "src/a.c": '#include "../include/api.h"\n',
                         "src/b.c": '#include "api.h"\n'})
     assert file_language(tmp_path / "include" / "api.h") == "c"
+
+
+@pytest.mark.parametrize("guard", [("#ifndef OWN_H", "#endif"), ("#if !defined(OWN_H)", "#endif")])
+def test_include_guard_does_not_make_a_declaration_conditional(tmp_path, guard):
+    head = f"{guard[0]}\n#define OWN_H\ntypedef int (*pfn)(void **, unsigned, int);\nextern pfn cuCtxCreate;\n{guard[1]}\n"
+    _project(tmp_path, {"own.h": head, "main.cpp": '#include <cuda.h>\n#include "own.h"\n' + CALL})
+    assert _scan(tmp_path / "main.cpp", ["CM509"]).findings == []

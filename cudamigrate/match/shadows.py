@@ -85,19 +85,28 @@ def _declared_name(d: ts.Node) -> tuple[str, bool] | None:
 
 
 def _guard_or_linkage(node: ts.Node) -> bool:
-    """`#ifndef HDR_H / #define HDR_H` include guards and `#ifdef __cplusplus` do not make code conditional."""
-    if node.type != "preproc_ifdef":
+    """Include guards (`#ifndef HDR_H` or `#if !defined(HDR_H)`, then `#define HDR_H`) and `#ifdef __cplusplus`
+    do not make code conditional."""
+    if node.type == "preproc_ifdef":
+        name = node.child_by_field_name("name")
+        if name is None:
+            return False
+        guard = node_text(name)
+        if guard == "__cplusplus":
+            return True
+        cond_end = name.end_byte
+    elif node.type == "preproc_if":
+        cond = node.child_by_field_name("condition")
+        mo = re.fullmatch(r"\s*!\s*defined\s*\(?\s*(\w+)\s*\)?\s*", node_text(cond)) if cond is not None else None
+        if mo is None:
+            return False
+        guard, cond_end = mo.group(1), cond.end_byte
+    else:
         return False
-    name = node.child_by_field_name("name")
-    if name is None:
-        return False
-    if node_text(name) == "__cplusplus":
-        return True
-    body = [c for c in node.named_children if c.type != "comment" and c is not name]
-    first = body[0] if body else None
+    first = next((c for c in node.named_children if c.type != "comment" and c.start_byte >= cond_end), None)
     if first is not None and first.type == "preproc_def":
         n2 = first.child_by_field_name("name")
-        return n2 is not None and node_text(n2) == node_text(name)
+        return n2 is not None and node_text(n2) == guard
     return False
 
 
