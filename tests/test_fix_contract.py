@@ -112,3 +112,9 @@ def test_include_guard_does_not_make_a_declaration_conditional(tmp_path, guard):
     head = f"{guard[0]}\n#define OWN_H\ntypedef int (*pfn)(void **, unsigned, int);\nextern pfn cuCtxCreate;\n{guard[1]}\n"
     _project(tmp_path, {"own.h": head, "main.cpp": '#include <cuda.h>\n#include "own.h"\n' + CALL})
     assert _scan(tmp_path / "main.cpp", ["CM509"]).findings == []
+
+
+def test_vendored_copy_of_a_toolkit_header_is_not_a_shadow(tmp_path):
+    _project(tmp_path, {"cuda.h": "typedef void *CUcontext;\nint cuCtxCreate(CUcontext *, unsigned int, int);\n",
+                        "main.cpp": '#include "cuda.h"\n' + CALL})
+    assert [f.rule_id for f in _scan(tmp_path / "main.cpp", ["CM509"]).findings] == ["CM509"]

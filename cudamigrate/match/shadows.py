@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import tree_sitter as ts
@@ -30,6 +31,15 @@ _ANY_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', r
 _CUDA_HEADER = re.compile(r"^(cuda|cu[a-z]|nv|npp|thrust/|cub/|cooperative_groups|sm_\d|device_|vector_|driver_|"
                           r"texture_|surface_|channel_descriptor|math_)")
 _HEADER_EXTS = {".h", ".hpp", ".hh", ".hxx", ".cuh", ".inl"}
+# toolkit headers that projects sometimes vendor into their own tree (`#include "cuda.h"`): a copy of one
+# declares the API itself, never a shadow of it
+_KNOWN_TOOLKIT = {"cuda.h", "cudaGL.h", "cudaEGL.h", "cudaVDPAU.h", "cudaProfiler.h", "cudaTypedefs.h",
+                  "cuda_runtime.h", "cuda_runtime_api.h", "driver_types.h", "driver_functions.h", "vector_types.h",
+                  "texture_types.h", "surface_types.h", "channel_descriptor.h", "cuda_fp16.h", "cuda_bf16.h",
+                  "cuda_gl_interop.h", "cuda_egl_interop.h", "cuda_profiler_api.h", "cublas.h", "cublas_v2.h",
+                  "cublas_api.h", "cublasLt.h", "cufft.h", "cufftXt.h", "cusparse.h", "cusparse_v2.h", "curand.h",
+                  "curand_kernel.h", "cusolverDn.h", "cusolverSp.h", "cusolver_common.h", "nvrtc.h", "npp.h",
+                  "nvjpeg.h", "nvml.h", "cooperative_groups.h", "device_functions.h", "sm_20_atomic_functions.h"}
 _MAX_HEADERS = 64
 _MAX_HEADER_BYTES = 4 << 20
 _UNWRAP = ("init_declarator", "pointer_declarator", "reference_declarator", "array_declarator",
@@ -211,6 +221,21 @@ def _tree(path: Path, data: bytes) -> ts.Tree:
     return tree
 
 
+@lru_cache(maxsize=1)
+def _toolkit_names() -> frozenset[str]:
+    """Base names of the toolkit's own headers (the installed toolkit's include directory, and a fixed list)."""
+    names = set(_KNOWN_TOOLKIT)
+    try:
+        from ..build import cuda_home
+
+        home = cuda_home()
+        if home is not None:
+            names |= {p.name for p in (home / "include").glob("*.h")}
+    except Exception:  # no toolkit here: the fixed list is enough
+        pass
+    return frozenset(names)
+
+
 def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
     """Project headers reached by `#include` from `path` (transitively, breadth first), and whether any
     toolkit header (`<cuda.h>`, `<cublas_v2.h>`, ...) is included on the way.
@@ -226,6 +251,9 @@ def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
         for mo in _ANY_INCLUDE.finditer(text):
             inc = mo.group(2).decode("utf-8", "replace")
             p = next((d / inc for d in (base, root.parent) if (d / inc).is_file()), None)
+            if p is not None and Path(inc).name in _toolkit_names():
+                cuda = True  # a vendored copy of a toolkit header declares the API itself
+                continue
             if p is None:
                 if _CUDA_HEADER.match(inc) or "cuda" in inc.lower():  # a toolkit header, or a helper that likely wraps one
                     cuda = True
