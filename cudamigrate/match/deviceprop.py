@@ -165,6 +165,8 @@ def _hoist_point(fe: ts.Node) -> tuple[ts.Node | None, str | None]:
             if body is None or body.start_byte != cur.start_byte or body.end_byte != cur.end_byte:
                 return None, "it is read in a loop header, where a declaration cannot go"
             return None, "it is read in the unbraced body of a loop"
+        if p.type == "else_clause" and cur.type == "if_statement":
+            return None, "it is read in an `else if` condition, where a declaration cannot go"
         if p.type in ("if_statement", "else_clause") and cur.type != "condition_clause" \
                 and cur.type not in ("compound_statement",) and (p.child_by_field_name("condition") is None
                                                                  or p.child_by_field_name("condition").start_byte != cur.start_byte):
