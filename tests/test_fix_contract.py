@@ -39,7 +39,6 @@ def test_function_pointer_declared_two_headers_away_is_not_the_api(tmp_path):
 @pytest.mark.parametrize("decl", [
     "typedef int (*cuCtxCreate)(void **, unsigned, int);",  # a type of that name
     "#define cuCtxCreate(a, b, c) my_create(a, b, c)",  # the project's own macro
-    "int cuCtxCreate(void **, unsigned, int);",  # the project's own function
 ])
 def test_unconditional_project_declarations_shadow(tmp_path, decl):
     _project(tmp_path, {"own.h": decl + "\n", "main.cpp": '#include <cuda.h>\n#include "own.h"\n' + CALL})
@@ -118,3 +117,25 @@ def test_vendored_copy_of_a_toolkit_header_is_not_a_shadow(tmp_path):
     _project(tmp_path, {"cuda.h": "typedef void *CUcontext;\nint cuCtxCreate(CUcontext *, unsigned int, int);\n",
                         "main.cpp": '#include "cuda.h"\n' + CALL})
     assert [f.rule_id for f in _scan(tmp_path / "main.cpp", ["CM509"]).findings] == ["CM509"]
+
+
+def test_project_function_without_toolkit_header_is_not_the_api(tmp_path):
+    _project(tmp_path, {"own.h": "typedef void *CUcontext;\nint cuCtxCreate(CUcontext *, unsigned, int);\n",
+                        "main.cpp": '#include "own.h"\n' + CALL})
+    assert _scan(tmp_path / "main.cpp", ["CM509"]).findings == []
+
+
+def test_project_overload_next_to_the_toolkit_withholds_only_calls_it_can_take(tmp_path):
+    """C++ overloads: with the toolkit in sight, the project's `cudaThreadSynchronize(Marker &)` does not hide
+    the API. A call the project overload can take may be either (finding kept, fix withheld); one it cannot
+    take is the API's and keeps its fix."""
+    _project(tmp_path, {
+        "own.h": "#include <cuda_runtime.h>\nstruct Marker { int id; };\n"
+                 "inline cudaError_t cudaThreadSynchronize(Marker &m) { m.id = 1; return cudaSuccess; }\n",
+        "main.cu": '#include "own.h"\nint main() {\n  Marker m{0};\n'
+                   "  cudaThreadSynchronize();\n  cudaThreadSynchronize(m);\n  return 0;\n}\n",
+    })
+    res = _scan(tmp_path / "main.cu", ["CM501"])
+    got = {f.line: f for f in res.findings}
+    assert got[4].fix is not None  # no argument: the project overload needs one, so this is the API
+    assert got[5].fix is None and "overload" in got[5].context["fix_blocked"]

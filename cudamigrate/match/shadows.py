@@ -24,7 +24,7 @@ from pathlib import Path
 import tree_sitter as ts
 
 from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse, query
-from .context import FileContext, node_text, scope_of
+from .context import FileContext, node_text, normalize, scope_of
 
 _ANY_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 # toolkit headers that declare (or pull in) CUDA APIs
@@ -60,7 +60,8 @@ class Shadow:
     @property
     def reason(self) -> str:
         what = {"function": "a function", "variable": "a variable", "field": "a member", "typedef": "a type",
-                "macro": "a macro", "parameter": "a parameter", "macro-parameter": "a macro parameter"}[self.kind]
+                "macro": "a macro", "parameter": "a parameter", "macro-parameter": "a macro parameter",
+                "overload": "a project overload that this call may resolve to"}[self.kind]
         return f"`{self.name}` is also declared as {what} at {self.where}; the call may not be the CUDA API"
 
 
@@ -72,6 +73,30 @@ class _Decl:
     function: int | None  # start of the enclosing function (locals and parameters), else None
     klass: int | None  # start of the enclosing class body (fields), else None
     start: int
+    arity: tuple[int, int | None] | None = None  # functions: (required, most) parameters; None = unbounded
+
+
+def _arity(d: ts.Node) -> tuple[int, int | None] | None:
+    """(required, most) arguments a function declarator accepts (`...` makes most unbounded)."""
+    while d is not None and d.type != "function_declarator":
+        d = d.child_by_field_name("declarator")
+    params = d.child_by_field_name("parameters") if d is not None else None
+    if params is None:
+        return None
+    req, most = 0, 0
+    for c in params.named_children:
+        if c.type == "parameter_declaration":
+            if normalize(node_text(c)) == "void" and len(params.named_children) == 1:
+                return (0, 0)
+            req += 1
+            most += 1
+        elif c.type == "optional_parameter_declaration":
+            most += 1
+        elif c.type == "variadic_parameter":
+            return (req, None)
+    if "..." in node_text(params):
+        return (req, None)
+    return (req, most)
 
 
 def _declared_name(d: ts.Node) -> tuple[str, bool] | None:
@@ -173,7 +198,8 @@ def declarations(root: ts.Node, names: set[str], local: bool) -> dict[str, list[
         elif _enclosing(x, ("field_declaration_list",)) is not None:
             continue  # a method defined in a class body: called as obj.f() or inside the class only
         out.setdefault(name, []).append(_Decl(kind, x.start_point[0] + 1, _conditional(x),
-                                              fn.start_byte if fn is not None else None, klass, x.start_byte))
+                                              fn.start_byte if fn is not None else None, klass, x.start_byte,
+                                              _arity(d) if kind == "function" else None))
     for _, caps in ts.QueryCursor(query(_MACROS)).matches(root):
         n = node_text(caps["n"][0])
         if n in names:
@@ -312,8 +338,9 @@ def _macro_parameters(ctx: FileContext, unit: Unit) -> set[str]:
     return set()
 
 
-def shadow_of(ctx: FileContext, unit: Unit, hit: ts.Node, names: set[str]) -> Shadow | None:
-    """The project declaration that `hit` (an unqualified identifier) may denote instead of the API."""
+def shadow_of(ctx: FileContext, unit: Unit, hit: ts.Node, names: set[str], argc: int | None = None) -> Shadow | None:
+    """The project declaration that `hit` (an unqualified identifier) may denote instead of the API.
+    `argc`: the call's argument count (None when `hit` is not called), to tell overloads apart."""
     name = node_text(hit)
     if name in _macro_parameters(ctx, unit):
         return Shadow(name, "macro-parameter", f"{ctx.source.path.name} (macro {unit.macro_name})", True)
@@ -338,6 +365,13 @@ def shadow_of(ctx: FileContext, unit: Unit, hit: ts.Node, names: set[str]) -> Sh
         found.append(Shadow(name, d.kind, f"{idx.path_name}:{d.line}", not d.conditional or not idx.cuda_visible))
     for fname, d in idx.headers.get(name, []):
         if d.klass is not None:
+            continue
+        if d.kind == "function" and idx.cuda_visible:
+            # with the toolkit's declaration in sight a project function of that name is an overload, not a
+            # replacement: a call it cannot take is the API's; one it can take is undecided (fix withheld)
+            if argc is None or (d.arity is not None and not (d.arity[0] <= argc and (d.arity[1] is None or argc <= d.arity[1]))):
+                continue
+            found.append(Shadow(name, "overload", f"{fname}:{d.line}", False))
             continue
         found.append(Shadow(name, d.kind, f"{fname}:{d.line}", not d.conditional or not idx.cuda_visible))
     if not found:
