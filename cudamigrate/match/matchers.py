@@ -181,10 +181,6 @@ def _shadowed(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node, written: s
     `callee_identity: false` in their matcher spec."""
     if "::" in written or "." in written or hit.type != "identifier" or not rule.spec.get("callee_identity", True):
         return False
-    if ctx.semantic is not None and not unit.in_macro:
-        fact = ctx.semantic.facts.calls.get(unit.abs(hit)[0])
-        if fact is not None and fact.api and fact.callee.split("::")[-1] == node_text(hit):
-            return False  # libclang resolved the callee to the toolkit's declaration: its answer wins
     from .shadows import shadow_of
 
     sh = shadow_of(ctx, unit, hit, {node_text(hit)}, len(m.args) if m.arglist is not None else None)
@@ -192,6 +188,10 @@ def _shadowed(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node, written: s
         return False
     if sh.certain:
         return True
+    if ctx.semantic is not None and not unit.in_macro:
+        fact = ctx.semantic.facts.calls.get(unit.abs(hit)[0])
+        if fact is not None and fact.api and fact.callee.split("::")[-1] == node_text(hit):
+            return False  # undecided here (an overload, a conditional declaration): libclang resolved it to the toolkit
     m.vars["fix_blocked"] = sh.reason
     return False
 
