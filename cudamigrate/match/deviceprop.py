@@ -231,6 +231,22 @@ def _fresh_name(ctx: FileContext, candidates: list[str]) -> str:
     return f"{base}_{i}"
 
 
+def _earlier_hoists(stmt: ts.Node, field: str) -> int:
+    """How many other statements before `stmt` in its function read `field` and would get a hoisted local."""
+    fn = scope_of(stmt).function
+    if fn is None:
+        return 0
+    starts = set()
+    q = query("(field_expression field: (field_identifier) @f) @fe")
+    for _, caps in ts.QueryCursor(q).matches(fn):
+        if node_text(caps["f"][0]) != field or caps["fe"][0].start_byte >= stmt.start_byte:
+            continue
+        other, _ = _hoist_point(caps["fe"][0])
+        if other is not None and other.start_byte < stmt.start_byte:
+            starts.add(other.start_byte)
+    return len(starts)
+
+
 def hoist_edits(ctx: FileContext, unit: Unit, fe: ts.Node, field: str, attr: str, device: str,
                 fields: set[str]) -> tuple[list[Edit], str | None, str]:
     """(edits, why none, the variable's name) for reading `fe` (`prop.field`) once into a queried local."""
@@ -257,7 +273,11 @@ def hoist_edits(ctx: FileContext, unit: Unit, fe: ts.Node, field: str, attr: str
                                   and p.child_by_field_name("left").start_byte <= n.start_byte < p.child_by_field_name("left").end_byte)):
             return [], "the same statement also writes it or takes its address", ""
     base = re.sub(r"\W+", "_", want.replace("->", "_").replace(".", "_")).strip("_") or "prop"
-    name = _fresh_name(ctx, [field, f"{base}_{field}"])
+    # one fix pass applies every statement's hoist at once: statements of one function that read the same
+    # field get distinct names (`computeMode`, `computeMode_2`, ...) so no block declares one twice
+    nth = _earlier_hoists(stmt, field)
+    suffix = "" if nth == 0 else f"_{nth + 1}"
+    name = _fresh_name(ctx, [field + suffix, f"{base}_{field}{suffix}"])
     data = ctx.source.data
     s, _ = unit.abs(stmt)
     ls = data.rfind(b"\n", 0, s) + 1
