@@ -1,0 +1,107 @@
+"""Pure functions of the oracle harness (bench/oracle_cuda_samples.py): pairing, replacement mapping,
+API-migration hunk extraction, fix classification and the stable sample. The heavy run (scan, fix, nvcc on
+cuda-samples) is not part of the suite."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location(
+    "oracle_cuda_samples", Path(__file__).resolve().parents[1] / "bench" / "oracle_cuda_samples.py")
+oracle = importlib.util.module_from_spec(_spec)
+sys.modules["oracle_cuda_samples"] = oracle
+_spec.loader.exec_module(oracle)
+
+
+def test_pair_key_ignores_category_and_keeps_common_paths():
+    assert oracle.pair_key("Samples/0_Simple/vectorAdd/vectorAdd.cu") == ("vectorAdd", "vectorAdd.cu")
+    assert oracle.pair_key("Samples/0_Introduction/vectorAdd/sub/k.cuh") == ("vectorAdd", "k.cuh")
+    assert oracle.pair_key("Common/helper_cuda.h") == ("Common", "helper_cuda.h")
+    assert oracle.pair_key("README.md") is None
+
+
+def test_pair_files_moves_across_categories_and_refuses_ambiguous_ties():
+    old = ["Samples/0_Introduction/a/a.cu", "Samples/2_X/b/util.h", "Samples/2_X/b/x/dup.h", "Common/h.h"]
+    new = ["Samples/8_Platform_Specific/a/a.cu", "Samples/2_X/b/util.h", "Samples/2_X/b/p/dup.h",
+           "Samples/2_X/b/q/dup.h", "Common/h.h"]
+    got = oracle.pair_files(old, new)
+    assert got == {"Samples/0_Introduction/a/a.cu": "Samples/8_Platform_Specific/a/a.cu",
+                   "Samples/2_X/b/util.h": "Samples/2_X/b/util.h", "Common/h.h": "Common/h.h"}
+
+
+def test_apply_replacements_maps_original_lines():
+    data = b"int  a;\nint b;\n  int c;\n"
+    # collapse the double space on line 1, join lines 2 and 3
+    n = oracle.apply_replacements(data, [(3, 2, b" "), (14, 3, b" ")])
+    assert n.lines == ["int a;", "int b; int c;"]
+    assert n.line_map[:3] == [1, 2, 2]
+
+
+def test_api_elements_see_arity_and_skip_strings_comments_includes():
+    els = oracle.api_elements(['#include <cuda_runtime.h>', 'cuCtxCreate(&c, 0,', '  dev); // cudaFree(x)',
+                               'printf("cudaMalloc"); cudaGraphInstantiate(&e, g, NULL, NULL, 0);',
+                               'cudaStream_t s;'])
+    assert els == [(1, "cuCtxCreate", 3), (3, "cudaGraphInstantiate", 5), (4, "cudaStream_t", None)]
+
+
+def test_migration_sites_keep_api_changes_and_drop_other_edits():
+    a = ["int main() {", "  cuCtxCreate(&c, 0, d);", "  int x = 1;", "  cudaFree(p);", "}"]
+    b = ["int main() {", "  cuCtxCreate(&c, NULL, 0, d);", "  int y = 1;", "  cudaFree(p);", "}"]
+    sites, ranges = oracle.migration_sites("o", "n", a, b)
+    assert [(s.norm_line, s.changed) for s in sites] == [(2, ["cuCtxCreate/3"])]
+    assert ranges == [(2, 4)]
+    # a variable renamed inside an API call changes no API element: not a site
+    sites, _ = oracle.migration_sites("o", "n", ["cudaFree(p);"], ["cudaFree(q);"])
+    assert sites == []
+
+
+def test_classify_fix_match_differs_missing_not_flagged():
+    a = ["void f() {", "  cuCtxCreate(&c, 0, d);", "}"]
+    b = ["void f() {", "  cuCtxCreate(&c, NULL, 0, d);", "}"]
+    site = oracle.migration_sites("o", "n", a, b)[0][0]
+    assert oracle.classify_fix(site, a, b, True)[0] == "match"
+    other = ["void f() {", "  cuCtxCreate(&c, nullptr, 0, d);", "}"]
+    assert oracle.classify_fix(site, a, other, True)[0] == "api-match"
+    wrong = ["void f() {", "  cuCtxCreate_v2(&c, 0, d);", "}"]
+    assert oracle.classify_fix(site, a, wrong, True)[0] == "differs"
+    assert oracle.classify_fix(site, a, a, True)[0] == "missing"
+    assert oracle.classify_fix(site, a, a, False)[0] == "not-flagged"
+
+
+def test_statement_span_covers_multiline_calls():
+    lines = ["x = 1;", "cudaMemcpy(a,", "           b,", "           n);", "y = 2;"]
+    assert oracle.statement_span(lines, 3) == (2, 4)
+
+
+def test_stable_sample_is_seeded_and_keeps_members_when_pool_shrinks():
+    keys = [f"CM101|f{i}.cu|{i}|1" for i in range(200)]
+    s1 = oracle.stable_sample(keys, 50, 7)
+    assert s1 == oracle.stable_sample(list(reversed(keys)), 50, 7)
+    assert s1 != oracle.stable_sample(keys, 50, 8)
+    dropped = set(s1[:10])
+    s2 = oracle.stable_sample([k for k in keys if k not in dropped], 50, 7)
+    assert set(s1[10:]) <= set(s2)
+
+
+def test_new_api_replacing_a_removed_field_is_a_site():
+    a = ["void f(cudaDeviceProp &p) {", "  int c = p.clockRate;", "}"]
+    b = ["void f(cudaDeviceProp &p) {", "  int c; cudaDeviceGetAttribute(&c, cudaDevAttrClockRate, 0);", "}"]
+    sites, _ = oracle.migration_sites("o", "n", a, b)
+    assert [(s.norm_line, s.changed) for s in sites] == [(2, ["+cudaDevAttrClockRate", "+cudaDeviceGetAttribute/3"])]
+
+
+def test_mask_output_hides_timings_paths_and_addresses_only():
+    a = oracle.mask_output("[./prog_before] start\nTime = 1.25 ms\nptr 0x7f00aa\nResult = 42\n")
+    b = oracle.mask_output("[/x/after/prog_after] start\nTime = 3.5 ms\nptr 0x7f11bb\nResult = 42\n")
+    assert a[1:] == b[1:]
+    assert oracle.mask_output("Result = 41") != oracle.mask_output("Result = 42")
+
+
+def test_self_check_reads_exit_status_and_verdict_lines():
+    assert oracle.self_check("Test passed\n", "0") == "PASS"
+    assert oracle.self_check("Test Results: 0 Failures\n", "0") == "PASS"
+    assert oracle.self_check("Test passed\n", "1").startswith("FAIL")
+    assert oracle.self_check("CUDA error at x.cu:3 code=1\n", "0").startswith("FAIL")
+    assert oracle.self_check("done\n", "0") == "ran"
