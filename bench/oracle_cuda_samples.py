@@ -217,17 +217,48 @@ def strip_strings_and_comments(text: str) -> str:
     return _STRING_OR_COMMENT_RE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
+LOCAL_NAMES: set[str] = set()  # API-shaped names the samples declare as their own variables (set by main)
+_DECLARED_RE = re.compile(
+    r"\b(?!return\b|case\b|else\b|throw\b|sizeof\b|delete\b|goto\b|new\b)[A-Za-z_][\w:<>]*[\s*&]+("
+    + API_TOKEN_RE.pattern[2:] + r")\s*(?=[;=,)\[])")
+
+
+def local_api_shaped_names(sources: list[Path], headers: list[Path]) -> set[str]:
+    """Names that look like CUDA API (`cudaParams`, `cudaVerMajor`, `cusparseHandle`) but that the samples
+    declare as variables or parameters, less every name the toolkit headers use. Removed APIs (absent
+    from the 13.0 headers) still count as API: the samples never declare them."""
+    declared: set[str] = set()
+    for f in sources:
+        try:
+            text = strip_strings_and_comments(f.read_text(errors="replace"))
+        except OSError:
+            continue
+        declared.update(m.group(1) for m in _DECLARED_RE.finditer(text))
+    in_headers: set[str] = set()
+    for d in headers:
+        for h in d.rglob("*"):
+            if h.is_file() and h.suffix in (".h", ".hpp", ".cuh", ".inl"):
+                try:
+                    in_headers.update(m.group(0) for m in API_TOKEN_RE.finditer(h.read_text(errors="replace")))
+                except OSError:
+                    pass
+    return {n for n in declared if n not in in_headers and n[0].islower() and not n.endswith("_t")}
+
+
 def api_elements(lines: list[str]) -> list[tuple[int, str, int | None]]:
     """(line index, token, argument count or None) for every CUDA API token outside strings, comments and
-    #include lines. The argument count makes signature changes (same name, new parameters) visible;
-    None when the token is not called or the call runs past the given lines."""
+    #include lines, except the samples' own variables of API-like name (LOCAL_NAMES).
+    The argument count makes signature changes (same name, new parameters) visible; None when the token
+    is not called or the call runs past the given lines."""
     text = strip_strings_and_comments("\n".join(lines))
-    text = re.sub(r"^\s*#\s*include[^\n]*", lambda m: " " * len(m.group(0)), text, flags=re.M)
+    text = re.sub(r"^[ \t]*#[ \t]*include[^\n]*", lambda m: " " * len(m.group(0)), text, flags=re.M)
     line_of = []
     for i, ln in enumerate(text.split("\n")):
         line_of.extend([i] * (len(ln) + 1))
     out = []
     for m in API_TOKEN_RE.finditer(text):
+        if m.group(0) in LOCAL_NAMES:
+            continue
         j = m.end()
         while j < len(text) and text[j] in " \t\n":
             j += 1
@@ -312,7 +343,8 @@ def migration_sites(old_path: str, new_path: str, a: list[str], b: list[str]) ->
                 per_line[li - i1].append(_fmt(el))
         # an API the v11.8 file never used, brought in to replace removed code (e.g. a removed
         # cudaDeviceProp field read through cudaDeviceGetAttribute): a site on the hunk's first line
-        new_api = sorted({_fmt(el) for el in added if el[0] not in names_a and count_b[el] > count_a[el]})
+        new_api = sorted({_fmt(el) for el in added
+                          if el[1] is not None and el[0] not in names_a and count_b[el] > count_a[el]})
         if new_api and not per_line:
             per_line[0].extend("+" + x for x in new_api)
         kind = "replaced" if added else "deleted"
@@ -341,11 +373,18 @@ def squash(lines: list[str]) -> str:
     return re.sub(r"\s+", "", strip_strings_and_comments("\n".join(lines)))
 
 
+def site_span(site: Site, lines: list[str]) -> tuple[int, int]:
+    """Lines whose findings count for the site: its statement, or the whole hunk for a `+name` site."""
+    if any(c.startswith("+") for c in site.changed):
+        return site.hunk[0], site.hunk[1] - 1
+    return statement_span(lines, site.norm_line)
+
+
 def classify_fix(site: Site, orig: list[str], fixed: list[str], flagged: bool) -> tuple[str, list[str]]:
     """Compare the tool's rewrite of the site's statement with NVIDIA's hunk.
     match: same text; api-match: same API elements (name, argument count) as NVIDIA's new lines;
     differs: the tool rewrote it otherwise (judge); missing: flagged, not rewritten; not-flagged."""
-    lo, hi = statement_span(orig, site.norm_line)
+    lo, hi = site_span(site, orig)
     sm = difflib.SequenceMatcher(None, [x.strip() for x in orig], [x.strip() for x in fixed], autojunk=False)
     tool_lines: list[str] = []
     touched = False
@@ -603,6 +642,11 @@ def main(argv: list[str] | None = None) -> int:
     bb13 = [f for f in findings13 if f.get("cost", {}).get("impact") == "build-break"]
 
     # --- NVIDIA's migration sites
+    global LOCAL_NAMES
+    toolkit_inc = [p for p in (Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "include",) if p.is_dir()]
+    LOCAL_NAMES = local_api_shaped_names([v11 / r for r in rel_files(v11, SOURCE_EXTS)]
+                                         + [v13 / r for r in rel_files(v13, SOURCE_EXTS)],
+                                         toolkit_inc + [Path(p) for p in wheel_includes()])
     style = v13 / ".clang-format"
     by_file: dict[str, list[dict]] = collections.defaultdict(list)
     for f in findings11:
@@ -636,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
             hi = lm[min(f.get("end_line", f["line"]), len(lm)) - 1]
             return lo, max(lo, hi)
         for s in ss:
-            lo, hi = statement_span(n_old.lines, s.norm_line)
+            lo, hi = site_span(s, n_old.lines)
             hits = [f for f in fl if norm_span(f)[0] <= hi and norm_span(f)[1] >= lo]
             verdict, tool_lines = classify_fix(s, n_old.lines, n_fix.lines if n_fix else n_old.lines, bool(hits))
             sites.append(s)

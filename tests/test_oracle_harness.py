@@ -89,7 +89,7 @@ def test_new_api_replacing_a_removed_field_is_a_site():
     a = ["void f(cudaDeviceProp &p) {", "  int c = p.clockRate;", "}"]
     b = ["void f(cudaDeviceProp &p) {", "  int c; cudaDeviceGetAttribute(&c, cudaDevAttrClockRate, 0);", "}"]
     sites, _ = oracle.migration_sites("o", "n", a, b)
-    assert [(s.norm_line, s.changed) for s in sites] == [(2, ["+cudaDevAttrClockRate", "+cudaDeviceGetAttribute/3"])]
+    assert [(s.norm_line, s.changed) for s in sites] == [(2, ["+cudaDeviceGetAttribute/3"])]
 
 
 def test_mask_output_hides_timings_paths_and_addresses_only():
@@ -105,3 +105,8 @@ def test_self_check_reads_exit_status_and_verdict_lines():
     assert oracle.self_check("Test passed\n", "1").startswith("FAIL")
     assert oracle.self_check("CUDA error at x.cu:3 code=1\n", "0").startswith("FAIL")
     assert oracle.self_check("done\n", "0") == "ran"
+
+
+def test_api_elements_keep_line_numbers_across_blank_lines_before_includes():
+    els = oracle.api_elements(["", "", "#include <cuda.h>", "", "cudaFree(p);"])
+    assert els == [(4, "cudaFree", 1)]
