@@ -36,7 +36,11 @@ The 13.0-matched library wheels (CUDA 13.0 Update 1) installed in the venv for t
 (`pip install --no-deps` them; they provide `nvidia/cu13/include`).
 
 `--gpu-prepare DIR` additionally writes, for the GPU-differential run (`bench/oracle_gpu.sh`), the
-before/after/v13.0 source of the programs listed in `GPU_PROGRAMS` plus the Common headers into DIR.
+before/after/v13.0 source of the programs listed in `GPU_PROGRAMS` plus the Common headers into DIR
+(`--gpu-prepare-only` stops there); `--gpu-results logs.tar.gz` renders that run's table. GPU round trip:
+    python bench/oracle_cuda_samples.py V11 V13 --work W --gpu-prepare .oracle/gpu --gpu-prepare-only
+    (device, carry .oracle)  bash .oracle/gpu/oracle_gpu.sh .oracle/gpu $OUT
+    python bench/oracle_cuda_samples.py V11 V13 --work W --reuse --gpu-results <returned logs.tar.gz>
 """
 
 from __future__ import annotations
@@ -579,6 +583,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "cudamigrate-oracle")
     ap.add_argument("--work", type=Path, help="work dir (default: a temp dir, removed at the end)")
     ap.add_argument("--gpu-prepare", type=Path, help="write GPU-differential sources into this dir")
+    ap.add_argument("--gpu-prepare-only", action="store_true", help="stop after --gpu-prepare (no compile, no diff)")
     ap.add_argument("--gpu-results", type=Path, help="results.tsv from bench/oracle_gpu.sh to put in the doc")
     ap.add_argument("--seed", type=int, default=SAMPLE_SEED)
     ap.add_argument("--budget-minutes", type=float, default=0,
@@ -609,6 +614,11 @@ def main(argv: list[str] | None = None) -> int:
         if not v13copy.exists():
             shutil.copytree(v13, v13copy, symlinks=True)
         findings13 = scan_json(v13copy, "v13", work)
+    if a.gpu_prepare:
+        prepare_gpu(a.gpu_prepare, v11, fixed, v13, pair_files(rel_files(v11, SOURCE_EXTS), rel_files(v13, SOURCE_EXTS)))
+        if a.gpu_prepare_only:
+            print(f"GPU sources written to {a.gpu_prepare}", file=sys.stderr)
+            return 0
     fix_summary = next((ln for ln in reversed(fix_lines) if ln.startswith("Fixed ")), "")
     fix_errors = [ln for ln in fix_lines if "invalid UTF-8" not in ln and ln != fix_summary][:20]
     t_tool = time.time() - t_start
@@ -754,8 +764,6 @@ def main(argv: list[str] | None = None) -> int:
     gpu_rows = read_gpu_results(a.gpu_results) if a.gpu_results else None
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(render_markdown(data, gpu_rows))
-    if a.gpu_prepare:
-        prepare_gpu(a.gpu_prepare, v11, fixed, v13, pairs)
     print(json.dumps(summary, indent=1))
     if not a.work:
         shutil.rmtree(work, ignore_errors=True)
