@@ -135,12 +135,14 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
     rs = load_rules(rule_dirs)
     engine = Engine(rs.rules, opts)
     spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))
+    walk_errors: list[str] = []
     files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
-                          respect_gitignore=cfg.get("respect-gitignore", True)))
+                          respect_gitignore=cfg.get("respect-gitignore", True), errors=walk_errors))
     engine.project = ProjectIndex(files=files)  # project-wide facts: headers, class members, includers
     spec.project_files = files
     for e in rs.errors:  # one line per bad rule file; the other rules still run
         _err(e)
+    kw["walk_errors"] = walk_errors  # what could not be walked: reported like unreadable files
     return engine, spec, files, cfg, rs.errors
 
 
@@ -177,7 +179,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     db, t_sem = _semantic_timed(paths, files, kw)
     t1 = time.perf_counter()
     progress = Progress(len(files))
-    findings, errors, sources, unused, tracebacks = [], [], {}, [], []
+    findings, errors, sources, unused, tracebacks = [], list(kw["walk_errors"]), {}, [], []
     internal = 0
     if db is not None:
         from .semantic import scan_files as sem_scan_files
@@ -327,6 +329,9 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if db is not None:
         engine.semantic_provider = db.facts_for
     write = not (diff or dry_run)
+    for e in kw["walk_errors"]:
+        _err(e)
+        tally.had_error = True
     seen_real: set[str] = set()
     cleaned_dirs: set[str] = set()
     for p in files:

@@ -40,14 +40,15 @@ class Config:
 
 
 def find_config(start: Path) -> Config:
-    start = start.resolve()
-    d = start if start.is_dir() else start.parent
+    # os.path's predicates: an unsearchable directory or a symlink loop on the way is skipped, not a crash
+    start = Path(os.path.realpath(start))
+    d = start if os.path.isdir(start) else start.parent
     for cur in [d, *d.parents]:
         dot = cur / ".cudamigrate.toml"
-        if dot.is_file():
+        if os.path.isfile(dot):
             return load_config(dot, section=None)
         py = cur / "pyproject.toml"
-        if py.is_file():
+        if os.path.isfile(py):
             cfg = load_config(py, section=("tool", "cudamigrate"))
             if cfg.values:
                 return cfg

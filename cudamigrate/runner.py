@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterable, Iterator
 from .engine import Engine, FileResult, Options, guarded_file
 from .project_index import ProjectIndex
 from .rules.load import load_rules
+from .textsafe import path_text
 
 _WORKER: Engine | None = None
 _MAX_BYTES: int | None = None
@@ -63,11 +64,13 @@ def pool_map(pool: Executor, fn: Callable[[Any], FileResult], items: list[Any], 
 
 
 def display_path(p: Path) -> str:
+    """The path as reports show it: relative when below the current directory, with undecodable bytes
+    and control characters escaped (`\\xff`, `\\x1b`), so no name can break a report or a terminal."""
     try:
         rel = os.path.relpath(p)
     except ValueError:
-        return str(p)
-    return str(p) if rel.startswith("..") else rel
+        return path_text(p)
+    return path_text(p if rel.startswith("..") else rel)
 
 
 def scan_files(

@@ -200,13 +200,16 @@ def _validate_match(kind: str, spec: Any, path: Path) -> None:
         names = spec.get("names")
         if not names or not isinstance(names, (list, dict)):
             raise _fail(path, f"{key}.names", "must be a non-empty list or mapping of name -> parameter names")
+        bad = [n for n in names if not isinstance(n, str) or not n.strip()]
+        if bad:
+            raise _fail(path, f"{key}.names", f"names must be non-empty strings, got {str(bad[0])[:60]!r}")
         if isinstance(names, list):
             spec["names"] = {n: [] for n in names}
         for n, params in spec["names"].items():
             if params is None:
                 spec["names"][n] = []
-            elif not isinstance(params, list):
-                raise _fail(path, f"{key}.names.{n}", "parameter names must be a list")
+            elif not isinstance(params, list) or not all(isinstance(x, str) for x in params):
+                raise _fail(path, f"{key}.names.{n}", "parameter names must be a list of strings")
     elif kind == "launch":
         pass
     elif kind == "include":
@@ -217,14 +220,14 @@ def _validate_match(kind: str, spec: Any, path: Path) -> None:
             if v is not None and (not isinstance(v, list) or not v):
                 raise _fail(path, f"{key}.{k}", "must be a non-empty list")
     elif kind == "identifier":
-        if not isinstance(spec.get("names"), list) or not spec["names"]:
-            raise _fail(path, f"{key}.names", "must be a non-empty list")
+        if not isinstance(spec.get("names"), list) or not spec["names"] or not all(isinstance(n, str) for n in spec["names"]):
+            raise _fail(path, f"{key}.names", "must be a non-empty list of strings")
         roles = spec.get("roles", ["type", "value", "call"])
         if not set(roles) <= {"type", "value", "call"}:
             raise _fail(path, f"{key}.roles", "allowed: type, value, call")
     elif kind == "member":
-        if not isinstance(spec.get("fields"), list) or not spec["fields"]:
-            raise _fail(path, f"{key}.fields", "must be a non-empty list")
+        if not isinstance(spec.get("fields"), list) or not spec["fields"] or not all(isinstance(n, str) for n in spec["fields"]):
+            raise _fail(path, f"{key}.fields", "must be a non-empty list of strings")
     elif kind == "string":
         if "regex" not in spec:
             raise _fail(path, f"{key}.regex", "missing")
