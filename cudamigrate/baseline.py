@@ -72,7 +72,7 @@ def entries(findings: list[Finding], root: Path, sources: dict[str, bytes] | Non
 def write_baseline(path: Path, findings: list[Finding], sources: dict[str, bytes] | None = None) -> None:
     doc = {"version": VERSION, "tool": "cudamigrate", "findings": entries(findings, path.parent, sources)}
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 

@@ -440,7 +440,13 @@ def _fix_one(engine: Engine, spec: EngineSpec, p: Path, unsafe: bool, write: boo
     if res.changed:
         tally.changed += 1
         if not write:
-            click.echo(res.diff(), nl=False)
+            text = res.diff()
+            if sys.stdout.isatty():  # code's ESC/OSC bytes must not drive the terminal
+                click.echo("\n".join(printable(ln) for ln in text.split("\n")), nl=False)
+            else:  # piped: exact (click.echo would strip ANSI sequences), so `patch` applies it
+                sys.stdout.flush()
+                sys.stdout.buffer.write(text.encode("utf-8"))
+                sys.stdout.buffer.flush()
 
 
 @main.command("rules")
