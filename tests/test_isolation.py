@@ -162,3 +162,29 @@ def test_worker_death_is_an_error_per_file_not_a_lost_run(tmp_path, monkeypatch)
     assert r.exit_code == 2
     assert "Traceback" not in r.output
     assert "internal error while scanning in a worker process" in r.output
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_semantic_runner_isolates_files_too(tmp_path, poisoned_call_matcher, jobs):
+    """semantic.scan_files has its own runner (facts shipped to workers); the same guards hold there."""
+    from types import SimpleNamespace
+
+    from cudamigrate.engine import Engine, Options
+    from cudamigrate.rules.load import builtin_rules_dir, load_rules
+    from cudamigrate.runner import EngineSpec
+    from cudamigrate.semantic import scan_files as sem_scan_files
+
+    n = 70 if jobs == 2 else 4
+    src = _tree(tmp_path / "src", n)
+    opts = Options(select=["CM101", "CM601"])
+    engine = Engine(load_rules([builtin_rules_dir()]).rules, opts)
+    spec = EngineSpec([builtin_rules_dir()], opts)
+    db = SimpleNamespace(facts={})  # no libclang facts: every file falls back to tree-sitter
+    files = sorted(src.iterdir())
+    results = list(sem_scan_files(engine, spec, files, db, jobs))
+    assert len(results) == n + 1
+    by_name = {Path(r.path).name: r for r in results}
+    assert all(len(by_name[f"g{i:03d}.cu"].findings) == 1 for i in range(n))
+    bad = by_name["poisoned.cu"]
+    assert bad.internal == 1 and [f.rule_id for f in bad.findings] == ["CM601"]
+    assert "CM101" in bad.errors[0] and "simulated matcher bug" in bad.errors[0]
