@@ -105,6 +105,8 @@ def selection_options(fn):
 
 
 def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineSpec, list[Path], Config, list[str]]:
+    if kw.get("compile_commands") is not None:
+        _check_regular(kw["compile_commands"], "--compile-commands")
     try:
         cfg = load_config(kw["config_path"], None if kw["config_path"].name != "pyproject.toml" else ("tool", "cudamigrate")) \
             if kw.get("config_path") else find_config(paths[0] if paths else Path("."))
@@ -128,7 +130,11 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
     calibration = None
     from .calibration import load_calibration
 
-    calibration = load_calibration(cfg.get("calibration"), base)
+    try:
+        calibration = load_calibration(cfg.get("calibration"), base)
+    except (OSError, AttributeError, TypeError, ValueError) as exc:  # a malformed calibration file: declared estimates
+        _err(f"warning: calibration {cfg.get('calibration') or 'file'} ignored: {type(exc).__name__}: {exc}")
+        calibration = None
     opts = Options(target=target, from_version=from_v, select=select, ignore=ignore, extend_select=extend,
                    options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
                    keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"))
