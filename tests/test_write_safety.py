@@ -78,7 +78,7 @@ def test_kill_9_at_random_moments_leaves_old_or_new_and_no_leftovers(tmp_path):
     full = time.monotonic() - t0
     assert all((d / f"f{i:03d}.cu").read_text() == NEW.format(i=i) for i in range(n))
     rng = random.Random(15)
-    killed_mid_run = 0
+    killed_mid_run = killed_mid_write = 0
     for _ in range(20):
         _reset(d, n)  # temporaries left by the previous kill stay: the next run must clean them
         pid = _fork_fix(d)
@@ -86,10 +86,14 @@ def test_kill_9_at_random_moments_leaves_old_or_new_and_no_leftovers(tmp_path):
         os.kill(pid, signal.SIGKILL)
         status = os.waitpid(pid, 0)[1]
         killed_mid_run += os.WIFSIGNALED(status)
+        fixed = 0
         for i in range(n):
             text = (d / f"f{i:03d}.cu").read_text()
             assert text in (OLD.format(i=i), NEW.format(i=i)), f"f{i:03d}.cu half-written: {text!r}"
+            fixed += text == NEW.format(i=i)
+        killed_mid_write += 0 < fixed < n
     assert killed_mid_run >= 10  # the kills really landed during runs
+    assert killed_mid_write >= 5  # ... and often while the files were being rewritten
     pid = _fork_fix(d)  # a run to completion cleans what the killed runs left
     assert os.waitpid(pid, 0)[1] == 0
     assert _leftovers(d) == []
