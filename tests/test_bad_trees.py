@@ -198,3 +198,19 @@ def test_file_deleted_mid_run(tmp_path, monkeypatch):
     assert b"cudaDeviceSynchronize" in (tmp_path / "good.cu").read_bytes()
     assert not (tmp_path / "gone.cu").exists()
     assert "Fixed 1 finding(s) in 1 file(s)" in r.output and r.exit_code == 1
+
+
+def test_wrongly_typed_cost_in_a_rule_file(tmp_path):
+    rd = tmp_path / "rules"
+    rd.mkdir()
+    head = "name: {n}\nfamily: test\nsummary: s\nseverity: info\nmessage: m\nmatch: {{call: {{names: [cudaFree]}}}}\nreferences: [test]\n"
+    (rd / "CM9903-a.yaml").write_text("id: CM9903\n" + head.format(n="a") + "cost: {effort_minutes: soon}\n")
+    (rd / "CM9904-b.yaml").write_text("id: CM9904\n" + head.format(n="b") + "cost: {adjust: [{when: {argc: 1}, multiply: lots}]}\n")
+    (rd / "CM9905-c.yaml").write_text("id: CM9905\n" + head.format(n="c") + "cost: {adjust: {when: 1}}\n")
+    (tmp_path / "a.cu").write_bytes(b"void f(void *p) { cudaFree(p); }\n")
+    r = run("scan", "--no-builtin-rules", "--rules-dir", str(rd), str(tmp_path / "a.cu"))
+    errs = _errors(r)
+    assert any("CM9903-a.yaml: cost.effort_minutes: must be a number" in e for e in errs), r.output
+    assert any("CM9904-b.yaml: cost.adjust[0].multiply: must be a number" in e for e in errs)
+    assert any("CM9905-c.yaml: cost.adjust: must be a list" in e for e in errs)
+    assert r.exit_code == 2 and "Traceback" not in r.output

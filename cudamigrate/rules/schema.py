@@ -174,9 +174,15 @@ def validate(doc: Any, path: Path) -> Rule:
         raise _fail(path, "cost", "must be a mapping")
     if "impact" in cost and cost["impact"] not in IMPACTS:
         raise _fail(path, "cost.impact", f"must be one of {IMPACTS}")
+    if not isinstance(cost.get("adjust", []) or [], list):
+        raise _fail(path, "cost.adjust", "must be a list")
     for i, adj in enumerate(cost.get("adjust", []) or []):
         if not isinstance(adj, dict) or "when" not in adj or "multiply" not in adj:
             raise _fail(path, f"cost.adjust[{i}]", "needs `when` and `multiply`")
+        if not _is_number(adj["multiply"]):
+            raise _fail(path, f"cost.adjust[{i}].multiply", f"must be a number, got {str(adj['multiply'])[:40]!r}")
+    if cost.get("effort_minutes") is not None and not _is_number(cost["effort_minutes"]):
+        raise _fail(path, "cost.effort_minutes", "must be a number")
     for k in ("options", "data", "docs"):
         if k in doc and not isinstance(doc[k], dict):
             raise _fail(path, k, "must be a mapping")
@@ -190,6 +196,10 @@ def validate(doc: Any, path: Path) -> Rule:
         options=doc.get("options") or {}, data=doc.get("data") or {}, docs=doc.get("docs") or {},
         tags=doc.get("tags") or [], catalog=doc.get("catalog") or [],
     )
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _validate_match(kind: str, spec: Any, path: Path) -> None:
