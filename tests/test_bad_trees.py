@@ -150,6 +150,7 @@ def test_explicit_fifo_and_dev_zero_are_errors(tmp_path):
     err = p.stderr.decode()
     assert "pipe.cu: not a regular file (a FIFO)" in err
     assert "/dev/zero: not a regular file (a character device)" in err
+    assert b"No findings in 2 file(s) (2 error(s) reported on stderr)." in p.stdout
     assert p.returncode == 1
     p = cli("fix", str(tmp_path / "pipe.cu"), timeout=60)
     assert b"not a regular file (a FIFO)" in p.stderr and p.returncode == 1

@@ -32,7 +32,8 @@ def render(run: Run, show_source: bool = True, sort: str = "roi") -> str:
             + f"{app['manual']} manual."
         )
     else:
-        lines.append(f"No findings in {run.files_scanned} file(s).")
+        errs = f" ({len(run.errors)} error(s) reported on stderr)" if run.errors else ""
+        lines.append(f"No findings in {run.files_scanned} file(s){errs}.")
     return "\n".join(lines) + "\n"
 
 
