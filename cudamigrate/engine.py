@@ -64,6 +64,7 @@ def guarded_file(display: str, stage: str, exc: BaseException) -> FileResult:
 
 
 _ALL_IDS: set[str] = set()
+MAX_INTERNAL_LINES = 20  # internal error lines per file; the rest are counted
 
 
 def _selector_hits(rule: Rule, sel: str) -> bool:
@@ -330,8 +331,12 @@ class Engine:
         for msg, exc in internal:
             if msg not in seen:
                 seen.add(msg)
-                res.add_internal(msg, exc)
+                if len(seen) <= MAX_INTERNAL_LINES:
+                    res.add_internal(msg, exc)
         res.errors = sorted(set(res.errors))
+        if len(seen) > MAX_INTERNAL_LINES:  # one bug hit at every call: a few lines tell it, not thousands
+            res.errors.append(f"{display}: ... and {len(seen) - MAX_INTERNAL_LINES} more internal error(s) in this file")
+            res.internal += len(seen) - MAX_INTERNAL_LINES
         return res
 
     def _semantic_context(self, src: SourceFile) -> Any:

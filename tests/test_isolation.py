@@ -188,3 +188,12 @@ def test_semantic_runner_isolates_files_too(tmp_path, poisoned_call_matcher, job
     bad = by_name["poisoned.cu"]
     assert bad.internal == 1 and [f.rule_id for f in bad.findings] == ["CM601"]
     assert "CM101" in bad.errors[0] and "simulated matcher bug" in bad.errors[0]
+
+
+def test_a_bug_hit_at_every_call_is_a_few_lines_not_thousands(tmp_path, poisoned_call_matcher):
+    body = "".join(f"  cudaMemsetAsync(d, 0, {i}, 0);\n" for i in range(200))
+    (tmp_path / "many.cu").write_text(f"// POISON\nvoid f(float *d) {{\n{body}}}\n")
+    r = run("scan", "--select", "CM101", str(tmp_path / "many.cu"))
+    lines = [ln for ln in r.output.splitlines() if ln.startswith("cudamigrate:")]
+    assert r.exit_code == 2
+    assert len(lines) == 21 and lines[-1].endswith("... and 180 more internal error(s) in this file")
