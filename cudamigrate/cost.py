@@ -70,7 +70,7 @@ def score(
     # a rule's own estimate is the time a person needs: it applies to manual findings and display-only suggestions
     minutes = effort_minutes if effort_minutes is not None and applicability in ("manual", "display-only") \
         else EFFORT_MINUTES[applicability]
-    minutes = finite(float(minutes), MAX_SCORE)
+    minutes = finite(float(minutes), MAX_SCORE)  # the schema admits numbers and numeric strings only
     return Cost(
         impact=impact,
         impact_score=round(value, 3),

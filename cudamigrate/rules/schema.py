@@ -199,7 +199,18 @@ def validate(doc: Any, path: Path) -> Rule:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A number, or a string float() reads: YAML 1.1 loads `1e3` (no dot) as the string '1e3'."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, (int, float)):
+        return True
+    if isinstance(v, str):
+        try:
+            float(v)
+            return True
+        except ValueError:
+            return False
+    return False
 
 
 def _validate_match(kind: str, spec: Any, path: Path) -> None:
