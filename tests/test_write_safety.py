@@ -222,3 +222,31 @@ def test_mode_and_owner_are_kept(tmp_path):
     assert p.read_text() == NEW.format(i=0)
     assert stat.S_IMODE(after.st_mode) == 0o751
     assert (after.st_uid, after.st_gid) == (before.st_uid, before.st_gid)
+
+
+def test_lock_follows_a_file_replaced_while_waiting(tmp_path):
+    """A `fix` waiting for the lock while another renames a new file over the path must end up holding the
+    lock of the new file, not of the old inode (which would protect nothing)."""
+    import fcntl
+    import threading
+
+    from cudamigrate.fix.write import locked
+
+    p = tmp_path / "a.cu"
+    p.write_text("0")
+    fd = os.open(p, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    got: dict[str, int] = {}
+
+    def waiter():
+        with locked(str(p)) as lfd:
+            got["ino"] = os.fstat(lfd).st_ino
+
+    t = threading.Thread(target=waiter)
+    t.start()
+    time.sleep(0.3)
+    (tmp_path / "new").write_text("1")
+    os.replace(tmp_path / "new", p)
+    os.close(fd)
+    t.join(10)
+    assert got["ino"] == os.stat(p).st_ino

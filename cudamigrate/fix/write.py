@@ -58,12 +58,33 @@ class Snapshot:
         return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) == (self.dev, self.ino, self.size, self.mtime_ns)
 
 
+def _is_current(fd: int, path: str) -> bool:
+    """Whether the locked descriptor is still the file at `path` (another `fix` may have renamed a new
+    file over it while we waited for the lock: that lock then protects nothing)."""
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
 @contextmanager
 def locked(path: str) -> Iterator[int]:
-    """An exclusive advisory lock on the file itself, held by every `fix` while it checks and replaces it."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    """An exclusive advisory lock on the file itself, held by every `fix` while it checks and replaces it;
+    re-taken when the file was replaced while we waited, so the lock is always on the current file."""
+    for _ in range(100):
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _is_current(fd, path):
+            break
+        os.close(fd)
+    else:
+        raise WriteRefused("replaced again and again while waiting for its lock, skipped")
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
         yield fd
     finally:
         os.close(fd)  # closing releases the lock
@@ -190,7 +211,8 @@ def clean_stale(directory: str | Path) -> int:
                 if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                     continue  # a live fix is writing it
                 raise
-            removed += _clean_stale_locked(directory, name)
+            if _is_current(fd, target):  # not a file that a live fix just replaced
+                removed += _clean_stale_locked(directory, name)
         except OSError:
             continue
         finally:
