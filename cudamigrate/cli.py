@@ -279,8 +279,14 @@ def _semantic(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
         return None
     from .semantic import setup_for_cli
 
-    return setup_for_cli(list(paths), files, kw.get("compile_commands"), True, kw.get("jobs"),
-                         lambda m: _err(f"warning: {m}"))
+    try:
+        return setup_for_cli(list(paths), files, kw.get("compile_commands"), True, kw.get("jobs"),
+                             lambda m: _err(f"warning: {m}"))
+    except Exception as exc:  # semantic mode only refines: like a TU that fails, fall back to tree-sitter
+        from .guard import describe
+
+        _err(f"warning: semantic mode failed ({describe(exc)}); scanning with tree-sitter only")
+        return None
 
 
 def _timings(db, phases: dict[str, float], nfiles: int) -> None:

@@ -197,3 +197,16 @@ def test_a_bug_hit_at_every_call_is_a_few_lines_not_thousands(tmp_path, poisoned
     lines = [ln for ln in r.output.splitlines() if ln.startswith("cudamigrate:")]
     assert r.exit_code == 2
     assert len(lines) == 21 and lines[-1].endswith("... and 180 more internal error(s) in this file")
+
+
+def test_semantic_setup_failure_falls_back_to_tree_sitter(tmp_path, monkeypatch):
+    import cudamigrate.semantic as sem
+
+    def broken(*a, **k):
+        raise KeyError("directory")  # e.g. a compile_commands.json entry without the keys we expect
+
+    monkeypatch.setattr(sem, "setup_for_cli", broken)
+    src = _tree(tmp_path / "src", 2, poisoned=None)
+    r = run("scan", str(src))
+    assert "warning: semantic mode failed (KeyError: 'directory'); scanning with tree-sitter only" in r.output
+    assert "g000.cu:1:" in r.output and r.exit_code == 1
