@@ -187,8 +187,8 @@ def test_file_deleted_mid_run(tmp_path, monkeypatch):
     (tmp_path / "gone.cu").write_bytes(GOOD)
     real_fix = apply_mod.fix_bytes
 
-    def delete_before_write(engine, path, data, display, unsafe=False):
-        res = real_fix(engine, path, data, display, unsafe=unsafe)
+    def delete_before_write(engine, path, data, display, **kw):
+        res = real_fix(engine, path, data, display, **kw)
         if path.name == "gone.cu":
             path.unlink()
         return res

@@ -18,10 +18,10 @@ from cudamigrate import engine as engine_mod
 from cudamigrate.cli import main
 from cudamigrate.match import matchers
 
-GOOD = b"int main() { float *d; cudaMemsetAsync(d, 0, 16, 0); return 0; }\n"
-# CM101 (a `call` matcher, poisoned below) and CM601 (the texture builtin) in one file
+GOOD = b"int main() { cudaThreadSynchronize(); return 0; }\n"
+# CM501 (an `identifier` matcher, poisoned below) and CM601 (the texture builtin) in one file
 POISONED = (b"// POISON\ntexture<float, 2> tex;\n"
-            b"int main() { float *d; cudaMemsetAsync(d, 0, 16, 0); return 0; }\n")
+            b"int main() { cudaThreadSynchronize(); return 0; }\n")
 TEXTURE_CRASHERS = [
     b"texture<>&n;",
     b"texture<>e<d;",
@@ -44,15 +44,15 @@ def _tree(root: Path, n: int, poisoned: bytes | None = POISONED) -> Path:
 
 @pytest.fixture
 def poisoned_call_matcher(monkeypatch):
-    """The `call` matcher raises on any file holding POISON (fork-started workers inherit it)."""
-    real = matchers.HIT_MATCHERS["call"]
+    """The `identifier` matcher raises on any file holding POISON (fork-started workers inherit it)."""
+    real = matchers.HIT_MATCHERS["identifier"]
 
     def broken(rule, ctx, unit, node):
         if b"POISON" in ctx.source.data:
             raise RuntimeError("simulated matcher bug")
         return real(rule, ctx, unit, node)
 
-    monkeypatch.setitem(matchers.HIT_MATCHERS, "call", broken)
+    monkeypatch.setitem(matchers.HIT_MATCHERS, "identifier", broken)
     return broken
 
 
@@ -60,7 +60,7 @@ def poisoned_call_matcher(monkeypatch):
 def test_poisoned_matcher_scan_reports_good_files_and_exits_2(tmp_path, poisoned_call_matcher, jobs):
     n = 70 if jobs == "2" else 5  # 64+ files take the process pool
     src = _tree(tmp_path / "src", n)
-    r = run("scan", "-j", jobs, "--select", "CM101,CM601", "--sort", "file", str(src))
+    r = run("scan", "-j", jobs, "--select", "CM501,CM601", "--sort", "file", str(src))
     assert r.exit_code == 2, r.output
     for i in range(n):
         assert f"g{i:03d}.cu:1:" in r.output
@@ -68,13 +68,13 @@ def test_poisoned_matcher_scan_reports_good_files_and_exits_2(tmp_path, poisoned
     assert "poisoned.cu:2:" in r.output and "CM601" in r.output
     errs = [ln for ln in r.output.splitlines() if ln.startswith("cudamigrate:") and "poisoned.cu" in ln]
     assert len(errs) == 1, errs
-    assert "poisoned.cu:3:" in errs[0] and "CM101" in errs[0] and "RuntimeError: simulated matcher bug" in errs[0]
+    assert "poisoned.cu:3:" in errs[0] and "CM501" in errs[0] and "RuntimeError: simulated matcher bug" in errs[0]
     assert "Traceback" not in r.output
 
 
 def test_debug_prints_the_traceback(tmp_path, poisoned_call_matcher):
     src = _tree(tmp_path / "src", 2)
-    r = run("scan", "--debug", "--select", "CM101", str(src))
+    r = run("scan", "--debug", "--select", "CM501", str(src))
     assert r.exit_code == 2
     assert "Traceback (most recent call last)" in r.output and "simulated matcher bug" in r.output
 
@@ -89,7 +89,7 @@ def test_whole_file_failure_is_one_line_and_others_still_scanned(tmp_path, monke
 
     monkeypatch.setattr(engine_mod, "parse", broken)
     src = _tree(tmp_path / "src", 3)
-    r = run("scan", "--select", "CM101", str(src))
+    r = run("scan", "--select", "CM501", str(src))
     assert r.exit_code == 2, r.output
     assert all(f"g{i:03d}.cu:1:" in r.output for i in range(3))
     line = [ln for ln in r.output.splitlines() if "poisoned.cu" in ln]
@@ -121,18 +121,18 @@ def test_fix_does_not_stop_half_way(tmp_path, monkeypatch):
 
     real = apply_mod.fix_bytes
 
-    def broken(engine, path, data, display, unsafe=False):
+    def broken(engine, path, data, display, **kw):
         if b"POISON" in data:
             raise RuntimeError("simulated fix bug")
-        return real(engine, path, data, display, unsafe=unsafe)
+        return real(engine, path, data, display, **kw)
 
     monkeypatch.setattr(apply_mod, "fix_bytes", broken)
     src = _tree(tmp_path / "src", 6)
     (src / "tex.cuh").write_bytes(TEXTURE_CRASHERS[2])
-    r = run("fix", "--unsafe-fixes", "--select", "CM101,CM601", str(src))
+    r = run("fix", "--select", "CM501,CM601", str(src))
     assert r.exit_code == 2, r.output
     for i in range(6):
-        assert b"cudaStreamPerThread" in (src / f"g{i:03d}.cu").read_bytes()
+        assert b"cudaDeviceSynchronize" in (src / f"g{i:03d}.cu").read_bytes()
     assert (src / "poisoned.cu").read_bytes() == POISONED
     line = [ln for ln in r.output.splitlines() if "poisoned.cu" in ln]
     assert len(line) == 1 and "internal error while fixing" in line[0]
@@ -141,24 +141,24 @@ def test_fix_does_not_stop_half_way(tmp_path, monkeypatch):
 
 def test_fix_with_a_poisoned_matcher_fixes_the_rest(tmp_path, poisoned_call_matcher):
     src = _tree(tmp_path / "src", 4)
-    r = run("fix", "--unsafe-fixes", "--select", "CM101", str(src))
+    r = run("fix", "--select", "CM501", str(src))
     assert r.exit_code == 2, r.output
-    assert all(b"cudaStreamPerThread" in (src / f"g{i:03d}.cu").read_bytes() for i in range(4))
+    assert all(b"cudaDeviceSynchronize" in (src / f"g{i:03d}.cu").read_bytes() for i in range(4))
     assert (src / "poisoned.cu").read_bytes() == POISONED
 
 
 def test_worker_death_is_an_error_per_file_not_a_lost_run(tmp_path, monkeypatch):
     """A worker that dies (here: os._exit in the matcher) breaks the pool; every file still gets a line."""
-    real = matchers.HIT_MATCHERS["call"]
+    real = matchers.HIT_MATCHERS["identifier"]
 
     def dies(rule, ctx, unit, node):
         if b"POISON" in ctx.source.data:
             os._exit(3)
         return real(rule, ctx, unit, node)
 
-    monkeypatch.setitem(matchers.HIT_MATCHERS, "call", dies)
+    monkeypatch.setitem(matchers.HIT_MATCHERS, "identifier", dies)
     src = _tree(tmp_path / "src", 70)
-    r = run("scan", "-j", "2", "--select", "CM101", str(src))
+    r = run("scan", "-j", "2", "--select", "CM501", str(src))
     assert r.exit_code == 2
     assert "Traceback" not in r.output
     assert "internal error while scanning in a worker process" in r.output
@@ -176,7 +176,7 @@ def test_semantic_runner_isolates_files_too(tmp_path, poisoned_call_matcher, job
 
     n = 70 if jobs == 2 else 4
     src = _tree(tmp_path / "src", n)
-    opts = Options(select=["CM101", "CM601"])
+    opts = Options(select=["CM501", "CM601"])
     engine = Engine(load_rules([builtin_rules_dir()]).rules, opts)
     spec = EngineSpec([builtin_rules_dir()], opts)
     db = SimpleNamespace(facts={})  # no libclang facts: every file falls back to tree-sitter
@@ -187,13 +187,13 @@ def test_semantic_runner_isolates_files_too(tmp_path, poisoned_call_matcher, job
     assert all(len(by_name[f"g{i:03d}.cu"].findings) == 1 for i in range(n))
     bad = by_name["poisoned.cu"]
     assert bad.internal == 1 and [f.rule_id for f in bad.findings] == ["CM601"]
-    assert "CM101" in bad.errors[0] and "simulated matcher bug" in bad.errors[0]
+    assert "CM501" in bad.errors[0] and "simulated matcher bug" in bad.errors[0]
 
 
 def test_a_bug_hit_at_every_call_is_a_few_lines_not_thousands(tmp_path, poisoned_call_matcher):
-    body = "".join(f"  cudaMemsetAsync(d, 0, {i}, 0);\n" for i in range(200))
+    body = "".join("  cudaThreadSynchronize();\n" for i in range(200))
     (tmp_path / "many.cu").write_text(f"// POISON\nvoid f(float *d) {{\n{body}}}\n")
-    r = run("scan", "--select", "CM101", str(tmp_path / "many.cu"))
+    r = run("scan", "--select", "CM501", str(tmp_path / "many.cu"))
     lines = [ln for ln in r.output.splitlines() if ln.startswith("cudamigrate:")]
     assert r.exit_code == 2
     assert len(lines) == 21 and lines[-1].endswith("... and 180 more internal error(s) in this file")

@@ -128,8 +128,8 @@ def test_file_changed_between_read_and_write_is_not_overwritten(tmp_path, monkey
     p.write_text(OLD.format(i=0))
     real = apply_mod.fix_bytes
 
-    def editor_saves_meanwhile(engine, path, data, display, unsafe=False):
-        res = real(engine, path, data, display, unsafe=unsafe)
+    def editor_saves_meanwhile(engine, path, data, display, **kw):
+        res = real(engine, path, data, display, **kw)
         p.write_text("// edited by someone else\n" + OLD.format(i=0))
         return res
 
@@ -158,16 +158,16 @@ def test_two_concurrent_fix_runs_never_lose_an_update(tmp_path):
     d.mkdir()
     for i in range(n):
         (d / f"f{i:03d}.cu").write_text(
-            f"void f{i}(float *p) {{ cudaThreadSynchronize(); cudaMemsetAsync(p, 0, 4, 0); }}\n")
+            f"void f{i}(double *p) {{ cudaThreadSynchronize(); cudaSetDoubleForDevice(p); }}\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cmd = [sys.executable, "-m", "cudamigrate", "fix", "-j", "1"]
-    a = subprocess.Popen(cmd + ["--unsafe-fixes", "--select", "CM101", str(d)], env=env, text=True,
+    a = subprocess.Popen(cmd + ["--select", "CM522", str(d)], env=env, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     b = subprocess.Popen(cmd + ["--select", "CM501", str(d)], env=env, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     outs = [p.communicate(timeout=120) for p in (a, b)]
     reported = [int(re.search(r"Fixed (\d+) finding", err).group(1)) for _, err in outs]
-    present_a = sum((d / f"f{i:03d}.cu").read_text().count("cudaStreamPerThread") for i in range(n))
+    present_a = sum(1 - (d / f"f{i:03d}.cu").read_text().count("cudaSetDoubleForDevice") for i in range(n))
     present_b = sum((d / f"f{i:03d}.cu").read_text().count("cudaDeviceSynchronize") for i in range(n))
     assert (present_a, present_b) == tuple(reported), outs
     skipped = sum(err.count("changed during fix, skipped") for _, err in outs)
