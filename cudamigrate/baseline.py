@@ -16,10 +16,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections import Counter
 from pathlib import Path
 
 from .findings import Finding
+from .textsafe import one_line, printable
 
 VERSION = 2
 
@@ -70,14 +72,27 @@ def entries(findings: list[Finding], root: Path, sources: dict[str, bytes] | Non
 def write_baseline(path: Path, findings: list[Finding], sources: dict[str, bytes] | None = None) -> None:
     doc = {"version": VERSION, "tool": "cudamigrate", "findings": entries(findings, path.parent, sources)}
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    tmp.write_text(json.dumps(doc, indent=1, allow_nan=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _read_doc(path: Path) -> dict:
+    """The baseline document; a FIFO or device is refused (reading it would block or never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise BaselineError(f"{printable(str(path))}: not a regular file")
+            doc = json.loads(fh.read().decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise BaselineError(f"{printable(str(path))}: not a cudamigrate baseline ({one_line(str(exc))})") from None
+    return doc
 
 
 def load_baseline(path: Path) -> tuple[Counter, Counter]:
     """(counts by (relative path, key), counts by (displayed path, fingerprint)) of the baseline's entries."""
+    doc = _read_doc(path)
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
         if not isinstance(doc, dict) or doc.get("tool", "cudamigrate") != "cudamigrate":
             raise ValueError("not written by cudamigrate")
         if int(doc.get("version", 1)) > VERSION:
@@ -91,7 +106,28 @@ def load_baseline(path: Path) -> tuple[Counter, Counter]:
                 by_fp[(d["path"], d["fingerprint"].split("-")[0])] += 1
         return by_key, by_fp
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise BaselineError(f"{path}: not a cudamigrate baseline ({exc})") from None
+        raise BaselineError(f"{printable(str(path))}: not a cudamigrate baseline ({one_line(str(exc))})") from None
+
+
+def foreign_warning(path: Path, findings: list[Finding]) -> str | None:
+    """A warning when the baseline names files but none of today's findings is in any of them: most likely
+    a baseline written for another tree (or from another directory layout), which would silently report
+    every finding as new."""
+    doc = _read_doc(path)
+    try:
+        base_paths = {str(d["path"]) for d in doc["findings"]}
+    except (KeyError, TypeError):
+        return None
+    if not base_paths or not findings:
+        return None
+    root = path.parent
+    now = {_rel(f.path, root) for f in findings} | {f.path for f in findings}
+    if now & base_paths:
+        return None
+    sample = sorted(base_paths)[0]
+    return (f"{printable(str(path))} shares no file with this scan (it names {len(base_paths)} file(s), e.g. "
+            f"{printable(sample)}, relative to {printable(str(root))}): it was probably written for another tree, "
+            "so every finding is reported as new")
 
 
 def filter_new(path: Path, findings: list[Finding], sources: dict[str, bytes] | None = None) -> list[Finding]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +19,43 @@ from .rules.load import builtin_rules_dir, load_rules
 from .rules.schema import parse_version
 from .project_index import ProjectIndex
 from .runner import EngineSpec, display_path, scan_files
+from .textsafe import printable
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ["text", "json", "sarif", "github", "json-lines", "junit", "html"]
 
 
 def _err(msg: str) -> None:
-    click.echo(f"cudamigrate: {msg}", err=True)
+    """One line on stderr; control characters from file names and code are shown escaped."""
+    click.echo(f"cudamigrate: {printable(msg)}", err=True)
+
+
+def _tracebacks(kw: dict[str, Any], tracebacks: list[str]) -> None:
+    if kw.get("debug"):
+        for tb in tracebacks:
+            click.echo(tb.rstrip("\n"), err=True)
+
+
+def _check_regular(path: Path, flag: str) -> None:
+    """An input file given by a flag must be a regular file: a FIFO or a device would block or never end."""
+    import stat as st
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise click.BadParameter(f"{printable(str(path))}: {exc.strerror or exc}", param_hint=flag) from None
+    if not st.S_ISREG(mode):
+        raise click.BadParameter(f"{printable(str(path))}: not a regular file", param_hint=flag)
+
+
+def _check_writable(path: Path | None, flag: str) -> None:
+    """Fail before scanning, not after, when a report or baseline cannot be written where asked."""
+    if path is None:
+        return
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise click.BadParameter(f"{printable(str(path))}: directory {printable(str(parent))} does not exist",
+                                 param_hint=flag)
 
 
 def _split(values: tuple[str, ...] | list[str] | None) -> list[str]:
@@ -65,6 +97,7 @@ def selection_options(fn):
                           "compile_commands.json (default: found in ., build/ or out/ upward from the paths)."),
         click.option("--no-semantic", is_flag=True, help="Never use libclang, even when a compile_commands.json is found."),
         click.option("--timings", is_flag=True, help="Print a timing line per phase on stderr."),
+        click.option("--debug", is_flag=True, help="Print the traceback of each internal error on stderr."),
     ]
     for o in reversed(opts):
         fn = o(fn)
@@ -72,6 +105,8 @@ def selection_options(fn):
 
 
 def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineSpec, list[Path], Config, list[str]]:
+    if kw.get("compile_commands") is not None:
+        _check_regular(kw["compile_commands"], "--compile-commands")
     try:
         cfg = load_config(kw["config_path"], None if kw["config_path"].name != "pyproject.toml" else ("tool", "cudamigrate")) \
             if kw.get("config_path") else find_config(paths[0] if paths else Path("."))
@@ -95,19 +130,25 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
     calibration = None
     from .calibration import load_calibration
 
-    calibration = load_calibration(cfg.get("calibration"), base)
+    try:
+        calibration = load_calibration(cfg.get("calibration"), base)
+    except (OSError, AttributeError, TypeError, ValueError) as exc:  # a malformed calibration file: declared estimates
+        _err(f"warning: calibration {cfg.get('calibration') or 'file'} ignored: {type(exc).__name__}: {exc}")
+        calibration = None
     opts = Options(target=target, from_version=from_v, select=select, ignore=ignore, extend_select=extend,
                    options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
                    keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"))
     rs = load_rules(rule_dirs)
     engine = Engine(rs.rules, opts)
     spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))
+    walk_errors: list[str] = []
     files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
-                          respect_gitignore=cfg.get("respect-gitignore", True)))
+                          respect_gitignore=cfg.get("respect-gitignore", True), errors=walk_errors))
     engine.project = ProjectIndex(files=files)  # project-wide facts: headers, class members, includers
     spec.project_files = files
     for e in rs.errors:  # one line per bad rule file; the other rules still run
         _err(e)
+    kw["walk_errors"] = walk_errors  # what could not be walked: reported like unreadable files
     return engine, spec, files, cfg, rs.errors
 
 
@@ -132,6 +173,10 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
          statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, **kw: Any) -> None:
     """Report findings in PATHS (files or directories)."""
     fmt = report_fmt or fmt
+    for flag, target in (("--output", output), ("--write-baseline", write_baseline)):
+        _check_writable(target, flag)
+    if baseline is not None:
+        _check_regular(baseline, "--baseline")
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
     from .progress import Progress
 
@@ -140,7 +185,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     db, t_sem = _semantic_timed(paths, files, kw)
     t1 = time.perf_counter()
     progress = Progress(len(files))
-    findings, errors, sources, unused = [], [], {}, []
+    findings, errors, sources, unused, tracebacks = [], list(kw["walk_errors"]), {}, [], []
+    internal = 0
     if db is not None:
         from .semantic import scan_files as sem_scan_files
 
@@ -153,6 +199,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         notes += res.notes
         for e in res.errors:
             errors.append(e)
+        internal += res.internal
+        tracebacks += res.tracebacks
         if res.suppressions is not None:
             for s in res.suppressions.items:
                 if not s.used and not s.file_level:
@@ -163,25 +211,34 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         _err(f"note: {n}")
     for e in errors:
         _err(e)
-    if fmt in ("html", "sarif"):  # reports that show code or compute fix regions
+    _tracebacks(kw, tracebacks)
+    if fmt in ("html", "sarif") or baseline is not None or write_baseline is not None:
+        real = {display_path(p): p for p in files}  # displayed names are escaped; read the real paths
         for f in findings:
             if f.path not in sources:
                 try:
-                    sources[f.path] = Path(f.path).read_bytes()
+                    sources[f.path] = Path(real.get(f.path, f.path)).read_bytes()
                 except OSError:
                     sources[f.path] = b""
     if write_baseline is not None:
         from .baseline import write_baseline as wb
 
-        wb(write_baseline, findings)
-        click.echo(f"Wrote baseline with {len(findings)} finding(s) to {write_baseline}", err=True)
+        try:
+            wb(write_baseline, findings, sources)
+        except OSError as exc:
+            _err(f"{write_baseline}: cannot write the baseline: {exc.strerror or exc}")
+            sys.exit(EXIT_ERROR)
+        click.echo(f"Wrote baseline with {len(findings)} finding(s) to {printable(str(write_baseline))}", err=True)
     if baseline is not None:
-        from .baseline import BaselineError, filter_new
+        from .baseline import BaselineError, filter_new, foreign_warning
 
         try:
-            findings = filter_new(baseline, findings)
+            warning = foreign_warning(baseline, findings)
+            findings = filter_new(baseline, findings, sources)
         except BaselineError as exc:
-            raise click.UsageError(str(exc)) from None
+            raise click.UsageError(printable(str(exc))) from None
+        if warning:
+            _err(f"warning: {warning}")
     run = Run(findings=findings, errors=errors + rule_errors, files_scanned=len(files), rules=engine.rules,
               target=engine.opts.target, sources=sources, unused_suppressions=unused)
     if statistics:
@@ -191,12 +248,16 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     else:
         text = render_report(fmt, run, sort)
     if output is not None:
-        output.write_text(text, encoding="utf-8")
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _err(f"{output}: cannot write the report: {exc.strerror or exc}")
+            sys.exit(EXIT_ERROR)
     else:
         click.echo(text, nl=False)
     if kw.get("timings"):
         _timings(db, {"semantic": t_sem, "scan": t2 - t1, "report": time.perf_counter() - t2}, len(files))
-    if rule_errors:
+    if rule_errors or internal:
         sys.exit(EXIT_ERROR)
     if (findings or errors) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
@@ -218,8 +279,14 @@ def _semantic(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
         return None
     from .semantic import setup_for_cli
 
-    return setup_for_cli(list(paths), files, kw.get("compile_commands"), True, kw.get("jobs"),
-                         lambda m: _err(f"warning: {m}"))
+    try:
+        return setup_for_cli(list(paths), files, kw.get("compile_commands"), True, kw.get("jobs"),
+                             lambda m: _err(f"warning: {m}"))
+    except Exception as exc:  # semantic mode only refines: like a TU that fails, fall back to tree-sitter
+        from .guard import describe
+
+        _err(f"warning: semantic mode failed ({describe(exc)}); scanning with tree-sitter only")
+        return None
 
 
 def _timings(db, phases: dict[str, float], nfiles: int) -> None:
@@ -261,62 +328,58 @@ def render_report(fmt: str, run: Run, sort: str = "roi") -> str:
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
         exit_zero: bool, **kw: Any) -> None:
     """Rewrite PATHS in place, applying automatic fixes."""
-    from .fix.apply import fix_bytes, write_atomic
+    from .fix.write import clean_stale, fsync_dir
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
     display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
-    from .source import DEFAULT_MAX_BYTES, SourceError, load_source
 
     import time
 
     db, t_sem = _semantic_timed(paths, files, kw)
     t1 = time.perf_counter()
-    changed = applied = remaining = unsafe_left = suggested_left = 0
-    had_error = False
+    tally = FixTally()
     if db is not None:
         engine.semantic_provider = db.facts_for
+    write = not (diff or dry_run)
+    for e in kw["walk_errors"]:
+        _err(e)
+        tally.had_error = True
+    seen_real: set[str] = set()
+    cleaned_dirs: set[str] = set()
     for p in files:
-        disp = display_path(p)
+        real = os.path.realpath(p)
+        if real in seen_real:  # two names (symlinks) of one file: fix it once
+            continue
+        seen_real.add(real)
+        if write and os.path.dirname(real) not in cleaned_dirs:
+            cleaned_dirs.add(os.path.dirname(real))
+            clean_stale(os.path.dirname(real))  # temporaries a killed run left behind
         try:
-            src = load_source(p, spec.max_bytes or DEFAULT_MAX_BYTES)
-        except SourceError as exc:
-            _err(f"{disp}: {exc}")
-            had_error = True
-            continue
-        res = fix_bytes(engine, p, src.data, disp, unsafe=unsafe_fixes, display_only=display_only)
-        for w in src.warnings:
-            _err(f"note: {disp}: {w}")
-        for e in res.errors:
-            _err(e)
-            had_error = True
-        applied += len(res.applied)
-        remaining += len(res.remaining)
-        unsafe_left += sum(1 for f in res.remaining if f.applicability == "unsafe")
-        suggested_left += sum(1 for f in res.remaining if f.applicability == "display-only")
-        if not res.changed:
-            continue
-        changed += 1
-        if diff or dry_run:
-            click.echo(res.diff(), nl=False)
-        else:
-            try:
-                write_atomic(p, res.fixed)
-            except OSError as exc:
-                _err(f"{disp}: cannot write: {exc}")
-                had_error = True
-                continue
+            _fix_one(engine, spec, p, unsafe_fixes, write, tally, display_only)
+        except Exception as exc:  # never stop half way: the other files are still fixed
+            from .guard import internal_message, trace
+
+            msg = internal_message(display_path(p), None, exc, "internal error while fixing")
+            _err(msg)
+            tally.internal += 1
+            tally.tracebacks.append(f"{msg}\n{trace(exc)}")
+    for d in sorted(tally.written_dirs):
+        fsync_dir(d)
+    _tracebacks(kw, tally.tracebacks)
     if kw.get("timings"):
         _timings(db, {"semantic": t_sem, "fix": time.perf_counter() - t1}, len(files))
-    verb = "Would fix" if (diff or dry_run) else "Fixed"
-    msg = f"{verb} {applied} finding(s) in {changed} file(s); {remaining} remaining"
-    if unsafe_left and not unsafe_fixes:
-        msg += f" ({unsafe_left} fixable with --unsafe-fixes)"
-    if suggested_left:
-        msg += f"; {suggested_left} with a display-only suggested edit (never applied by --unsafe-fixes: review it)"
+    verb = "Fixed" if write else "Would fix"
+    msg = f"{verb} {tally.applied} finding(s) in {tally.changed} file(s); {tally.remaining} remaining"
+    if tally.unsafe_left and not unsafe_fixes:
+        msg += f" ({tally.unsafe_left} fixable with --unsafe-fixes)"
+    if tally.suggested_left:
+        msg += f"; {tally.suggested_left} with a display-only suggested edit (never applied by --unsafe-fixes: review it)"
+    if tally.not_written:
+        msg += f"; {tally.not_written} file(s) not written"
     click.echo(msg + ".", err=True)
-    if rule_errors:
+    if rule_errors or tally.internal:
         sys.exit(EXIT_ERROR)
-    if (remaining or had_error) and not exit_zero:
+    if (tally.remaining or tally.had_error) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
 
@@ -330,6 +393,72 @@ def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
         raise click.UsageError("--apply-display-only needs the rules named by id with --select or --extend-select "
                                "(e.g. --select CM101), and they must have display-only fixes")
     return ids
+
+
+@dataclass
+class FixTally:
+    """What `fix` did, counted only once a file is really written (or, with --diff, would be)."""
+
+    changed: int = 0
+    applied: int = 0
+    remaining: int = 0
+    unsafe_left: int = 0
+    suggested_left: int = 0  # findings with a display-only suggested edit, never applied by --unsafe-fixes
+    not_written: int = 0
+    internal: int = 0
+    had_error: bool = False
+    tracebacks: list[str] = field(default_factory=list)
+    written_dirs: set[str] = field(default_factory=set)
+
+
+def _fix_one(engine: Engine, spec: EngineSpec, p: Path, unsafe: bool, write: bool, tally: FixTally,
+             display_only: frozenset[str] = frozenset()) -> None:
+    """Fix one file: read (with the stat fix's compare-and-swap needs), fix, write if still unchanged."""
+    from .fix.apply import fix_bytes
+    from .fix.write import Snapshot, WriteRefused, write_checked
+    from .source import DEFAULT_MAX_BYTES, SourceError, load_source
+
+    disp = display_path(p)
+    try:
+        src = load_source(p, spec.max_bytes or DEFAULT_MAX_BYTES)
+    except SourceError as exc:
+        _err(f"{disp}: {exc}")
+        tally.had_error = True
+        return
+    res = fix_bytes(engine, p, src.data, disp, unsafe=unsafe, display_only=display_only)
+    for w in src.warnings:
+        _err(f"note: {disp}: {w}")
+    for e in res.errors:
+        _err(e)
+        tally.had_error = True
+    tally.internal += res.internal
+    tally.tracebacks += res.tracebacks
+    unsafe_left = sum(1 for f in res.remaining if f.applicability == "unsafe")
+    tally.suggested_left += sum(1 for f in res.remaining if f.applicability == "display-only")
+    if res.changed and write:
+        try:
+            tally.written_dirs.add(write_checked(p, res.fixed, Snapshot.of(src.stat, src.data)))
+        except (WriteRefused, OSError) as exc:
+            why = str(exc) if isinstance(exc, WriteRefused) else f"cannot write: {exc.strerror or exc}"
+            _err(f"{disp}: {why}")
+            tally.had_error = True
+            tally.not_written += 1
+            tally.remaining += len(res.applied) + len(res.remaining)  # the file still holds them all
+            tally.unsafe_left += unsafe_left
+            return
+    tally.applied += len(res.applied)
+    tally.remaining += len(res.remaining)
+    tally.unsafe_left += unsafe_left
+    if res.changed:
+        tally.changed += 1
+        if not write:
+            text = res.diff()
+            if sys.stdout.isatty():  # code's ESC/OSC bytes must not drive the terminal
+                click.echo("\n".join(printable(ln) for ln in text.split("\n")), nl=False)
+            else:  # piped: exact (click.echo would strip ANSI sequences), so `patch` applies it
+                sys.stdout.flush()
+                sys.stdout.buffer.write(text.encode("utf-8"))
+                sys.stdout.buffer.flush()
 
 
 @main.command("rules")

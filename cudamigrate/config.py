@@ -5,6 +5,8 @@ Searched upwards from the first path given (like ruff); command-line flags win.
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +19,11 @@ else:  # pragma: no cover
 
 KNOWN = {"select", "ignore", "extend-select", "exclude", "target-cuda", "from-cuda", "options", "rule-options",
          "rules-dirs", "max-file-size", "respect-gitignore", "calibration"}
+
+
+from .textsafe import one_line, printable
+
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
 class ConfigError(Exception):
@@ -33,14 +40,15 @@ class Config:
 
 
 def find_config(start: Path) -> Config:
-    start = start.resolve()
-    d = start if start.is_dir() else start.parent
+    # os.path's predicates: an unsearchable directory or a symlink loop on the way is skipped, not a crash
+    start = Path(os.path.realpath(start))
+    d = start if os.path.isdir(start) else start.parent
     for cur in [d, *d.parents]:
         dot = cur / ".cudamigrate.toml"
-        if dot.is_file():
+        if os.path.isfile(dot):
             return load_config(dot, section=None)
         py = cur / "pyproject.toml"
-        if py.is_file():
+        if os.path.isfile(py):
             cfg = load_config(py, section=("tool", "cudamigrate"))
             if cfg.values:
                 return cfg
@@ -49,10 +57,20 @@ def find_config(start: Path) -> Config:
 
 def load_config(path: Path, section: tuple[str, ...] | None) -> Config:
     try:
-        with open(path, "rb") as fh:
-            doc = tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read configuration: {exc}") from None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise ConfigError(f"{printable(str(path))}: cannot read configuration: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):  # a FIFO or device would block or never end
+                raise ConfigError(f"{printable(str(path))}: cannot read configuration: not a regular file")
+            raw = fh.read(MAX_CONFIG_BYTES + 1)
+        if len(raw) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{printable(str(path))}: configuration larger than {MAX_CONFIG_BYTES} bytes")
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else one_line(str(exc))
+        raise ConfigError(f"{printable(str(path))}: cannot read configuration: {why}") from None
     if section:
         for s in section:
             doc = doc.get(s, {}) if isinstance(doc, dict) else {}
@@ -60,5 +78,56 @@ def load_config(path: Path, section: tuple[str, ...] | None) -> Config:
         raise ConfigError(f"{path}: configuration must be a table")
     for k in doc:
         if k not in KNOWN:
-            raise ConfigError(f"{path}: unknown key {k!r} (known: {', '.join(sorted(KNOWN))})")
-    return Config(path, doc)
+            raise ConfigError(f"{printable(str(path))}: unknown key {printable(repr(k))} (known: {', '.join(sorted(KNOWN))})")
+    for k, v in doc.items():
+        why = _type_problem(k, v)
+        if why:
+            raise ConfigError(f"{printable(str(path))}: `{k}` {why}")
+    return Config(path, _normalized(doc))
+
+
+_STR_LISTS = {"select", "ignore", "extend-select", "exclude", "rules-dirs"}
+_SCALAR = (str, int, float, bool)
+
+
+def _plain(x: Any) -> bool:
+    """An option value: a scalar or a flat list of scalars."""
+    return isinstance(x, _SCALAR) or (isinstance(x, list) and all(isinstance(y, _SCALAR) for y in x))
+
+
+def _type_problem(key: str, v: Any) -> str | None:
+    """Why a configuration value has the wrong type (None when it is fine): checked here so a typo
+    in a configuration is one line naming the key, not a traceback later."""
+    if key in _STR_LISTS:
+        if isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            return None
+        return "must be a string or a list of strings"
+    if key in ("target-cuda", "from-cuda"):
+        return None if isinstance(v, (str, int, float)) and not isinstance(v, bool) else 'must be a version like "13.0"'
+    if key == "max-file-size":
+        return None if isinstance(v, int) and not isinstance(v, bool) and v > 0 else "must be a positive integer"
+    if key == "respect-gitignore":
+        return None if isinstance(v, bool) else "must be true or false"
+    if key == "calibration":
+        return None if isinstance(v, str) else "must be a file name"
+    if key == "options":
+        if isinstance(v, dict) and all(_plain(x) for x in v.values()):
+            return None
+        return "must be a table of KEY = value (strings, numbers, booleans or lists of them)"
+    if key == "rule-options":
+        if isinstance(v, dict) and all(isinstance(t, dict) and all(_plain(x) for x in t.values())
+                                       for t in v.values()):
+            return None
+        return "must be tables of KEY = value per rule id ([tool.cudamigrate.rule-options.CM101])"
+    return None
+
+
+def _normalized(doc: dict[str, Any]) -> dict[str, Any]:
+    out = dict(doc)
+    for k in ("target-cuda", "from-cuda"):
+        if k in out and not isinstance(out[k], str):
+            out[k] = str(out[k])
+    for k in _STR_LISTS:
+        if isinstance(out.get(k), str):
+            out[k] = [out[k]]
+    return out

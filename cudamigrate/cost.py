@@ -19,6 +19,9 @@ from __future__ import annotations
 from typing import Any
 
 from .findings import Cost
+from .textsafe import finite
+
+MAX_SCORE = 1e9  # scores are clamped to +-MAX_SCORE (JSON has no Infinity or NaN)
 
 IMPACT_SCORES = {"build-break": 10.0, "deprecated": 5.0, "performance": 3.0, "hygiene": 1.0}
 EFFORT_SCORES = {"safe": 1.0, "unsafe": 2.0, "display-only": 4.0, "manual": 5.0}
@@ -60,12 +63,14 @@ def score(
     value = IMPACT_SCORES[impact]
     factors = []
     for mult, why in multipliers:
-        value *= mult
+        mult = finite(float(mult), MAX_SCORE)  # a rule's `.inf`/`.nan`/1e999 must not reach JSON as Infinity/NaN
+        value = finite(value * mult, MAX_SCORE)
         factors.append(f"x{mult:g} {why}")
     effort_score = EFFORT_SCORES[applicability]
     # a rule's own estimate is the time a person needs: it applies to manual findings and display-only suggestions
     minutes = effort_minutes if effort_minutes is not None and applicability in ("manual", "display-only") \
         else EFFORT_MINUTES[applicability]
+    minutes = finite(float(minutes), MAX_SCORE)  # the schema admits numbers and numeric strings only
     return Cost(
         impact=impact,
         impact_score=round(value, 3),

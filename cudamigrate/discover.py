@@ -8,6 +8,8 @@ from typing import Iterator
 
 import pathspec
 
+from .textsafe import path_text
+
 SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", ".inl", ".cuinc"}
 ALWAYS_SKIP = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", ".mypy_cache"}
 
@@ -16,24 +18,36 @@ def _spec_for(directory: Path) -> pathspec.PathSpec | None:
     lines: list[str] = []
     for name in (".gitignore", ".cudamigrateignore"):
         p = directory / name
-        if p.is_file():
-            try:
+        try:
+            if p.is_file():
                 lines += p.read_text(encoding="utf-8", errors="replace").splitlines()
-            except OSError:
-                pass
+        except OSError:
+            pass
     if not lines:
         return None
     return pathspec.PathSpec.from_lines("gitignore", lines)
 
 
 def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[str] | None = None,
-             respect_gitignore: bool = True) -> Iterator[Path]:
-    """Yield source files under `paths` in a stable order. Files named explicitly are always yielded."""
+             respect_gitignore: bool = True, errors: list[str] | None = None) -> Iterator[Path]:
+    """Yield source files under `paths` in a stable order. Files named explicitly are always yielded
+    (reading them reports what is wrong: missing, a FIFO, a device...). What cannot be walked (a loop of
+    symlinks, a directory without search permission) is appended to `errors` as one line naming it."""
     suffixes = suffixes or SOURCE_SUFFIXES
     excl = pathspec.PathSpec.from_lines("gitignore", exclude or [])
     seen: set[Path] = set()
+
+    def problem(p: object, what: str, exc: OSError) -> None:
+        if errors is not None:
+            errors.append(f"{path_text(p)}: {what}: {exc.strerror or exc}")
+
     for root in paths:
-        if root.is_file() or not root.exists():
+        try:
+            is_dir = root.is_dir()
+        except OSError as exc:
+            problem(root, "cannot read", exc)
+            continue
+        if not is_dir:
             if root not in seen:
                 seen.add(root)
                 yield root
@@ -46,23 +60,30 @@ def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[
                 specs = specs + [(d, spec)]
             try:
                 entries = sorted(os.scandir(d), key=lambda e: e.name)
-            except OSError:
+            except OSError as exc:
+                problem(d, "cannot list directory", exc)
                 continue
             subdirs = []
             for e in entries:
                 p = Path(e.path)
-                rel_root = os.path.relpath(p, root)
-                is_dir = e.is_dir(follow_symlinks=False)
-                if is_dir and e.name in ALWAYS_SKIP:
-                    continue
-                if excl.match_file(rel_root + ("/" if is_dir else "")):
-                    continue
-                if any(s.match_file(os.path.relpath(p, base) + ("/" if is_dir else "")) for base, s in specs):
-                    continue
-                if is_dir:
-                    subdirs.append(p)
-                elif e.is_file() and p.suffix.lower() in suffixes and p not in seen:
-                    seen.add(p)
-                    yield p
+                try:
+                    is_dir = e.is_dir(follow_symlinks=False)
+                    rel_root = os.path.relpath(p, root)
+                    if is_dir and e.name in ALWAYS_SKIP:
+                        continue
+                    if excl.match_file(rel_root + ("/" if is_dir else "")):
+                        continue
+                    if any(s.match_file(os.path.relpath(p, base) + ("/" if is_dir else "")) for base, s in specs):
+                        continue
+                    if is_dir:
+                        subdirs.append(p)
+                        continue
+                    if p.suffix.lower() not in suffixes or p in seen:
+                        continue
+                    if e.is_file():
+                        seen.add(p)
+                        yield p
+                except OSError as exc:  # a loop of symlinks, a vanished entry
+                    problem(p, "cannot read", exc)
             for sd in reversed(subdirs):
                 stack.append((sd, specs))

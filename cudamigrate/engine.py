@@ -22,6 +22,8 @@ from .rules.schema import Rule, parse_version
 from .source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
 from .suppress import Suppressions
 from .templates import TemplateError, render
+from .guard import internal_message, trace
+from .textsafe import one_line
 
 
 @dataclass
@@ -45,9 +47,24 @@ class FileResult:
     suppressions: Suppressions | None = None
     skipped: bool = False  # prefilter found nothing to look at
     notes: list[str] = field(default_factory=list)  # one-line remarks that are not errors (non-UTF-8 bytes kept)
+    internal: int = 0  # how many of `errors` are internal errors (a bug, not bad input): exit code 2
+    tracebacks: list[str] = field(default_factory=list)  # their tracebacks, for --debug
+
+    def add_internal(self, message: str, exc: BaseException) -> None:
+        self.errors.append(message)
+        self.internal += 1
+        self.tracebacks.append(f"{message}\n{trace(exc)}")
+
+
+def guarded_file(display: str, stage: str, exc: BaseException) -> FileResult:
+    """The result of a file whose whole scan failed: one line naming it, nothing else lost."""
+    res = FileResult(display)
+    res.add_internal(internal_message(display, None, exc, f"internal error while {stage}"), exc)
+    return res
 
 
 _ALL_IDS: set[str] = set()
+MAX_INTERNAL_LINES = 20  # internal error lines per file; the rest are counted
 
 
 def _selector_hits(rule: Rule, sel: str) -> bool:
@@ -199,7 +216,18 @@ class Engine:
             src = load_source(path, max_bytes or DEFAULT_MAX_BYTES)
         except SourceError as exc:
             return FileResult(disp, errors=[f"{disp}: {exc}"])
-        return self.scan_source(src, disp)
+        except Exception as exc:  # an unexpected failure reading one file must not stop the run
+            return guarded_file(disp, "reading", exc)
+        return self.scan_guarded(src, disp)
+
+    def scan_guarded(self, src: SourceFile, display: str) -> FileResult:
+        """scan_source, with anything that escapes it turned into this file's one-line internal error."""
+        try:
+            return self.scan_source(src, display)
+        except RecursionError as exc:
+            return guarded_file(display, "scanning (nesting too deep)", exc)
+        except Exception as exc:
+            return guarded_file(display, "scanning", exc)
 
     def scan_bytes(self, path: Path, data: bytes, display: str | None = None) -> FileResult:
         disp = display or str(path)
@@ -207,7 +235,7 @@ class Engine:
             src = check_bytes(path, data)
         except SourceError as exc:
             return FileResult(disp, errors=[f"{disp}: {exc}"])
-        return self.scan_source(src, disp)
+        return self.scan_guarded(src, disp)
 
     def scan_source(self, src: SourceFile, display: str, semantic: Any = None) -> FileResult:
         res = FileResult(display, notes=[f"{display}: {w}" for w in src.warnings])
@@ -250,7 +278,15 @@ class Engine:
             rs = [r for r in self.rules_for(k) if r.kind in HIT_MATCHERS and r.id in candidates]
             if rs:
                 hit_rules[k] = rs
-        errors: list[str] = []
+        internal: list[tuple[str, BaseException]] = []
+
+        def where(unit: Unit | None, node: Any) -> str:
+            try:
+                line, col = src.position(unit.abs(node)[0])
+                return f"{display}:{line}:{col}"
+            except Exception:
+                return display
+
         for unit, node in identifier_hits(ctx, hit_rules):
             text = node.text.decode()
             for r in hit_rules.get(text, []):
@@ -260,7 +296,7 @@ class Engine:
                         matcher = semantic.wrap(r.kind, matcher)
                     m = matcher(r, ctx, unit, node)
                 except Exception as exc:  # a matcher bug must not stop the scan
-                    errors.append(f"{display}: {r.id}: matcher error: {exc!r}")
+                    internal.append((internal_message(where(unit, node), r.id, exc, "matcher error"), exc))
                     continue
                 if m is not None:
                     matches.append(m)
@@ -276,19 +312,31 @@ class Engine:
                 elif r.kind == "builtin":
                     matches += builtins.run(r, ctx, self.rule_options(r))
             except Exception as exc:
-                errors.append(f"{display}: {r.id}: matcher error: {exc!r}")
+                internal.append((internal_message(display, r.id, exc, "matcher error"), exc))
         if semantic is not None:
             try:
                 matches += semantic.expansion_matches(list(candidates.values()), ctx)
             except Exception as exc:
-                errors.append(f"{display}: semantic macro expansions: {exc!r}")
+                internal.append((internal_message(display, None, exc, "semantic macro expansions"), exc))
         res.findings, more = self._findings(matches, ctx, display)
-        errors += more
+        internal += more
         res.suppressions = Suppressions.scan(data)
         if res.suppressions.items:
             res.findings = [f for f in res.findings if not res.suppressions.suppressed(f.rule_id, f.line, f.end_line)]
-            unused_suppressions.post_pass(self, src, display, res)  # CM801, when selected
-        res.errors = sorted(set(errors))
+            try:
+                unused_suppressions.post_pass(self, src, display, res)  # CM801, when selected
+            except Exception as exc:
+                internal.append((internal_message(display, "CM801", exc), exc))
+        seen: set[str] = set()
+        for msg, exc in internal:
+            if msg not in seen:
+                seen.add(msg)
+                if len(seen) <= MAX_INTERNAL_LINES:
+                    res.add_internal(msg, exc)
+        res.errors = sorted(set(res.errors))
+        if len(seen) > MAX_INTERNAL_LINES:  # one bug hit at every call: a few lines tell it, not thousands
+            res.errors.append(f"{display}: ... and {len(seen) - MAX_INTERNAL_LINES} more internal error(s) in this file")
+            res.internal += len(seen) - MAX_INTERNAL_LINES
         return res
 
     def _semantic_context(self, src: SourceFile) -> Any:
@@ -302,20 +350,28 @@ class Engine:
 
         return SemanticContext(facts)
 
-    def _findings(self, matches: list[Match], ctx: FileContext, display: str) -> tuple[list[Finding], list[str]]:
+    def _findings(self, matches: list[Match], ctx: FileContext, display: str
+                  ) -> tuple[list[Finding], list[tuple[str, BaseException]]]:
+        """Findings from matches; a match whose rule fails (template, condition, edit, or a bug) becomes
+        one internal error naming the file, position and rule, and the other matches go on."""
         out: list[Finding] = []
-        errors: list[str] = []
+        errors: list[tuple[str, BaseException]] = []
         seen: set[tuple[str, int, int]] = set()
         data = ctx.source.data
         for m in matches:
             r = m.rule
-            start, end = m.report_range
+            try:
+                start, end = m.report_range
+                line, col = ctx.source.position(start)
+            except Exception as exc:
+                errors.append((internal_message(display, r.id, exc, "rule error"), exc))
+                continue
             key = (r.id, start, end)
             if key in seen:
                 continue
-            if _in_disabled_block(m.node):
-                continue
             try:
+                if _in_disabled_block(m.node):
+                    continue
                 if (r.removed_in or r.deprecated_in) and builtins.dead_for_target(m.node, ctx):
                     continue  # version-guarded code that the target toolkit never compiles
                 if r.where is not None and not evaluate(r.where, m, ctx):
@@ -348,13 +404,12 @@ class Engine:
                     if evaluate(adj["when"], m, ctx):
                         mults.append((float(adj["multiply"]), adj.get("reason", "context")))
             except (TemplateError, ConditionError, EditError) as exc:
-                errors.append(f"{display}: {r.id}: {exc}")
+                errors.append((f"{display}:{line}:{col}: {r.id}: {one_line(str(exc))}", exc))
                 continue
             except Exception as exc:  # a broken rule (bad regex in `where`, ...) must not stop the scan
-                errors.append(f"{display}: {r.id}: rule error: {type(exc).__name__}: {exc}")
+                errors.append((internal_message(f"{display}:{line}:{col}", r.id, exc, "rule error"), exc))
                 continue
             seen.add(key)
-            line, col = ctx.source.position(start)
             eline, ecol = ctx.source.position(end)
             app = "manual" if fix is None else fix.applicability
             measured = None

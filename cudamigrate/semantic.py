@@ -1282,7 +1282,9 @@ def scan_files(engine, spec, files: list[Path], db: SemanticDB, jobs: int | None
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=jobs, initializer=_sem_init, initargs=(spec,)) as pool:
-        for r in pool.map(_sem_scan_one, items, chunksize=16):
+        from .runner import pool_map
+
+        for r in pool_map(pool, _sem_scan_one, items, lambda it: it[1]):
             if progress:
                 progress(r)
             yield r

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,7 @@ class SourceFile:
     warnings: list[str] = field(default_factory=list)
     # statement-like object macros visible here (project_index.statement_macros): blanked for the parser
     statement_macros: frozenset[str] = frozenset()
+    stat: os.stat_result | None = None  # fstat before reading (load_source): fix's compare-and-swap
     _line_starts: list[int] | None = None
 
     @property
@@ -105,21 +107,48 @@ class SourceFile:
         return self.data[start:end].decode("utf-8", errors="replace").rstrip("\r\n")
 
 
+_KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
+
+
 def load_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile:
-    """Read and vet a file; raise SourceError with a short reason when it is unusable."""
+    """Read and vet a file; raise SourceError with a short reason when it is unusable.
+
+    Opened without blocking and checked with fstat before reading, so a FIFO, `/dev/zero` or a device
+    is refused at once instead of hanging the run or reading forever; at most max_bytes + 1 bytes are
+    read, so a file growing while we read it cannot exhaust memory. The returned file carries the
+    fstat taken before reading: `fix` compares it with the file at write time (compare-and-swap)."""
     try:
-        st = os.stat(path)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-    if st.st_size > max_bytes:
-        raise SourceError(
-            f"file too large ({st.st_size} bytes > limit {max_bytes}); raise `max-file-size` to scan it"
-        )
     try:
-        data = path.read_bytes()
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = _KINDS.get(stat.S_IFMT(st.st_mode), "not a regular file")
+            raise SourceError(f"not a regular file ({kind})")
+        if st.st_size > max_bytes:
+            raise SourceError(
+                f"file too large ({st.st_size} bytes > limit {max_bytes}); raise `max-file-size` to scan it"
+            )
+        chunks: list[bytes] = []
+        got = 0
+        while got <= max_bytes:
+            b = os.read(fd, min(1 << 20, max_bytes + 1 - got))
+            if not b:
+                break
+            chunks.append(b)
+            got += len(b)
+        if got > max_bytes:
+            raise SourceError(f"file too large (grew past the limit {max_bytes} while being read)")
+        data = b"".join(chunks)
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
-    return check_bytes(path, data)
+    finally:
+        os.close(fd)
+    src = check_bytes(path, data)
+    src.stat = st
+    return src
 
 
 def check_bytes(path: Path, data: bytes) -> SourceFile:

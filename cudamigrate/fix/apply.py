@@ -11,8 +11,6 @@ refused, so a bad rule can never leave a file broken.
 from __future__ import annotations
 
 import difflib
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,6 +31,8 @@ class FixResult:
     remaining: list[Finding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     passes: int = 0
+    internal: int = 0  # internal errors among `errors` (rule or matcher bugs): exit code 2
+    tracebacks: list[str] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -90,6 +90,7 @@ def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: boo
     res = FixResult(display, data, data)
     current = data
     scan: FileResult = engine.scan_bytes(path, current, display)
+    res.internal, res.tracebacks = scan.internal, list(scan.tracebacks)
     if scan.errors and not scan.findings:
         res.errors = scan.errors
         return res
@@ -108,6 +109,8 @@ def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: boo
         scan = engine.scan_bytes(path, current, display)
     res.remaining = scan.findings
     res.errors = scan.errors
+    if scan is not None and scan.internal:
+        res.internal, res.tracebacks = scan.internal, list(scan.tracebacks)
     if current != data:
         strip = lambda b: b"   " + b[3:] if b.startswith(BOM) else b  # noqa: E731
         before = count_errors(parse(strip(data)))
@@ -120,22 +123,3 @@ def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: boo
             return res
     res.fixed = current
     return res
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same directory and rename over the original, keeping its mode."""
-    st = os.stat(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".cudamigrate", dir=str(path.parent))
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, st.st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -191,6 +191,11 @@ def _declarations(root: ts.Node, unit: Unit | None) -> tuple[list[Ref], list[tup
         storage = "static " if re.match(r"\s*static\b", text) else ""
         extern = re.match(r"\s*extern\b", text) is not None
         for d in decl.children_by_field_name("declarator"):
+            if d.type not in ("identifier", "init_declarator"):
+                # `texture<T> *p;`, `texture<T> a[4];`, or what an error-recovering parse makes of `texture<>&n;`
+                # or `texture<>e<d;`: not a reference variable the rewrite can replace
+                odd.append((t, f"`{kind}<{', '.join(targs)}>` used in {_declarator_role(d)}"))
+                continue
             ctor: list[str] = []
             ident = d
             if d.type == "init_declarator":
@@ -231,6 +236,20 @@ def _returning_function(decl: ts.Node | None) -> str | None:
                 nxt = cur.named_children[-1]
             cur = nxt
     return None
+
+
+def _declarator_role(d: ts.Node) -> str:
+    """What a declarator other than a plain name declares, for the manual finding's reason."""
+    stack = [d]
+    while stack:
+        n = stack.pop()
+        if n.type == "function_declarator":
+            name = n.child_by_field_name("declarator")
+            return f"the return type of function `{normalize_spaces(node_text(name))}`" if name is not None else "a function's return type"
+        stack.extend(n.named_children)
+    what = {"pointer_declarator": "a pointer declaration", "reference_declarator": "a reference declaration",
+            "array_declarator": "an array declaration"}.get(d.type, "an unsupported declarator")
+    return f"{what} `{normalize_spaces(node_text(d))}`"
 
 
 def normalize_spaces(text: str) -> str:
@@ -776,6 +795,7 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
         edits.insert(0, Edit(hp, hp, HELPERS.replace("\n", mig.nl)))
     if ref.local:
         node, unit = ref.declarator if ref.declarator.type == "identifier" else ref.declarator.child_by_field_name("declarator"), ref.unit
+        node = node if node is not None else ref.decl  # never a match without a node to report
     else:
         unit, node = uses[0].unit, uses[0].node
     m = Match(rule=rule, unit=unit, node=node, name=ref.name, written=ref.name)

@@ -160,7 +160,9 @@ class Command:
 def find_compile_db(paths: list[Path]) -> Path | None:
     """compile_commands.json in ., build/ or out/ of each path's directory and its parents, up to the git root."""
     seen: set[Path] = set()
-    starts = [p.resolve() if p.is_dir() else p.resolve().parent for p in (paths or [Path(".")])]
+    # os.path's predicates: a directory without search permission or a symlink loop is "not there", not a crash
+    starts = [Path(os.path.realpath(p)) if os.path.isdir(p) else Path(os.path.realpath(p)).parent
+              for p in (paths or [Path(".")])]
     for start in starts:
         for d in [start, *start.parents]:
             if d in seen:
@@ -168,9 +170,9 @@ def find_compile_db(paths: list[Path]) -> Path | None:
             seen.add(d)
             for sub in ("", "build", "out"):
                 cand = d / sub / DB_NAME if sub else d / DB_NAME
-                if cand.is_file():
+                if os.path.isfile(cand):
                     return cand
-            if (d / ".git").exists():
+            if os.path.exists(d / ".git"):
                 break  # the repository's root: never pick up an unrelated database above it
     return None
 

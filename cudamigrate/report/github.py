@@ -6,13 +6,15 @@ become %25, %0D, %0A; in property values `:` and `,` also become %3A and %2C.
 
 from __future__ import annotations
 
+from ..textsafe import printable
 from .model import Run
 
 LEVELS = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def escape_data(s: str) -> str:
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    # then the other control characters (ESC/OSC from code or file names) shown as `\x1b`, never raw in the log
+    return printable(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(s: str) -> str:

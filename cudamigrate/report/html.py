@@ -220,7 +220,7 @@ def summary_view(run: Run) -> dict[str, Any]:
 
 def json_for_script(obj: Any) -> str:
     """JSON that can sit inside <script type="application/json"> whatever the strings hold."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 

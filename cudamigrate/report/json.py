@@ -57,4 +57,4 @@ def document(run: Run) -> dict:
 
 
 def render(run: Run) -> str:
-    return json.dumps(document(run), indent=2) + "\n"
+    return json.dumps(document(run), indent=2, allow_nan=False) + "\n"

@@ -12,4 +12,4 @@ from .model import Run
 
 
 def render(run: Run) -> str:
-    return "".join(json.dumps(d, ensure_ascii=True, separators=(",", ":")) + "\n" for d in document(run)["findings"])
+    return "".join(json.dumps(d, ensure_ascii=True, separators=(",", ":"), allow_nan=False) + "\n" for d in document(run)["findings"])

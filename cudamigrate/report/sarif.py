@@ -148,7 +148,7 @@ def result(f: Finding, rule_index: dict[str, int], pos: Positions | None) -> dic
     }
     if f.cost:
         r["properties"].update(roi=f.cost.roi, impact=f.cost.impact, effort_minutes=f.cost.effort_minutes)
-        r["rank"] = min(100.0, round(10 * f.cost.roi, 1))
+        r["rank"] = max(0.0, min(100.0, round(10 * f.cost.roi, 1)))  # SARIF: 0..100
     if f.fix and f.fix.edits and f.applicability != "manual":
         r["fixes"] = [{
             "description": {"text": f"{f.fix.title} ({f.fix.applicability} fix)" if f.fix.applicability != "display-only"
@@ -201,4 +201,4 @@ def document(run: Run) -> dict:
 
 
 def render(run: Run) -> str:
-    return json.dumps(document(run), indent=2, ensure_ascii=False) + "\n"
+    return json.dumps(document(run), indent=2, ensure_ascii=False, allow_nan=False) + "\n"

@@ -1,9 +1,13 @@
-"""Human output, ruff style: `path:line:col: ID [*] message`."""
+"""Human output, ruff style: `path:line:col: ID [*] message`.
+
+Control characters from file names and source lines (ESC/OSC sequences, bidi overrides) are shown escaped
+(`\\x1b`), so printing a report can never drive the terminal."""
 
 from __future__ import annotations
 
 from collections import Counter
 
+from ..textsafe import printable
 from .model import Run
 
 MARK = {"safe": "[*]", "unsafe": "[~]", "display-only": "[?]", "manual": "[ ]"}
@@ -14,9 +18,9 @@ def render(run: Run, show_source: bool = True, sort: str = "roi") -> str:
     findings = run.by_roi() if sort == "roi" else sorted(run.findings, key=lambda f: (f.path, f.line, f.column))
     for f in findings:
         roi = f.cost.roi if f.cost else 0
-        lines.append(f"{f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message} (roi {roi:g})")
+        lines.append(printable(f"{f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message} (roi {roi:g})"))
         if show_source and f.snippet.strip():
-            lines.append(f"    | {f.snippet.rstrip()}")
+            lines.append(f"    | {printable(f.snippet.rstrip())}")
     s = run.summary()
     if run.findings:
         app = s["by_applicability"]
@@ -28,7 +32,8 @@ def render(run: Run, show_source: bool = True, sort: str = "roi") -> str:
             + f"{app['manual']} manual."
         )
     else:
-        lines.append(f"No findings in {run.files_scanned} file(s).")
+        errs = f" ({len(run.errors)} error(s) reported on stderr)" if run.errors else ""
+        lines.append(f"No findings in {run.files_scanned} file(s){errs}.")
     return "\n".join(lines) + "\n"
 
 

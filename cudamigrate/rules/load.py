@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from ..templates import TemplateError, check_template
+from ..textsafe import one_line
 from .schema import Rule, RuleError, validate
 
 
@@ -44,7 +45,12 @@ def load_rule_file(path: Path) -> Rule:
         where = f"line {mark.line + 1}" if mark else "<yaml>"
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise RuleError(f"{path}: {where}: invalid YAML ({problem})") from None
-    rule = validate(doc, path)
+    try:
+        rule = validate(doc, path)
+    except RuleError:
+        raise
+    except Exception as exc:  # a shape the schema checks did not foresee: still one line, never a traceback
+        raise RuleError(f"{path}: <rule>: invalid rule ({type(exc).__name__}: {one_line(str(exc))[:200]})") from None
     for key, tmpl in _templates(rule):
         try:
             check_template(tmpl)

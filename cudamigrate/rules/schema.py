@@ -174,9 +174,15 @@ def validate(doc: Any, path: Path) -> Rule:
         raise _fail(path, "cost", "must be a mapping")
     if "impact" in cost and cost["impact"] not in IMPACTS:
         raise _fail(path, "cost.impact", f"must be one of {IMPACTS}")
+    if not isinstance(cost.get("adjust", []) or [], list):
+        raise _fail(path, "cost.adjust", "must be a list")
     for i, adj in enumerate(cost.get("adjust", []) or []):
         if not isinstance(adj, dict) or "when" not in adj or "multiply" not in adj:
             raise _fail(path, f"cost.adjust[{i}]", "needs `when` and `multiply`")
+        if not _is_number(adj["multiply"]):
+            raise _fail(path, f"cost.adjust[{i}].multiply", f"must be a number, got {str(adj['multiply'])[:40]!r}")
+    if cost.get("effort_minutes") is not None and not _is_number(cost["effort_minutes"]):
+        raise _fail(path, "cost.effort_minutes", "must be a number")
     for k in ("options", "data", "docs"):
         if k in doc and not isinstance(doc[k], dict):
             raise _fail(path, k, "must be a mapping")
@@ -192,6 +198,21 @@ def validate(doc: Any, path: Path) -> Rule:
     )
 
 
+def _is_number(v: Any) -> bool:
+    """A number, or a string float() reads: YAML 1.1 loads `1e3` (no dot) as the string '1e3'."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, (int, float)):
+        return True
+    if isinstance(v, str):
+        try:
+            float(v)
+            return True
+        except ValueError:
+            return False
+    return False
+
+
 def _validate_match(kind: str, spec: Any, path: Path) -> None:
     key = f"match.{kind}"
     if not isinstance(spec, dict):
@@ -200,13 +221,16 @@ def _validate_match(kind: str, spec: Any, path: Path) -> None:
         names = spec.get("names")
         if not names or not isinstance(names, (list, dict)):
             raise _fail(path, f"{key}.names", "must be a non-empty list or mapping of name -> parameter names")
+        bad = [n for n in names if not isinstance(n, str) or not n.strip()]
+        if bad:
+            raise _fail(path, f"{key}.names", f"names must be non-empty strings, got {str(bad[0])[:60]!r}")
         if isinstance(names, list):
             spec["names"] = {n: [] for n in names}
         for n, params in spec["names"].items():
             if params is None:
                 spec["names"][n] = []
-            elif not isinstance(params, list):
-                raise _fail(path, f"{key}.names.{n}", "parameter names must be a list")
+            elif not isinstance(params, list) or not all(isinstance(x, str) for x in params):
+                raise _fail(path, f"{key}.names.{n}", "parameter names must be a list of strings")
     elif kind == "launch":
         pass
     elif kind == "include":
@@ -217,14 +241,14 @@ def _validate_match(kind: str, spec: Any, path: Path) -> None:
             if v is not None and (not isinstance(v, list) or not v):
                 raise _fail(path, f"{key}.{k}", "must be a non-empty list")
     elif kind == "identifier":
-        if not isinstance(spec.get("names"), list) or not spec["names"]:
-            raise _fail(path, f"{key}.names", "must be a non-empty list")
+        if not isinstance(spec.get("names"), list) or not spec["names"] or not all(isinstance(n, str) for n in spec["names"]):
+            raise _fail(path, f"{key}.names", "must be a non-empty list of strings")
         roles = spec.get("roles", ["type", "value", "call"])
         if not set(roles) <= {"type", "value", "call"}:
             raise _fail(path, f"{key}.roles", "allowed: type, value, call")
     elif kind == "member":
-        if not isinstance(spec.get("fields"), list) or not spec["fields"]:
-            raise _fail(path, f"{key}.fields", "must be a non-empty list")
+        if not isinstance(spec.get("fields"), list) or not spec["fields"] or not all(isinstance(n, str) for n in spec["fields"]):
+            raise _fail(path, f"{key}.fields", "must be a non-empty list of strings")
     elif kind == "string":
         if "regex" not in spec:
             raise _fail(path, f"{key}.regex", "missing")

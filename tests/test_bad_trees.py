@@ -1,0 +1,217 @@
+"""Ordinary trees that used to crash or hang (issue 15): each gets one line naming the path and the reason,
+the other files are still processed, usage and configuration errors exit 2, nothing blocks."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cudamigrate.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = b"int main() { cudaThreadSynchronize(); return 0; }\n"
+
+
+def run(*args, cwd=None):
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def cli(*args, cwd=None, timeout=60):
+    """The real command in a subprocess, so a hang is a timeout and a crash a traceback on stderr."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "cudamigrate", *args], cwd=cwd, env=env, capture_output=True,
+                          timeout=timeout)
+
+
+def _errors(r) -> list[str]:
+    return [ln for ln in r.output.splitlines() if ln.startswith("cudamigrate:")]
+
+
+def test_non_utf8_file_name(tmp_path):
+    bad = os.fsencode(str(tmp_path)) + b"/bad\xff\xfename.cu"
+    with open(bad, "wb") as fh:
+        fh.write(GOOD)
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    p = cli("scan", "--format", "json", str(tmp_path))
+    assert p.returncode == 1, p.stderr
+    import json
+
+    doc = json.loads(p.stdout)
+    assert sorted(f["path"].rsplit("/", 1)[1] for f in doc["findings"]) == ["bad\\xff\\xfename.cu", "good.cu"]
+    p = cli("fix", "--select", "CM501", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    with open(bad, "rb") as fh:
+        assert b"cudaDeviceSynchronize" in fh.read()
+
+
+def test_loop_of_two_symlinks(tmp_path):
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    os.symlink("l2.cu", tmp_path / "l1.cu")
+    os.symlink("l1.cu", tmp_path / "l2.cu")
+    r = run("scan", str(tmp_path))
+    errs = _errors(r)
+    assert any("l1.cu: cannot read: Too many levels of symbolic links" in e for e in errs), r.output
+    assert "good.cu:1:" in r.output and r.exit_code == 1
+    r = run("scan", str(tmp_path / "l1.cu"))  # named explicitly
+    assert "l1.cu: cannot read" in r.output and r.exit_code == 1
+
+
+@pytest.mark.skipif(not shutil.which("setpriv"), reason="needs setpriv to drop root's DAC override")
+def test_directory_without_search_permission(tmp_path):
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "in.cu").write_bytes(GOOD)
+    os.chmod(sub, 0)
+    try:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        # as root, permissions are not checked: drop the capabilities that bypass them
+        prefix = ["setpriv", "--bounding-set", "-dac_override,-dac_read_search"] if os.geteuid() == 0 else []
+        p = subprocess.run(prefix + [sys.executable, "-m", "cudamigrate", "scan", str(tmp_path), str(sub / "in.cu")],
+                           cwd=tmp_path, env=env, capture_output=True, timeout=60)
+        err = p.stderr.decode()
+        assert "Traceback" not in err, err
+        assert f"{sub}: cannot list directory: Permission denied" in err
+        assert "in.cu: cannot read: Permission denied" in err
+        assert b"good.cu:1:" in p.stdout and p.returncode == 1
+    finally:
+        os.chmod(sub, 0o755)
+
+
+@pytest.mark.parametrize("value,why", [
+    ("select = [1, 2]", "`select` must be a string or a list of strings"),
+    ("exclude = 5", "`exclude` must be a string or a list of strings"),
+    ('max-file-size = "big"', "`max-file-size` must be a positive integer"),
+    ("options = {stream = {a = {b = 1}}}", "`options` must be a table"),
+    ("rule-options = 3", "`rule-options` must be tables"),
+    ("target-cuda = [13]", "`target-cuda` must be a version"),
+    ('respect-gitignore = "no"', "`respect-gitignore` must be true or false"),
+    ("select = " + "[" * 2000 + "]" * 2000, "nested too deeply"),
+])
+def test_wrongly_typed_or_deeply_nested_config(tmp_path, value, why):
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    (tmp_path / ".cudamigrate.toml").write_text(value + "\n")
+    r = run("scan", str(tmp_path / "good.cu"))
+    assert r.exit_code == 2 and why in r.output, r.output
+
+
+def test_numeric_target_and_string_list_config_are_accepted(tmp_path):
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    (tmp_path / ".cudamigrate.toml").write_text('target-cuda = 13.0\nselect = "CM501"\nexclude = "vendor/"\n')
+    r = run("scan", str(tmp_path))
+    assert r.exit_code == 1 and "CM501" in r.output, r.output
+
+
+def test_non_string_names_in_a_rule_file(tmp_path):
+    rd = tmp_path / "rules"
+    rd.mkdir()
+    (rd / "CM9901-x.yaml").write_text("id: CM9901\nname: x\nfamily: test\nsummary: s\nseverity: info\nmessage: m\n"
+                                      "match: {call: {names: [1, {a: b}, [c]]}}\nreferences: [test]\n")
+    (rd / "CM9902-y.yaml").write_text("id: CM9902\nname: y\nfamily: test\nsummary: s\nseverity: info\nmessage: m\n"
+                                      "match: {call: {names: {cudaFree: [1, 2]}}}\nreferences: [test]\n")
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    r = run("scan", "--rules-dir", str(rd), str(tmp_path / "good.cu"))
+    errs = _errors(r)
+    assert any("CM9901-x.yaml: match.call.names: names must be non-empty strings" in e for e in errs), r.output
+    assert any("CM9902-y.yaml: match.call.names.cudaFree: parameter names must be a list of strings" in e for e in errs)
+    assert "good.cu:1:" in r.output and r.exit_code == 2
+
+
+@pytest.mark.parametrize("flag", ["--write-baseline", "-o"])
+def test_output_into_a_missing_directory(tmp_path, flag):
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    r = run("scan", flag, str(tmp_path / "nope" / "out.json"), str(tmp_path / "good.cu"))
+    assert r.exit_code == 2 and "does not exist" in r.output and "Traceback" not in r.output
+
+
+@pytest.mark.parametrize("flag", ["--config", "--baseline"])
+def test_config_or_baseline_on_a_fifo_does_not_block(tmp_path, flag):
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    os.mkfifo(tmp_path / "fifo")
+    p = cli("scan", flag, str(tmp_path / "fifo"), str(tmp_path / "good.cu"), timeout=60)
+    assert p.returncode == 2 and b"not a regular file" in p.stderr, p.stderr
+
+
+def test_explicit_fifo_and_dev_zero_are_errors(tmp_path):
+    os.mkfifo(tmp_path / "pipe.cu")
+    p = cli("scan", str(tmp_path / "pipe.cu"), "/dev/zero", timeout=60)
+    err = p.stderr.decode()
+    assert "pipe.cu: not a regular file (a FIFO)" in err
+    assert "/dev/zero: not a regular file (a character device)" in err
+    assert b"No findings in 2 file(s) (2 error(s) reported on stderr)." in p.stdout
+    assert p.returncode == 1
+    p = cli("fix", str(tmp_path / "pipe.cu"), timeout=60)
+    assert b"not a regular file (a FIFO)" in p.stderr and p.returncode == 1
+
+
+def test_fifo_inside_a_directory_is_skipped_without_blocking(tmp_path):
+    os.mkfifo(tmp_path / "pipe.cu")
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    p = cli("scan", str(tmp_path), timeout=60)
+    assert b"good.cu:1:" in p.stdout and p.returncode == 1
+
+
+def test_file_deleted_mid_run(tmp_path, monkeypatch):
+    """Found by the walk, gone when read (scan), or gone before the write (fix)."""
+    from cudamigrate import cli as cli_mod
+
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    (tmp_path / "gone.cu").write_bytes(GOOD)
+    real_setup = cli_mod._setup
+
+    def setup_then_delete(paths, kw):
+        out = real_setup(paths, kw)
+        (tmp_path / "gone.cu").unlink()
+        return out
+
+    monkeypatch.setattr(cli_mod, "_setup", setup_then_delete)
+    r = run("scan", str(tmp_path))
+    assert "gone.cu: cannot read: No such file or directory" in r.output
+    assert "good.cu:1:" in r.output and r.exit_code == 1
+    monkeypatch.setattr(cli_mod, "_setup", real_setup)
+
+    import cudamigrate.fix.apply as apply_mod
+
+    (tmp_path / "gone.cu").write_bytes(GOOD)
+    real_fix = apply_mod.fix_bytes
+
+    def delete_before_write(engine, path, data, display, **kw):
+        res = real_fix(engine, path, data, display, **kw)
+        if path.name == "gone.cu":
+            path.unlink()
+        return res
+
+    monkeypatch.setattr(apply_mod, "fix_bytes", delete_before_write)
+    r = run("fix", "--select", "CM501", str(tmp_path))
+    assert "gone.cu: cannot write: No such file or directory" in r.output, r.output
+    assert b"cudaDeviceSynchronize" in (tmp_path / "good.cu").read_bytes()
+    assert not (tmp_path / "gone.cu").exists()
+    assert "Fixed 1 finding(s) in 1 file(s)" in r.output and r.exit_code == 1
+
+
+def test_wrongly_typed_cost_in_a_rule_file(tmp_path):
+    rd = tmp_path / "rules"
+    rd.mkdir()
+    head = "name: {n}\nfamily: test\nsummary: s\nseverity: info\nmessage: m\nmatch: {{call: {{names: [cudaFree]}}}}\nreferences: [test]\n"
+    (rd / "CM9903-a.yaml").write_text("id: CM9903\n" + head.format(n="a") + "cost: {effort_minutes: soon}\n")
+    (rd / "CM9904-b.yaml").write_text("id: CM9904\n" + head.format(n="b") + "cost: {adjust: [{when: {argc: 1}, multiply: lots}]}\n")
+    (rd / "CM9905-c.yaml").write_text("id: CM9905\n" + head.format(n="c") + "cost: {adjust: {when: 1}}\n")
+    (tmp_path / "a.cu").write_bytes(b"void f(void *p) { cudaFree(p); }\n")
+    r = run("scan", "--no-builtin-rules", "--rules-dir", str(rd), str(tmp_path / "a.cu"))
+    errs = _errors(r)
+    assert any("CM9903-a.yaml: cost.effort_minutes: must be a number" in e for e in errs), r.output
+    assert any("CM9904-b.yaml: cost.adjust[0].multiply: must be a number" in e for e in errs)
+    assert any("CM9905-c.yaml: cost.adjust: must be a list" in e for e in errs)
+    assert r.exit_code == 2 and "Traceback" not in r.output
