@@ -9,10 +9,10 @@ from click.testing import CliRunner
 from cudamigrate.cli import main
 
 CODE = """#include <cuda_runtime.h>
-void f(float *d, float *h, size_t n, cudaEvent_t ev) {
+void f(float *d, float *h, size_t n, cudaStream_t s) {  // receives a stream: the legacy stream meets it
   cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, 0);
   cudaMemsetAsync(d, 0, n);
-  cudaEventRecord(ev);
+  cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost);
 }
 """
 NEW = "  cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, 0);\n"
@@ -66,9 +66,10 @@ def test_new_violation_is_reported_after_lines_shift(tmp_path, monkeypatch):
 def test_identical_violations_are_counted(tmp_path, monkeypatch):
     a = setup(tmp_path, monkeypatch)
     run("src", "--write-baseline", "base.json")
-    a.write_text(CODE.replace("  cudaEventRecord(ev);\n", "  cudaEventRecord(ev);\n  cudaEventRecord(ev);\n"))
+    line = "  cudaMemsetAsync(d, 0, n);\n"
+    a.write_text(CODE.replace(line, line + line))
     code, new = findings("src", "--baseline", "base.json")
-    assert len(new) == 1 and "cudaEventRecord" in new[0]["message"]
+    assert len(new) == 1 and "cudaMemsetAsync" in new[0]["message"]
 
 
 def test_baseline_works_from_another_directory(tmp_path, monkeypatch):
