@@ -5,6 +5,8 @@ Searched upwards from the first path given (like ruff); command-line flags win.
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,6 +51,8 @@ def find_config(start: Path) -> Config:
 
 def load_config(path: Path, section: tuple[str, ...] | None) -> Config:
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block forever, a device never end
+            raise ConfigError(f"{path}: cannot read configuration: not a regular file")
         with open(path, "rb") as fh:
             doc = tomllib.load(fh)
     except (OSError, tomllib.TOMLDecodeError) as exc:

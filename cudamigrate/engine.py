@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -38,6 +39,28 @@ class Options:
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
     keep_compat: tuple[int, int] | None = None  # oldest toolkit the fixed code must still build with
+    time_budget_s: float | None = 60.0  # per file and scan: a pathological file becomes an error, not a hang
+
+
+class FileTimeout(Exception):
+    """A file's scan ran past its time budget (raised by Budget.check, turned into a FileResult error)."""
+
+
+@dataclass
+class Budget:
+    """A deadline that long loops check every so often; `None` seconds means no limit."""
+
+    seconds: float | None
+    deadline: float = 0.0
+    _n: int = 0
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.seconds if self.seconds else float("inf")
+
+    def check(self) -> None:
+        self._n += 1
+        if self._n & 63 == 0 and time.monotonic() > self.deadline:
+            raise FileTimeout(f"scan stopped after the per-file time budget of {self.seconds:g} s")
 
 
 @dataclass
@@ -250,8 +273,12 @@ class Engine:
         reset_parent_cache()
         reset_scope_cache()
         register_roots([u.root for u in units])
+        self._budget = Budget(self.opts.time_budget_s)
         try:
             return self._scan_units(ctx, res, candidates, keys, semantic, display)
+        except FileTimeout as exc:
+            return FileResult(display, errors=[f"{display}: {exc} (pathological input?); no findings reported for it"],
+                              notes=res.notes)
         finally:
             reset_parent_cache()
             reset_scope_cache()
@@ -266,7 +293,9 @@ class Engine:
             if rs:
                 hit_rules[k] = rs
         errors: list[str] = []
+        budget = self._budget
         for unit, node in identifier_hits(ctx, hit_rules):
+            budget.check()
             text = node.text.decode()
             for r in hit_rules.get(text, []):
                 try:
@@ -340,7 +369,9 @@ class Engine:
         data = ctx.source.data
         error_spans = ErrorSpans.of_units(ctx.units)
         disabled = disabled_ranges(ctx.units[0].tree) if b"#" in data else []
+        budget = getattr(self, "_budget", None) or Budget(None)
         for m in matches:
+            budget.check()
             r = m.rule
             start, end = m.report_range
             key = (r.id, start, end)
