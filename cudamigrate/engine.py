@@ -400,7 +400,7 @@ class Engine:
                     blocked = m.vars["fix_blocked"]
                     message = f"{message} No automatic fix: {blocked}."
                 elif fix is not None:
-                    blocked = syntax_blocker(error_spans, (start, end), fix.edits)
+                    blocked = syntax_blocker(error_spans, m.abs(m.arglist) if m.arglist is not None else None, fix.edits)
                 if not blocked and ctx.semantic is not None:
                     blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx)
                 if blocked:

@@ -7,6 +7,7 @@ from functools import lru_cache
 from typing import Any
 
 import jinja2
+import jinja2.meta
 import jinja2.nodes
 import jinja2.sandbox
 from jinja2.sandbox import SandboxedEnvironment
@@ -106,9 +107,77 @@ def check_template(text: str) -> None:
         raise TemplateError("{% macro %} and {% call %} are not allowed in rule templates")
 
 
+_BY_IDENTITY = ("data", "options")  # rule-level constants: keyed by the object itself (held by the cache)
+_FREEZE_BUDGET = 2_000
+_RESULTS: dict[tuple, tuple[str, list]] = {}
+
+
+@lru_cache(maxsize=4096)
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(sorted(jinja2.meta.find_undeclared_variables(_env().parse(text))))
+
+
+def _freeze(v: Any, budget: list[int]) -> Any:
+    """An exact, hashable copy of a small value; raises _TooBig past the budget or for other types."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig
+    if v is None or isinstance(v, (bool, int, float)):
+        return (type(v).__name__, v)
+    if isinstance(v, str):
+        budget[0] -= len(v) // 16
+        if budget[0] < 0:
+            raise _TooBig
+        return v
+    if isinstance(v, (list, tuple)):
+        return (type(v).__name__, tuple(_freeze(x, budget) for x in v))
+    if isinstance(v, dict):
+        return ("dict", tuple((_freeze(k, budget), _freeze(x, budget)) for k, x in v.items()))
+    raise _TooBig
+
+
+class _TooBig(Exception):
+    pass
+
+
+def _cache_key(text: str, ctx: dict[str, Any]) -> tuple | None:
+    """Equal keys mean equal renders: the template and the exact values of the variables it reads (rule-level
+    `data` and `options` by identity, the objects being kept alive by the cache). None: not worth caching."""
+    key: list = [text]
+    refs: list = []
+    budget = [_FREEZE_BUDGET]
+    try:
+        for name in _names(text):
+            if name not in ctx:
+                key.append((name, "<undefined>"))
+            elif name in _BY_IDENTITY:
+                key.append((name, id(ctx[name])))
+                refs.append(ctx[name])
+            else:
+                key.append((name, _freeze(ctx[name], budget)))
+    except (_TooBig, jinja2.TemplateError):
+        return None
+    return tuple(key), refs
+
+
 def render(text: str, ctx: dict[str, Any]) -> str:
+    """Render a rule template; results are cached for equal inputs (20,000 identical findings render once)."""
     if "{" not in text:
         return text
+    got = _cache_key(text, ctx)
+    if got is not None:
+        hit = _RESULTS.get(got[0])
+        if hit is not None:
+            return hit[0]
+    out = _render(text, ctx)
+    if got is not None:
+        if len(_RESULTS) >= 8192:
+            _RESULTS.clear()
+        _RESULTS[got[0]] = (out, got[1])
+    return out
+
+
+def _render(text: str, ctx: dict[str, Any]) -> str:
     try:
         out = _compile(text).render(**ctx)
         if len(out) > MAX_SIZE:

@@ -10,15 +10,18 @@ whose finding is withdrawn. Findings whose match touches an error of the input a
 from __future__ import annotations
 
 import bisect
+from pathlib import Path
 from dataclasses import dataclass
 
 from ..findings import Edit
 from ..parse.treesitter import error_nodes, parse
-from ..source import BOM
+from ..source import BOM, SourceFile
 
 
 def _parse_buffer(data: bytes) -> bytes:
-    return b"   " + data[3:] if data.startswith(BOM) else data
+    """What the scan parses (BOM and comments on continued macro lines blanked), so that error nodes here are
+    the ones the scan's `fix_blocked` check saw."""
+    return SourceFile(path=Path("-"), data=data, has_bom=data.startswith(BOM)).parse_bytes
 
 
 def errors_of(data: bytes) -> list[tuple[str, int, int]]:

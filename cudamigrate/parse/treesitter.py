@@ -158,11 +158,13 @@ class ErrorSpans:
         return i >= 0 and self.ends[i] >= start
 
 
-def syntax_blocker(spans: ErrorSpans, match: tuple[int, int], edits) -> str | None:
-    """Why a fix must not be offered: its match or an edit touches a syntax error of the input."""
+def syntax_blocker(spans: ErrorSpans, arglist: tuple[int, int] | None, edits) -> str | None:
+    """Why a fix must not be offered: an edit touches a syntax error of the input, or the argument list the
+    rule reads does (its argument boundaries are guesses). An error elsewhere in the match (an `#if` among a
+    launch's kernel arguments) does not block an edit of the launch configuration."""
     if not spans.starts:
         return None
-    if spans.touches(*match) or any(spans.touches(e.start, e.end) for e in edits):
+    if (arglist is not None and spans.touches(*arglist)) or any(spans.touches(e.start, e.end) for e in edits):
         return "no automatic fix: the code around the match has a syntax error"
     return None
 
