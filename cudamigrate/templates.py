@@ -107,7 +107,7 @@ def check_template(text: str) -> None:
         raise TemplateError("{% macro %} and {% call %} are not allowed in rule templates")
 
 
-_BY_IDENTITY = ("data", "options")  # rule-level constants: keyed by the object itself (held by the cache)
+_BY_IDENTITY = ("data",)  # the rule's data: keyed by the object itself (held by the cache), never copied
 _FREEZE_BUDGET = 2_000
 _RESULTS: dict[tuple, tuple[str, list]] = {}
 
@@ -142,7 +142,7 @@ class _TooBig(Exception):
 
 def _cache_key(text: str, ctx: dict[str, Any]) -> tuple | None:
     """Equal keys mean equal renders: the template and the exact values of the variables it reads (rule-level
-    `data` and `options` by identity, the objects being kept alive by the cache). None: not worth caching."""
+    `data` by identity, the object being kept alive by the cache). None: not worth caching."""
     key: list = [text]
     refs: list = []
     budget = [_FREEZE_BUDGET]
