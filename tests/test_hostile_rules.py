@@ -123,3 +123,20 @@ def test_snippet_is_bounded_on_a_long_line():
     assert len(res.findings) == 2000
     assert all(len(f.snippet) <= SNIPPET_LIMIT + 2 and "cudaThreadSynchronize" in f.snippet for f in res.findings)
     assert len({f.fingerprint for f in res.findings}) == 2000
+
+
+def test_render_cache_never_mixes_inputs():
+    from cudamigrate.templates import render
+
+    data = {"x": {"rename": "A"}}
+    t = "{{ name }}/{{ args.stream | default('-') }}/{{ data[name].rename if name in data else '?' }}/{{ 1 if flag else 0 }}"
+    seen = {}
+    for name in ("x", "y"):
+        for args in ({}, {"stream": "s"}, {"stream": "t"}):
+            for flag in (True, 1, False, 0, None):
+                ctx = {"name": name, "args": args, "data": data, "flag": flag}
+                seen[(name, str(args), repr(flag))] = render(t, ctx)
+                assert render(t, dict(ctx)) == seen[(name, str(args), repr(flag))]
+    assert seen[("x", "{'stream': 's'}", "True")] == "x/s/A/1"
+    assert seen[("y", "{}", "None")] == "y/-/?/0"
+    assert seen[("x", "{'stream': 't'}", "0")] == "x/t/A/0"
