@@ -40,7 +40,7 @@ class Shift:
         ends, deltas = [], []
         d = 0
         for e in sorted(set(edits), key=lambda e: (e.start, e.end)):
-            d += len(e.text.encode("utf-8")) - (e.end - e.start)
+            d += len(e.text.encode("utf-8", "surrogateescape")) - (e.end - e.start)
             ends.append(e.end)
             deltas.append(d)
         return cls(ends, deltas)
@@ -59,7 +59,7 @@ def output_spans(pairs: list[tuple[Edit, int]]) -> list[tuple[int, int, int]]:
         if last is not None and e == last:  # an identical edit shared by two groups is applied once
             out.append((out[-1][0], out[-1][1], g))
             continue
-        n = len(e.text.encode("utf-8"))
+        n = len(e.text.encode("utf-8", "surrogateescape"))
         out.append((e.start + d, e.start + d + n, g))
         d += n - (e.end - e.start)
         last = e
