@@ -23,11 +23,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# a created stream: legacy-stream rules report only where the legacy stream meets another blocking stream
+STREAM = "cudaStream_t s_; cudaStreamCreate(&s_); cudaMemsetAsync(p_, 0, 4, s_);"
+
+
 def nesting(depth: int) -> bytes:
     inner = "p"
     for _ in range(depth):
         inner = f"cudaMemsetAsync({inner}, 0, n, 0)"
-    return f"void f(void* p, int n) {{\n  {inner};\n}}\n".encode()
+    return f"void f(void* p, int n) {{\n  {STREAM}\n  {inner};\n}}\n".encode()
 
 
 def nesting_mixed(depth: int) -> bytes:
@@ -39,7 +43,7 @@ def nesting_mixed(depth: int) -> bytes:
 
 def long_line(calls: int) -> bytes:
     body = " ".join(f"cudaMemcpyAsync(d{i % 10}, h, n, cudaMemcpyHostToDevice, 0);" for i in range(calls))
-    return f"void f(float* d0, float* h, int n) {{ {body} }}\n".encode()
+    return f"void f(float* d0, float* h, int n) {{ {STREAM} {body} }}\n".encode()
 
 
 def fix_many(findings: int) -> bytes:
