@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+
+import tree_sitter as ts
 
 from . import cost as costmod
 from . import unused_suppressions
@@ -13,10 +16,11 @@ from .calibration import lookup as lookup_calibration
 from .findings import Finding, Fix, assign_fingerprints, sort_key
 from .match import builtins
 from .match.conditions import ConditionError, evaluate
-from .match.context import FileContext
+from .match.context import FileContext, reset_scope_cache
 from .match.edits import EditError, build_edits, keep_compat_edits, template_context
 from .match.matchers import HIT_MATCHERS, Match, identifier_hits, includes, launches, strings
-from .parse.treesitter import Unit, macro_units, parse
+from .parse.treesitter import (ErrorSpans, Unit, macro_units, parse, query, register_roots, reset_parent_cache,
+                               syntax_blocker)
 from .project_index import ProjectIndex
 from .rules.schema import Rule, parse_version
 from .source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
@@ -37,6 +41,28 @@ class Options:
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
     keep_compat: tuple[int, int] | None = None  # oldest toolkit the fixed code must still build with
+    time_budget_s: float | None = 60.0  # per file and scan: a pathological file becomes an error, not a hang
+
+
+class FileTimeout(Exception):
+    """A file's scan ran past its time budget (raised by Budget.check, turned into a FileResult error)."""
+
+
+@dataclass
+class Budget:
+    """A deadline that long loops check every so often; `None` seconds means no limit."""
+
+    seconds: float | None
+    deadline: float = 0.0
+    _n: int = 0
+
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.seconds if self.seconds else float("inf")
+
+    def check(self) -> None:
+        self._n += 1
+        if self._n & 63 == 0 and time.monotonic() > self.deadline:
+            raise FileTimeout(f"scan stopped after the per-file time budget of {self.seconds:g} s")
 
 
 @dataclass
@@ -272,6 +298,22 @@ class Engine:
             units += macro_units(tree, pbytes, kw_rx)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
                           semantic=semantic, project=self.project, api_names=frozenset(found))
+        reset_parent_cache()
+        reset_scope_cache()
+        register_roots([u.root for u in units])
+        self._budget = Budget(self.opts.time_budget_s)
+        try:
+            return self._scan_units(ctx, res, candidates, keys, semantic, display)
+        except FileTimeout as exc:
+            return FileResult(display, errors=[f"{display}: {exc} (pathological input?); no findings reported for it"],
+                              notes=res.notes)
+        finally:
+            reset_parent_cache()
+            reset_scope_cache()
+
+    def _scan_units(self, ctx: FileContext, res: FileResult, candidates: dict[str, Rule], keys: list[str],
+                    semantic: Any, display: str) -> FileResult:
+        src, data = ctx.source, ctx.source.data
         matches: list[Match] = []
         hit_rules: dict[str, list[Rule]] = {}
         for k in keys:
@@ -287,7 +329,9 @@ class Engine:
             except Exception:
                 return display
 
+        budget = self._budget
         for unit, node in identifier_hits(ctx, hit_rules):
+            budget.check()
             text = node.text.decode()
             for r in hit_rules.get(text, []):
                 try:
@@ -339,6 +383,22 @@ class Engine:
             res.internal += len(seen) - MAX_INTERNAL_LINES
         return res
 
+    def _fix(self, m: Match, ctx: FileContext, tctx: dict[str, Any], data: bytes) -> Fix | None:
+        """The match's automatic fix, if its rule has one and it changes something."""
+        r = m.rule
+        if r.fix is not None and r.fix.get("applicability") != "manual":
+            if r.fix.get("when") is None or evaluate(r.fix["when"], m, ctx):
+                edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
+                edits = [e for e in edits if decode_lossless(data[e.start : e.end]) != e.text]
+                if edits and self.opts.keep_compat is not None:
+                    edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
+                if edits:
+                    title = displayable(render(str(r.fix.get("title", r.summary)), tctx))
+                    return Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
+        elif m.edits:
+            return Fix(m.fix_applicability or "unsafe", r.summary, sorted(m.edits, key=lambda e: (e.start, e.end)))
+        return None
+
     def _semantic_context(self, src: SourceFile) -> Any:
         try:
             facts = self.semantic_provider(src.path, src.data) if self.semantic_provider else None
@@ -358,7 +418,11 @@ class Engine:
         errors: list[tuple[str, BaseException]] = []
         seen: set[tuple[str, int, int]] = set()
         data = ctx.source.data
+        error_spans = ErrorSpans.of_units(ctx.units)
+        disabled = disabled_ranges(ctx.units[0].tree) if b"#" in data else []
+        budget = getattr(self, "_budget", None) or Budget(None)
         for m in matches:
+            budget.check()
             r = m.rule
             try:
                 start, end = m.report_range
@@ -369,9 +433,9 @@ class Engine:
             key = (r.id, start, end)
             if key in seen:
                 continue
+            if disabled and _in_disabled_block(disabled, start):
+                continue
             try:
-                if _in_disabled_block(m.node):
-                    continue
                 if (r.removed_in or r.deprecated_in) and builtins.dead_for_target(m.node, ctx):
                     continue  # version-guarded code that the target toolkit never compiles
                 if r.where is not None and not evaluate(r.where, m, ctx):
@@ -379,22 +443,20 @@ class Engine:
                 opts = self.rule_options(r)
                 tctx = template_context(m, ctx, opts)
                 tctx["version"] = version_phrase(r, self.opts.target)
-                message = " ".join(render(r.message, tctx).split())
+                message = clip_message(" ".join(render(r.message, tctx).split()))
                 fix = None
-                if r.fix is not None and r.fix.get("applicability") != "manual":
-                    if r.fix.get("when") is None or evaluate(r.fix["when"], m, ctx):
-                        edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
-                        edits = [e for e in edits if decode_lossless(data[e.start : e.end]) != e.text]
-                        if edits and self.opts.keep_compat is not None:
-                            edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
-                        if edits:
-                            title = displayable(render(str(r.fix.get("title", r.summary)), tctx))
-                            fix = Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
-                elif m.edits:
-                    fix = Fix(m.fix_applicability or "unsafe", r.summary, sorted(m.edits, key=lambda e: (e.start, e.end)))
-                blocked = m.vars.get("fix_blocked") if fix is not None else None  # e.g. a project declaration shadows the API
-                if blocked:
+                blocked = None
+                try:
+                    fix = self._fix(m, ctx, tctx, data)
+                except (TemplateError, EditError) as exc:
+                    # the call does not have the shape the rewrite needs (too few arguments, ...): report the
+                    # finding without a fix rather than edit at a guessed position or drop the finding
+                    blocked = f"no automatic fix: {exc}"
+                if fix is not None and m.vars.get("fix_blocked"):  # e.g. a project declaration shadows the API
+                    blocked = m.vars["fix_blocked"]
                     message = f"{message} No automatic fix: {blocked}."
+                elif fix is not None:
+                    blocked = syntax_blocker(error_spans, m.abs(m.arglist) if m.arglist is not None else None, fix.edits)
                 if not blocked and ctx.semantic is not None:
                     blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx)
                 if blocked:
@@ -426,7 +488,7 @@ class Engine:
                 target=self.opts.target, applicability=app, multipliers=mults,
                 effort_minutes=r.cost.get("effort_minutes"), measured=measured,
             )
-            snippet = ctx.source.line_text(line)
+            snippet = ctx.source.snippet(start, end)
             context = {"in_macro": m.unit.in_macro}
             if m.unit.macro_name:
                 context["macro"] = m.unit.macro_name
@@ -446,19 +508,30 @@ class Engine:
         return out, errors
 
 
-def _in_disabled_block(node) -> bool:
-    """Code under `#if 0` is documentation, not code: do not report it."""
-    cur = node.parent
-    while cur is not None:
-        if cur.type == "preproc_if":
-            cond = cur.child_by_field_name("condition")
-            if cond is not None and cond.text.strip() in (b"0", b"(0)"):
-                # only the #if-branch is disabled, not its #else
-                alt = cur.child_by_field_name("alternative")
-                if alt is None or node.start_byte < alt.start_byte:
-                    return True
-        cur = cur.parent
-    return False
+MESSAGE_LIMIT = 1000
+
+
+def clip_message(text: str) -> str:
+    """A message quotes source (`{{ text }}`, arguments): keep it bounded on pathological code."""
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
+
+
+def disabled_ranges(tree) -> list[tuple[int, int]]:
+    """Byte ranges of `#if 0` branches (not their `#else`): code there is documentation, not code.
+    Computed once per file: walking each match's ancestors costs O(depth) per step in tree-sitter,
+    which made deeply nested calls cubic."""
+    out: list[tuple[int, int]] = []
+    for _, caps in ts.QueryCursor(query("(preproc_if condition: (_) @c) @if")).matches(tree.root_node):
+        node, cond = caps["if"][0], caps["c"][0]
+        if cond.text.strip() not in (b"0", b"(0)"):
+            continue
+        alt = node.child_by_field_name("alternative")
+        out.append((cond.end_byte, alt.start_byte if alt is not None else node.end_byte))
+    return sorted(out)
+
+
+def _in_disabled_block(ranges: list[tuple[int, int]], start: int) -> bool:
+    return any(s <= start < e for s, e in ranges)
 
 
 def active_rule_filter(engine: Engine) -> Callable[[str], bool]:

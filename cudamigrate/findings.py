@@ -11,6 +11,7 @@ from typing import Any
 # behaviour in a way no flag can vouch for, e.g. stream ordering in code that uses several streams), except for
 # rules named by id together with `fix --apply-display-only`; `manual` has no edit.
 APPLICABILITIES = ("safe", "unsafe", "display-only", "manual")
+FINGERPRINT_SPAN = 512  # bytes of a long match's start and end that its fingerprint hashes
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,14 @@ class Finding:
 
     def compute_fingerprint(self, source: bytes) -> str:
         """Stable across line shifts: rule, file, the matched text and its ordinal among equal texts."""
-        matched = source[self.start_byte : self.end_byte]
-        norm = b" ".join(matched.split())
+        if self.end_byte - self.start_byte > 2 * FINGERPRINT_SPAN:
+            # a huge match (an outer call around deeply nested ones): its two ends, so that fingerprinting
+            # every finding of a nested expression stays linear
+            head = source[self.start_byte : self.start_byte + FINGERPRINT_SPAN]
+            tail = source[self.end_byte - FINGERPRINT_SPAN : self.end_byte]
+            norm = b" ".join(head.split()) + b"\0...\0" + b" ".join(tail.split())
+        else:
+            norm = b" ".join(source[self.start_byte : self.end_byte].split())
         h = hashlib.sha256()
         h.update(self.rule_id.encode())
         h.update(b"\0")

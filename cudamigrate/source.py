@@ -98,6 +98,18 @@ class SourceFile:
             col = max(1, col - 1)
         return idx + 1, col
 
+    def snippet(self, start: int, end: int) -> str:
+        """The line holding byte `start`, bounded to about SNIPPET_LIMIT bytes around [start, end)."""
+        import bisect
+
+        starts = self.line_starts()
+        idx = bisect.bisect_right(starts, start) - 1
+        ls = starts[idx]
+        le = starts[idx + 1] if idx + 1 < len(starts) else len(self.data)
+        while le > ls and self.data[le - 1 : le] in (b"\n", b"\r"):
+            le -= 1
+        return clip(self.data, ls, le, start, end)
+
     def line_text(self, line: int) -> str:
         starts = self.line_starts()
         if line < 1 or line > len(starts):
@@ -109,6 +121,22 @@ class SourceFile:
 
 _KINDS = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
           stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
+SNIPPET_LIMIT = 200  # bytes of source kept per finding
+
+
+def clip(data: bytes, ls: int, le: int, start: int, end: int, limit: int = SNIPPET_LIMIT) -> str:
+    """Line data[ls:le] decoded, or when longer than `limit` a window of about `limit` bytes around
+    [start, end) with `…` where it was cut: a finding keeps a bounded snippet, not a 100 KB line."""
+    if le - ls <= limit:
+        return data[ls:le].decode("utf-8", errors="replace")
+    s0 = max(ls, min(start, le))
+    e0 = max(s0, min(end, le, s0 + limit))
+    room = limit - (e0 - s0)
+    lo = max(ls, s0 - room // 2)
+    hi = min(le, e0 + room - (s0 - lo))
+    lo = max(ls, min(lo, hi - limit))
+    text = data[lo:hi].decode("utf-8", errors="ignore")  # a character cut at either end is dropped
+    return ("…" if lo > ls else "") + text + ("…" if hi < le else "")
 
 
 def load_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile:

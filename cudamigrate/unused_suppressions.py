@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from . import cost as costmod
 from .findings import Edit, Finding, Fix, assign_fingerprints, sort_key
 from .match.builtins import builtin
+from .parse.treesitter import parse
 from .suppress import PATTERN, Suppression, Suppressions
 from .templates import render
 
@@ -72,12 +73,33 @@ def _drop(data: bytes, start: int, end: int) -> Edit:
     return Edit(s, e, "")
 
 
-def removal(data: bytes, s: Suppression) -> Edit | None:
-    """The edit that removes directive `s`: the whole comment (or line) when the comment holds only it."""
+def comment_span(tree, start: int, end: int) -> tuple[int, int] | None:
+    """The parsed comment that holds bytes [start, end), if any: comments do not nest, so in
+    `/* old /* cudamigrate: ignore[X] */` the comment begins at the first `/*`, not the last."""
+    node = tree.root_node.descendant_for_byte_range(start, end)
+    while node is not None and node.type != "comment":
+        node = node.parent
+    return (node.start_byte, node.end_byte) if node is not None else None
+
+
+def removal(data: bytes, s: Suppression, comment: tuple[int, int] | None = None) -> Edit | None:
+    """The edit that removes directive `s`: the whole comment (or line) when the comment holds only it.
+    `comment` is the parsed comment around it; without it the comment is found by its delimiters on the line."""
     ls, le, nxt = _line_bounds(data, s.start)
     line_c = data.rfind(b"//", ls, s.start)
     block_c = data.rfind(b"/*", ls, s.start)
-    if block_c != -1 and (line_c == -1 or (block_c < line_c and data.find(b"*/", block_c, line_c) == -1)):
+    if comment is not None:
+        c0, c1 = comment
+        text = data[c0:c1]
+        if text.startswith(b"/*") and text.endswith(b"*/") and c1 - c0 >= 4:
+            body = text[2:-2]
+        elif text.startswith(b"//"):
+            body = text[2:]
+        else:
+            return None
+        if data.find(b"\n", c0, c1) != -1:  # a comment over several lines: only the directive, or the whole comment
+            return _drop(data, s.start, s.end) if body.strip() != data[s.start : s.end].strip() else Edit(c0, c1, "")
+    elif block_c != -1 and (line_c == -1 or (block_c < line_c and data.find(b"*/", block_c, line_c) == -1)):
         close = data.find(b"*/", s.end)
         if close == -1:
             return None
@@ -112,6 +134,14 @@ def unused_findings(engine: "Engine", src: "SourceFile", display: str, sups: Sup
     active = {r.id for r in engine.rules} - {rule.id}
     data = src.data
     out: list[Finding] = []
+    tree = None
+
+    def removal_of(s: Suppression) -> Edit | None:
+        nonlocal tree
+        if tree is None:
+            tree = parse(src.parse_bytes)
+        return removal(data, s, comment_span(tree, s.start, s.end))
+
     for s in sups.items:
         if s.ids is not None and rule.id in s.ids:
             continue  # suppresses CM801 itself: judged after the fact, so never flagged
@@ -120,7 +150,7 @@ def unused_findings(engine: "Engine", src: "SourceFile", display: str, sups: Sup
         if s.ids is None:
             if s.used or engine.opts.select is not None:
                 continue
-            unused, edit = [], removal(data, s)
+            unused, edit = [], removal_of(s)
             reason = f"no finding of any rule {where}"
         else:
             unused = sorted(i for i in s.ids if i in active and i not in s.used)
@@ -129,7 +159,7 @@ def unused_findings(engine: "Engine", src: "SourceFile", display: str, sups: Sup
             span = _ids_span(data, s)
             keep = [i for i in (span[2] if span else []) if i not in unused]
             if not keep:
-                edit = removal(data, s)
+                edit = removal_of(s)
             elif span is not None:
                 edit = Edit(span[0], span[1], ", ".join(keep))
             else:
@@ -150,7 +180,7 @@ def unused_findings(engine: "Engine", src: "SourceFile", display: str, sups: Sup
         out.append(Finding(
             rule_id=rule.id, rule_name=rule.name, family=rule.family, severity=rule.severity, path=display,
             line=line, column=col, end_line=eline, end_column=ecol, start_byte=s.start, end_byte=s.end,
-            message=message, snippet=src.line_text(line), fix=fix, cost=c, context={"unused_ids": unused},
+            message=message, snippet=src.snippet(s.start, s.end), fix=fix, cost=c, context={"unused_ids": unused},
         ))
     assign_fingerprints(out, data)
     return out

@@ -10,14 +10,16 @@ refused, so a bad rule can never leave a file broken.
 
 from __future__ import annotations
 
+import bisect
 import difflib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..engine import Engine, FileResult
 from ..findings import Edit, Finding
 from ..parse.treesitter import count_errors, parse
-from ..source import BOM
+from . import guard
 
 MAX_PASSES = 10
 
@@ -57,18 +59,41 @@ def fixable(f: Finding, unsafe: bool, display_only: frozenset[str] = frozenset()
 
 
 def apply_edits(data: bytes, groups: list[list[Edit]]) -> tuple[bytes, list[int]]:
-    """Apply non-conflicting groups; return new bytes and the indices of groups applied."""
-    accepted: list[Edit] = []
+    """Apply non-conflicting groups; return new bytes and the indices of groups applied.
+
+    Groups are taken in order of their first edit; a group is accepted when none of its edits overlaps an edit
+    already accepted (an identical edit is shared, not a conflict). Accepted edits never overlap, so sorted by
+    (start, end) their ends do not decrease either: the edits that may overlap a new one are the few just before
+    its end in that order, found by bisection (a sweep, not a test against every accepted edit).
+    """
+    keys: list[tuple[int, int]] = []  # accepted edits' (start, end), sorted
+    accepted: list[Edit] = []  # in the same order
+    seen: set[Edit] = set()
     applied: list[int] = []
-    order = sorted(range(len(groups)), key=lambda i: (min(e.start for e in groups[i]), i))
+    order = sorted((i for i in range(len(groups)) if groups[i]), key=lambda i: (min(e.start for e in groups[i]), i))
+
+    def conflicts(e: Edit) -> bool:
+        j = bisect.bisect_right(keys, (e.end, sys.maxsize)) - 1
+        while j >= 0 and accepted[j].end >= e.start:
+            a = accepted[j]
+            if a != e and e.overlaps(a):
+                return True
+            j -= 1
+        return False
+
     for gi in order:
         group = groups[gi]
-        if any(e.overlaps(a) for e in group for a in accepted if e != a):
+        if _self_overlapping(group) or any(conflicts(e) for e in group):
             continue
-        fresh = [e for e in group if e not in accepted]
-        accepted.extend(fresh)
+        for e in group:
+            if e in seen:
+                continue
+            seen.add(e)
+            k = (e.start, e.end)
+            at = bisect.bisect_right(keys, k)
+            keys.insert(at, k)
+            accepted.insert(at, e)
         applied.append(gi)
-    accepted.sort(key=lambda e: (e.start, e.end))
     out = []
     pos = 0
     for e in accepted:
@@ -79,6 +104,12 @@ def apply_edits(data: bytes, groups: list[list[Edit]]) -> tuple[bytes, list[int]
     return b"".join(out), applied
 
 
+def _self_overlapping(group: list[Edit]) -> bool:
+    """A finding whose own edits overlap cannot be applied in any order (a rule bug): never apply it."""
+    es = sorted(set(group), key=lambda e: (e.start, e.end))
+    return any(a.overlaps(b) or a.end > b.start for a, b in zip(es, es[1:]))
+
+
 def _normalize_newlines(text: str, newline: bytes) -> str:
     if newline == b"\r\n":
         return text.replace("\r\n", "\n").replace("\n", "\r\n")
@@ -87,39 +118,96 @@ def _normalize_newlines(text: str, newline: bytes) -> str:
 
 def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool = False,
               display_only: frozenset[str] = frozenset()) -> FixResult:
+    """Fix one file's bytes in passes; the result converges (fixing it again changes nothing).
+
+    A rule whose fix still applies after MAX_PASSES passes feeds on its own output: its fixes are
+    withdrawn (with an error naming it) and the file is fixed again without them."""
+    blocked: set[str] = set()
+    notes: list[str] = []
+    for _ in range(3):
+        res, again = _fix_passes(engine, path, data, display, unsafe, blocked, display_only)
+        if not again:
+            break
+        notes += res.errors[-1:]
+        blocked |= again
+    else:
+        res, _ = _fix_passes(engine, path, data, display, unsafe, _ALL, display_only)
+    res.errors = notes + res.errors
+    return res
+
+
+class _Everything(set):
+    def __contains__(self, item: object) -> bool:  # blocks every rule
+        return True
+
+
+_ALL = _Everything()
+
+
+def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool,
+                blocked: set[str], display_only: frozenset[str] = frozenset()) -> tuple[FixResult, set[str]]:
     res = FixResult(display, data, data)
     current = data
     scan: FileResult = engine.scan_bytes(path, current, display)
     res.internal, res.tracebacks = scan.internal, list(scan.tracebacks)
     if scan.errors and not scan.findings:
         res.errors = scan.errors
-        return res
+        return res, set()
     newline = b"\r\n" if b"\r\n" in data[:65536] else b"\n"
-    for _ in range(MAX_PASSES):
-        todo = [f for f in scan.findings if fixable(f, unsafe, display_only)]
+    withdrawn: set[tuple[str, str]] = set()  # (rule, fingerprint) whose edits made a syntax error
+    errors_now = guard.errors_of(current)
+    notes: list[str] = []
+    exhausted = False
+    for n in range(MAX_PASSES + 1):
+        todo = [f for f in scan.findings if fixable(f, unsafe, display_only) and f.rule_id not in blocked
+                and (f.rule_id, f.fingerprint) not in withdrawn]
         if not todo:
             break
+        if n == MAX_PASSES:
+            exhausted = True
+            break
         groups = [[Edit(e.start, e.end, _normalize_newlines(e.text, newline)) for e in f.fix.edits] for f in todo]
-        new, applied = apply_edits(current, groups)
+        while True:
+            new, applied = apply_edits(current, groups)
+            if not applied:
+                break
+            errors_new = guard.errors_of(new)
+            shift = guard.Shift.of([e for i in applied for e in groups[i]])
+            made = guard.new_errors(errors_now, errors_new, shift)
+            if not made:
+                break
+            for i in guard.blame(made, guard.output_spans([(e, i) for i in applied for e in groups[i]])):
+                f = todo[i]
+                withdrawn.add((f.rule_id, f.fingerprint))
+                notes.append(f"{display}:{f.line}: {f.rule_id}: fix refused: it would make a syntax error; left unchanged")
+                groups[i] = []
+            if not any(groups):
+                applied = []
+                break
         if not applied or new == current:
             break
         res.applied.extend(todo[i] for i in applied)
         res.passes += 1
         current = new
+        errors_now = errors_new
         scan = engine.scan_bytes(path, current, display)
     res.remaining = scan.findings
-    res.errors = scan.errors
+    res.errors = scan.errors + sorted(set(notes))
     if scan is not None and scan.internal:
         res.internal, res.tracebacks = scan.internal, list(scan.tracebacks)
+    if exhausted:
+        again = {f.rule_id for f in scan.findings if fixable(f, unsafe, display_only) and f.rule_id not in blocked}
+        res.errors.append(f"{display}: {', '.join(sorted(again))}: fix does not converge (it still applies after "
+                          f"{MAX_PASSES} passes); not applied")
+        return res, again
     if current != data:
-        strip = lambda b: b"   " + b[3:] if b.startswith(BOM) else b  # noqa: E731
-        before = count_errors(parse(strip(data)))
-        after = count_errors(parse(strip(current)))
+        before = count_errors(parse(guard._parse_buffer(data)))
+        after = count_errors(parse(guard._parse_buffer(current)))
         if after > before:
             res.errors.append(f"{display}: fix refused: the result would have {after - before} more syntax error(s); file left unchanged")
             res.fixed = data
             res.applied = []
             res.remaining = engine.scan_bytes(path, data, display).findings
-            return res
+            return res, set()
     res.fixed = current
-    return res
+    return res, set()

@@ -7,6 +7,8 @@ from typing import Any
 
 import tree_sitter as ts
 
+from ..parse.treesitter import parent_of
+
 from .context import FileContext, base_variable, declared_types, named_children, node_text, normalize, scope_of
 from .handles import escapes, handle_key, passed_to_helper_that_calls, same_handle
 from .matchers import Match
@@ -103,12 +105,12 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
 def wrapper_of(m: Match) -> str:
     """`CUBLAS_CHECK` when the match is the only argument of a call such as `CUBLAS_CHECK(cublasCreate(&h))`."""
     node = m.node
-    p = node.parent
+    p = parent_of(node)
     while p is not None and p.type == "parenthesized_expression":
-        node, p = p, p.parent
+        node, p = p, parent_of(p)
     if p is None or p.type != "argument_list" or len([c for c in p.named_children if c.type != "comment"]) != 1:
         return ""
-    call = p.parent
+    call = parent_of(p)
     if call is None or call.type != "call_expression":
         return ""
     fn = call.child_by_field_name("function")
@@ -283,9 +285,9 @@ def _inside(place: str, m: Match, ctx: FileContext) -> bool:
 
 
 def _result_unused(node: ts.Node) -> bool:
-    p = node.parent
+    p = parent_of(node)
     while p is not None and p.type == "parenthesized_expression":
-        p = p.parent
+        p = parent_of(p)
     return p is not None and p.type == "expression_statement"
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..parse.treesitter import Unit, query
+from ..parse.treesitter import Unit, note_deep, parent_of, query
 from ..source import SourceFile
 
 LOOP_TYPES = {"for_statement", "for_range_loop", "while_statement", "do_statement"}
@@ -83,34 +83,72 @@ def function_name_of(fn: ts.Node) -> str | None:
     return None
 
 
+_SCOPES: dict[int, tuple[ts.Node, Scope]] = {}  # node id -> (node, scope_of(node)); the node keeps its tree alive
+
+
+def reset_scope_cache() -> None:
+    """Forget memoized scopes (the engine calls it before each file: node ids are only unique in live trees)."""
+    _SCOPES.clear()
+
+
+def _scope_below(p: ts.Node, child: ts.Node, above: Scope) -> Scope:
+    """The scope of `child`, given that of its parent `p` (`above`)."""
+    t = p.type
+    if t == "function_definition":
+        name = function_name_of(p)
+        if name == "__cudamigrate_macro__":
+            return Scope()
+        quals = frozenset(
+            c.type if not c.is_named else node_text(c)
+            for c in p.children
+            if c.type in ("__global__", "__device__", "__host__", "storage_class_specifier", "attribute_specifier")
+        )
+        return Scope(p, name, quals, 0, False)
+    loops, in_lambda = above.loop_depth, above.in_lambda
+    if t in LOOP_TYPES:
+        # a for-initializer and a range-for's range run once: they are not "in the loop"
+        once = p.child_by_field_name("initializer") if t == "for_statement" else (
+            p.child_by_field_name("right") if t == "for_range_loop" else None)
+        if once is None or not (once.start_byte == child.start_byte and once.end_byte == child.end_byte):
+            loops += 1
+    elif t == "lambda_expression":
+        in_lambda = True
+    if (loops, in_lambda) == (above.loop_depth, above.in_lambda):
+        return above
+    return Scope(above.function, above.function_name, above.qualifiers, loops, in_lambda)
+
+
 def scope_of(node: ts.Node) -> Scope:
-    loops = 0
-    in_lambda = False
-    prev = node
-    cur = node.parent
-    while cur is not None:
-        t = cur.type
-        if t in LOOP_TYPES:
-            # a for-initializer and a range-for's range run once: they are not "in the loop"
-            once = cur.child_by_field_name("initializer") if t == "for_statement" else (
-                cur.child_by_field_name("right") if t == "for_range_loop" else None)
-            if once is None or not (once.start_byte == prev.start_byte and once.end_byte == prev.end_byte):
-                loops += 1
-        elif t == "lambda_expression":
-            in_lambda = True
-        elif t == "function_definition":
-            name = function_name_of(cur)
-            if name == "__cudamigrate_macro__":
-                return Scope(loop_depth=loops, in_lambda=in_lambda)
-            quals = frozenset(
-                c.type if not c.is_named else node_text(c)
-                for c in cur.children
-                if c.type in ("__global__", "__device__", "__host__", "storage_class_specifier", "attribute_specifier")
-            )
-            return Scope(cur, name, quals, loops, in_lambda)
-        prev = cur
-        cur = cur.parent
-    return Scope(loop_depth=loops, in_lambda=in_lambda)
+    """The function around `node`, the loops between them and whether a lambda is between them.
+
+    Memoized per node: the scope of a node follows from its parent's, so matching every call of a deeply
+    nested expression walks each ancestor once instead of once per call."""
+    path: list[ts.Node] = []  # node and its ancestors that have no memoized scope yet, innermost first
+    cur = node
+    base: Scope | None = None
+    while True:
+        hit = _SCOPES.get(cur.id)
+        if hit is not None:
+            base = hit[1]
+            break
+        path.append(cur)
+        p = parent_of(cur)
+        if p is None:
+            break
+        cur = p
+    note_deep(len(path))
+    if base is None:  # reached the root: no function, no loop
+        parent = path.pop()
+        base = Scope()
+        _SCOPES[parent.id] = (parent, base)
+    else:
+        parent = cur
+    scope = base
+    for child in reversed(path):
+        scope = _scope_below(parent, child, scope)
+        _SCOPES[child.id] = (child, scope)
+        parent = child
+    return scope
 
 
 @dataclass
@@ -176,13 +214,13 @@ class FileContext:
                   "(field_declaration declarator: (function_declarator) @d)")
         for _, caps in ts.QueryCursor(q).matches(self.main.root):
             d = caps["d"][0]
-            anc = d.parent
+            anc = parent_of(d)
             nested = False
             while anc is not None:
                 if anc.type in ("namespace_definition", "class_specifier", "struct_specifier", "union_specifier"):
                     nested = True
                     break
-                anc = anc.parent
+                anc = parent_of(anc)
             if nested:
                 continue  # my::reduce or a method: never the global API name
             while d is not None and d.type != "function_declarator":
@@ -230,7 +268,7 @@ def declarator_name(d: ts.Node) -> tuple[str, bool] | None:
         if nxt is None:
             return None
         d = nxt
-    if d.type == "function_declarator" and d.parent is not None and d.parent.type == "declaration" \
+    if d.type == "function_declarator" and parent_of(d) is not None and parent_of(d).type == "declaration" \
             and scope_of(d).function is not None:
         # `thrust::device_vector<int> v(n);` in a block parses like a function declaration (the vexing parse);
         # C++ forbids local function definitions, and local declarations of functions are rare

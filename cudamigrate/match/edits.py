@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import tree_sitter as ts
+
+from ..parse.treesitter import parent_of
 
 from ..findings import Edit
 from ..templates import render
@@ -23,8 +26,8 @@ class EditError(Exception):
 
 def statement_of(node: ts.Node) -> ts.Node:
     cur = node
-    while cur.parent is not None and cur.parent.type not in STATEMENT_STOP:
-        cur = cur.parent
+    while parent_of(cur) is not None and parent_of(cur).type not in STATEMENT_STOP:
+        cur = parent_of(cur)
     return cur
 
 
@@ -104,9 +107,9 @@ JUMPS = {"break_statement", "return_statement", "continue_statement", "goto_stat
 def case_of(node: ts.Node) -> ts.Node | None:
     """The case_statement whose label value is `node` (through parentheses and `::` qualification)."""
     cur = node
-    while cur.parent is not None and cur.parent.type in ("parenthesized_expression", "qualified_identifier"):
-        cur = cur.parent
-    p = cur.parent
+    while parent_of(cur) is not None and parent_of(cur).type in ("parenthesized_expression", "qualified_identifier"):
+        cur = parent_of(cur)
+    p = parent_of(cur)
     if p is not None and p.type == "case_statement":
         v = p.child_by_field_name("value")
         if v is not None and v.start_byte == cur.start_byte and v.end_byte == cur.end_byte:
@@ -148,11 +151,11 @@ def _base_specifier_range(m: Match, ctx: FileContext) -> tuple[int, int]:
     """This base class in `struct S : public A, B {`: `: public A` when it is the only base (with the space
     before it), else `public A, ` / `, B`."""
     node = m.node
-    while node.parent is not None and node.parent.type != "base_class_clause":
-        if node.parent.type not in ("qualified_identifier", "template_type"):
+    while parent_of(node) is not None and parent_of(node).type != "base_class_clause":
+        if parent_of(node).type not in ("qualified_identifier", "template_type"):
             raise EditError("match is not a base class")
-        node = node.parent
-    clause = node.parent
+        node = parent_of(node)
+    clause = parent_of(node)
     if clause is None:
         raise EditError("match is not a base class")
     kids = list(clause.children)
@@ -217,6 +220,8 @@ def build_edits(specs: list[dict[str, Any]], m: Match, ctx: FileContext, tctx: d
             text = render(str(spec["with"]), tctx)
             if idx is None:
                 raise EditError(f"unknown argument {spec['insert_arg']!r}")
+            if idx > len(m.args):  # arguments before it are missing: its position would be a guess
+                raise EditError(f"argument {spec['insert_arg']!r} cannot be placed: the call has {len(m.args)} argument(s)")
             if idx < len(m.args):
                 s = m.abs(m.args[idx])[0]
                 edits.append(Edit(s, s, text + ", "))
@@ -258,6 +263,16 @@ def build_edits(specs: list[dict[str, Any]], m: Match, ctx: FileContext, tctx: d
     return edits
 
 
+_USES_TEXT: dict[int, tuple[Any, bool]] = {}  # id(rule) -> (rule, its templates mention `text`)
+
+
+def _uses_text(rule: Any) -> bool:
+    got = _USES_TEXT.get(id(rule))
+    if got is None:
+        got = _USES_TEXT[id(rule)] = (rule, bool(re.search(r"\btext\b", f"{rule.message}\n{rule.fix!r}")))
+    return got[1]
+
+
 def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dict[str, Any]:
     data = ctx.source.data
     args: dict[str, str] = {}
@@ -279,7 +294,9 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
         "argv": argv,
         "argc": len(argv),
         "call_args": [node_text(n) for n in m.call_args],
-        "text": data[s:e].decode("utf-8", "surrogateescape"),
+        # the matched text only for rules that quote it: decoding an outer call around thousands of nested
+        # ones for every finding made scanning quadratic in nesting
+        "text": data[s:e].decode("utf-8", "surrogateescape") if _uses_text(m.rule) else "",
         "field": node_text(m.field_node) if m.field_node is not None else "",
         "receiver": node_text(m.receiver) if m.receiver is not None else "",
         "options": options,

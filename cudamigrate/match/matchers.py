@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 
 import tree_sitter as ts
 
-from ..parse.treesitter import Unit, query
+from ..parse.treesitter import Unit, query, parent_of
 from ..rules.schema import Rule
 from .context import FileContext, named_children, node_text, normalize, normalize_name
 
@@ -84,8 +84,8 @@ def climb_name(hit: ts.Node) -> tuple[ts.Node, ts.Node]:
     """From an identifier climb through `a::b::name` and `name<T>`; return (top, qualified-only top)."""
     cur = hit
     qual_top = hit
-    while cur.parent is not None:
-        p = cur.parent
+    while parent_of(cur) is not None:
+        p = parent_of(cur)
         if p.type == "qualified_identifier" and _same(p.child_by_field_name("name"), cur):
             cur = p
             qual_top = p
@@ -99,10 +99,10 @@ def climb_name(hit: ts.Node) -> tuple[ts.Node, ts.Node]:
 def call_of(hit: ts.Node) -> tuple[ts.Node, ts.Node] | None:
     """(call_expression, callee) when the identifier names the called function."""
     top, _ = climb_name(hit)
-    p = top.parent
+    p = parent_of(top)
     if p is not None and p.type == "field_expression" and _same(p.child_by_field_name("field"), top):
         top = p
-        p = top.parent
+        p = parent_of(top)
     if p is not None and p.type == "call_expression" and _same(p.child_by_field_name("function"), top):
         return p, top
     return None
@@ -121,11 +121,11 @@ def _resolve_name(ctx: FileContext, written: str, wanted: Iterable[str]) -> str 
 
 def _outer_qualified(node: ts.Node) -> ts.Node | None:
     """For `a::T<x>::member` and the node `T<x>` (a scope), the qualified_identifier that starts at `a`."""
-    p = node.parent
+    p = parent_of(node)
     if p is None or p.type != "qualified_identifier" or not _same(p.child_by_field_name("scope"), node):
         return None
-    while p.parent is not None and p.parent.type == "qualified_identifier" and _same(p.parent.child_by_field_name("name"), p):
-        p = p.parent
+    while parent_of(p) is not None and parent_of(p).type == "qualified_identifier" and _same(parent_of(p).child_by_field_name("name"), p):
+        p = parent_of(p)
     return p
 
 
@@ -135,8 +135,8 @@ def _match_namespace_glob(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node
     if not globs:
         return None
     top = hit
-    while top.parent is not None and top.parent.type == "qualified_identifier":
-        top = top.parent
+    while parent_of(top) is not None and parent_of(top).type == "qualified_identifier":
+        top = parent_of(top)
     if top is hit:
         return None
     written = normalize_name(node_text(top))
@@ -148,10 +148,10 @@ def _match_namespace_glob(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node
         last = last.child_by_field_name("name")
     if last.type in ("template_type", "template_function") and last.child_by_field_name("name") is not None:
         last = last.child_by_field_name("name")
-    p = top.parent
+    p = parent_of(top)
     if p is not None and p.type in ("template_function", "template_type") and _same(p.child_by_field_name("name"), top):
         top = p
-        p = top.parent
+        p = parent_of(top)
     if last.type == "type_identifier" or (p is not None and p.type == "type_descriptor"):
         role = "type"
     elif p is not None and p.type == "call_expression" and _same(p.child_by_field_name("function"), top):
@@ -237,8 +237,8 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
             return m
         # `cub::DeviceSpmv::CsrMV(...)`: a class used as a scope is parsed as a namespace name
         outer = hit
-        while outer.parent is not None and outer.parent.type == "qualified_identifier":
-            outer = outer.parent
+        while parent_of(outer) is not None and parent_of(outer).type == "qualified_identifier":
+            outer = parent_of(outer)
         if outer is hit or "type" not in roles:
             return None
         written = normalize_name(outer.text[: hit.end_byte - outer.start_byte].decode("utf-8", "replace"))
@@ -253,10 +253,14 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
     top, qual_top = climb_name(hit)
     written = normalize_name(node_text(qual_top)) if qual_top is not hit else node_text(hit)
     written = normalize_name(written)
-    name = _resolve_name(ctx, written, rule.spec["names"])
+    outer = _outer_qualified(top) if qual_top is hit else None
+    # `cuda::std::numeric_limits<int>::max`: the name is the scope of a longer qualified name and is itself
+    # qualified (by `cuda::std::`); only that qualified spelling may be resolved, never the bare name through
+    # `using namespace thrust;` (which made a rename to `cuda::std::numeric_limits` match its own output)
+    qualified_scope = outer is not None and outer.start_byte < top.start_byte
+    name = None if qualified_scope else _resolve_name(ctx, written, rule.spec["names"])
     if name is None:
         # `thrust::iterator_traits<T>::value_type`: the name is the scope of a longer qualified name
-        outer = _outer_qualified(top) if qual_top is hit else None
         if outer is None:
             return None
         s, e = unit.abs(outer)[0], unit.abs(top)[1]
@@ -278,7 +282,7 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
     elif call is not None:
         role = "call"
     elif hit.type == "identifier":
-        p = top.parent
+        p = parent_of(top)
         if p is not None and p.type in DECLARATOR_PARENTS and p.type not in ("declaration", "parameter_declaration"):
             # `int clockRate = ...;` declares a user variable of that name
             if _same(p.child_by_field_name("declarator"), top) or p.type in ("preproc_def", "preproc_function_def", "enumerator"):
@@ -339,7 +343,7 @@ def _declared_type(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> str
 def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
     if hit.type != "field_identifier":
         return None
-    p = hit.parent
+    p = parent_of(hit)
     if p is None or p.type != "field_expression" or not _same(p.child_by_field_name("field"), hit):
         return None
     recv = p.child_by_field_name("argument")
@@ -359,7 +363,7 @@ def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Matc
             return None  # unknown receiver, and the file declares its own field of that name
     m = Match(rule=rule, unit=unit, node=p, name=node_text(hit), written=node_text(hit), field_node=hit, receiver=recv,
               name_range=unit.abs(hit), ident_range=unit.abs(hit))
-    call = p.parent
+    call = parent_of(p)
     m.vars["is_write"] = bool(call is not None and call.type == "assignment_expression" and _same(call.child_by_field_name("left"), p))
     return m
 

@@ -13,6 +13,7 @@ so every node maps back to absolute offsets in the original file.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -95,3 +96,150 @@ def macro_units(tree: ts.Tree, data: bytes, keywords: re.Pattern[bytes] | None) 
         name = caps["name"][0].text.decode("utf-8", "replace")
         units.append(Unit(tree=sub, base=body.start_byte - len(MACRO_WRAP_PREFIX), in_macro=True, macro_name=name))
     return units
+
+
+def error_nodes(tree: ts.Tree) -> list[tuple[str, int, int]]:
+    """(kind, start, end) of every ERROR node and MISSING node, in document order (walks only the subtrees
+    that the tree marks as holding errors)."""
+    out: list[tuple[str, int, int]] = []
+    root = tree.root_node
+    if not root.has_error:
+        return out
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_missing:
+            out.append(("MISSING " + node.type, node.start_byte, node.end_byte))
+        elif node.type == "ERROR":
+            out.append(("ERROR", node.start_byte, node.end_byte))
+        if node.has_error:
+            stack.extend(reversed(node.children))
+    return out
+
+
+@dataclass
+class ErrorSpans:
+    """Where a file has syntax errors, as sorted disjoint closed intervals of absolute offsets.
+
+    A fix that touches such a span edits code the parser did not understand (`cub::WARP_ANY(v t(f());=a;`):
+    its match and argument boundaries are guesses, so the fix is not offered."""
+
+    starts: list[int]
+    ends: list[int]
+
+    @classmethod
+    def of_units(cls, units: list[Unit]) -> "ErrorSpans":
+        raw: list[tuple[int, int]] = []
+        for u in units:
+            if not u.tree.root_node.has_error:
+                continue
+            lo, hi = u.base, u.base + u.tree.root_node.end_byte
+            if u.in_macro:  # the wrapper around a macro body is ours: clamp its errors to the body
+                lo, hi = lo + len(MACRO_WRAP_PREFIX), hi - len(MACRO_WRAP_SUFFIX)
+            for _, s, e in error_nodes(u.tree):
+                s, e = min(max(s + u.base, lo), hi), min(max(e + u.base, lo), hi)
+                raw.append((s, e))
+        raw.sort()
+        starts: list[int] = []
+        ends: list[int] = []
+        for s, e in raw:
+            if ends and s <= ends[-1]:
+                ends[-1] = max(ends[-1], e)
+            else:
+                starts.append(s)
+                ends.append(e)
+        return cls(starts, ends)
+
+    def touches(self, start: int, end: int) -> bool:
+        """Whether [start, end] overlaps or touches an error span."""
+        import bisect
+
+        i = bisect.bisect_right(self.starts, end) - 1
+        return i >= 0 and self.ends[i] >= start
+
+
+def syntax_blocker(spans: ErrorSpans, arglist: tuple[int, int] | None, edits) -> str | None:
+    """Why a fix must not be offered: an edit touches a syntax error of the input, or the argument list the
+    rule reads does (its argument boundaries are guesses). An error elsewhere in the match (an `#if` among a
+    launch's kernel arguments) does not block an edit of the launch configuration."""
+    if not spans.starts:
+        return None
+    if (arglist is not None and spans.touches(*arglist)) or any(spans.touches(e.start, e.end) for e in edits):
+        return "no automatic fix: the code around the match has a syntax error"
+    return None
+
+
+# ------------------------------------------------------------------ cheap parents
+# `Node.parent` descends from the root (O(depth)), so walking a node's ancestors is quadratic in nesting and
+# matching every call of a deeply nested expression cubic. `parent_of` is `Node.parent` with a per-scan
+# cache: once a walk turns out deep, the parents of its whole tree are indexed in one traversal.
+DEEP_WALK = 100
+_PARENTS: dict[int, ts.Node | None] = {}
+_INDEXED: set[int] = set()
+_KEEP: list[ts.Node] = []  # the roots indexed: keeps their trees (and so the node ids) alive until reset
+_ROOTS: list[ts.Node] = []
+_SPENT = 0.0  # seconds spent in uncached Node.parent during this scan
+INDEX_AFTER_S = 0.02
+
+
+def reset_parent_cache() -> None:
+    """Forget cached parents (the engine calls it before each file)."""
+    global _SPENT
+    _SPENT = 0.0
+    _PARENTS.clear()
+    _INDEXED.clear()
+    _KEEP.clear()
+    _ROOTS.clear()
+
+
+def _index_tree(root: ts.Node) -> None:
+    if root.id in _INDEXED:
+        return
+    _INDEXED.add(root.id)
+    _KEEP.append(root)
+    _PARENTS[root.id] = None
+    cur = root.walk()
+    stack: list[ts.Node] = [root]
+    # iterative pre-order walk; the stack holds the current node's ancestors
+    while True:
+        if cur.goto_first_child():
+            node = cur.node
+            _PARENTS[node.id] = stack[-1]
+            stack.append(node)
+            continue
+        while not cur.goto_next_sibling():
+            if not cur.goto_parent():
+                return
+            stack.pop()
+        stack.pop()
+        node = cur.node
+        _PARENTS[node.id] = stack[-1]
+        stack.append(node)
+
+
+def parent_of(node: ts.Node) -> ts.Node | None:
+    """`node.parent`, O(1) once the node's tree has been indexed: the scan's trees are indexed once the
+    uncached lookups of this scan have taken INDEX_AFTER_S (deep trees), so shallow files never pay for it."""
+    global _SPENT
+    nid = node.id
+    if nid in _PARENTS:
+        return _PARENTS[nid]
+    t0 = time.perf_counter()
+    p = node.parent
+    _SPENT += time.perf_counter() - t0
+    if _SPENT > INDEX_AFTER_S and _ROOTS:
+        note_deep(DEEP_WALK)
+    return p
+
+
+def register_roots(roots: list[ts.Node]) -> None:
+    """The trees of the file being scanned (the engine calls it with its units' roots)."""
+    _ROOTS[:] = roots
+
+
+def note_deep(steps: int) -> None:
+    """Called by ancestor walks: after a walk of DEEP_WALK steps, index the registered trees once."""
+    if steps >= DEEP_WALK and _ROOTS:
+        for root in _ROOTS:
+            _index_tree(root)
+        _ROOTS.clear()

@@ -132,7 +132,7 @@ def result(f: Finding, rule_index: dict[str, int], pos: Positions | None) -> dic
     reg = {"startLine": f.line, "startColumn": f.column, "endLine": f.end_line, "endColumn": f.end_column,
            "byteOffset": f.start_byte, "byteLength": f.end_byte - f.start_byte}
     phys: dict = {"artifactLocation": artifact_location(f.path), "region": reg}
-    if pos is not None and f.end_byte <= len(pos.data):
+    if pos is not None and f.end_byte <= len(pos.data) and f.end_byte - f.start_byte <= 4096:  # bounded output
         reg["snippet"] = {"text": pos.data[f.start_byte : f.end_byte].decode("utf-8", "replace")}
     if f.snippet:
         phys["contextRegion"] = {"startLine": f.line, "endLine": f.line, "snippet": {"text": f.snippet}}

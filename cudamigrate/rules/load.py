@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -9,6 +11,7 @@ import yaml
 
 from ..templates import TemplateError, check_template
 from ..textsafe import one_line
+from . import safety
 from .schema import Rule, RuleError, validate
 
 
@@ -35,6 +38,11 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 def load_rule_file(path: Path) -> Rule:
     try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end
+            raise RuleError(f"{path}: <file>: not a regular file")
+        if st.st_size > safety.MAX_FILE_BYTES:
+            raise RuleError(f"{path}: <file>: too large ({st.st_size} bytes > {safety.MAX_FILE_BYTES})")
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}: <file>: cannot read ({exc})") from None
@@ -45,6 +53,11 @@ def load_rule_file(path: Path) -> Rule:
         where = f"line {mark.line + 1}" if mark else "<yaml>"
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise RuleError(f"{path}: {where}: invalid YAML ({problem})") from None
+    try:
+        safety.check_expansion(doc)
+        safety.check_regexes(doc)
+    except safety.UnsafeRule as exc:
+        raise RuleError(f"{path}: {exc}") from None
     try:
         rule = validate(doc, path)
     except RuleError:

@@ -1,0 +1,105 @@
+"""Work per file stays bounded on pathological inputs: prints figures, asserts nothing.
+
+    python bench/bounds.py [--depth 5000] [--calls 4000] [--findings 20000] [--quick]
+
+Cases (issue 15's targets in brackets):
+  nesting   one statement with API calls nested DEPTH deep, scanned          [< 5 s at 5,000]
+  long-line a 100 KB line holding CALLS API calls, scanned; JSON report size  [< 5 s, bounded memory]
+  fix-many  FINDINGS safe findings in one file, fixed                         [< 10 s at 20,000]
+Each case runs in a fresh process so that its peak memory (max RSS) is its own; `time` is wall time, `cpu`
+the process's CPU time (the figure to compare on a loaded machine).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# a created stream: legacy-stream rules report only where the legacy stream meets another blocking stream
+STREAM = "cudaStream_t s_; cudaStreamCreate(&s_); cudaMemsetAsync(p_, 0, 4, s_);"
+
+
+def nesting(depth: int) -> bytes:
+    inner = "p"
+    for _ in range(depth):
+        inner = f"cudaMemsetAsync({inner}, 0, n, 0)"
+    return f"void f(void* p, int n) {{\n  {STREAM}\n  {inner};\n}}\n".encode()
+
+
+def nesting_mixed(depth: int) -> bytes:
+    inner = "0"
+    for i in range(depth):
+        inner = f"cudaThreadSynchronize() + __any(({inner}))" if i % 2 else f"max(__shfl({inner}, 1), 2)"
+    return f"__global__ void k(int n) {{\n  int x = {inner};\n}}\n".encode()
+
+
+def long_line(calls: int) -> bytes:
+    body = " ".join(f"cudaMemcpyAsync(d{i % 10}, h, n, cudaMemcpyHostToDevice, 0);" for i in range(calls))
+    return f"void f(float* d0, float* h, int n) {{ {STREAM} {body} }}\n".encode()
+
+
+def fix_many(findings: int) -> bytes:
+    return ("void f() {\n" + "".join("  cudaThreadSynchronize();\n" for _ in range(findings)) + "}\n").encode()
+
+
+def _child(case: str, size: int) -> None:
+    sys.path.insert(0, str(ROOT))
+    from cudamigrate.engine import Engine, Options
+    from cudamigrate.fix.apply import fix_bytes
+    from cudamigrate.rules.load import load_rules
+
+    rules = load_rules([ROOT / "rules"]).rules
+    eng = Engine(rules, Options())
+    data = {"nesting": nesting, "nesting-mixed": nesting_mixed, "long-line": long_line, "fix-many": fix_many}[case](size)
+    path = Path(f"bench.{'cu'}")
+    t0 = time.perf_counter()
+    c0 = time.process_time()
+    extra = ""
+    if case == "fix-many":
+        res = fix_bytes(eng, path, data, "bench.cu")
+        n, errors = len(res.applied), res.errors
+        extra = f" passes={res.passes} remaining={len(res.remaining)}"
+    else:
+        res = eng.scan_bytes(path, data, "bench.cu")
+        n, errors = len(res.findings), res.errors
+        out = json.dumps([f.to_dict() for f in res.findings])
+        extra = f" json={len(out) / 1e6:.1f}MB"
+    dt = time.perf_counter() - t0
+    cpu = time.process_time() - c0
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"{case:14s} size={size:<6d} input={len(data) / 1e3:.0f}KB findings={n:<6d} time={dt:6.2f}s cpu={cpu:6.2f}s "
+          f"maxrss={rss:.0f}MB{extra} errors={len(errors)}{' ' + errors[0][:100] if errors else ''}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--depth", type=int, default=5000)
+    ap.add_argument("--calls", type=int, default=4000)
+    ap.add_argument("--findings", type=int, default=20000)
+    ap.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        _child(a.child[0], int(a.child[1]))
+        return
+    plan = []
+    for d in ([100, 200] if a.quick else [500, 1000, 2000, a.depth]):
+        plan += [("nesting", d), ("nesting-mixed", d)]
+    for c in ([200] if a.quick else [1000, a.calls]):
+        plan.append(("long-line", c))
+    for f in ([500] if a.quick else [2000, 8000, a.findings]):
+        plan.append(("fix-many", f))
+    for case, size in plan:
+        subprocess.run([sys.executable, __file__, "--child", case, str(size)], check=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""The local syntax guard of `fix`: a pass may not create a syntax error anywhere.
+
+Counting ERROR/MISSING nodes before and after misses an edit that moves an error (one error fixed by chance,
+another made elsewhere: the totals agree). Instead every error node of the result must be an error node of the
+input, shifted by the edits before it; an error node that was not there is blamed on the nearest applied edit,
+whose finding is withdrawn. Findings whose match touches an error of the input are not offered a fix at all
+(see `parse.treesitter.syntax_blocker`), so the input's errors never sit inside an edit.
+"""
+
+from __future__ import annotations
+
+import bisect
+from pathlib import Path
+from dataclasses import dataclass
+
+from ..findings import Edit
+from ..parse.treesitter import error_nodes, parse
+from ..source import BOM, SourceFile
+
+
+def _parse_buffer(data: bytes) -> bytes:
+    """What the scan parses (BOM and comments on continued macro lines blanked), so that error nodes here are
+    the ones the scan's `fix_blocked` check saw."""
+    return SourceFile(path=Path("-"), data=data, has_bom=data.startswith(BOM)).parse_bytes
+
+
+def errors_of(data: bytes) -> list[tuple[str, int, int]]:
+    return error_nodes(parse(_parse_buffer(data)))
+
+
+@dataclass
+class Shift:
+    """Maps offsets of the input, outside the edits, to offsets of the output of non-overlapping edits."""
+
+    ends: list[int]  # edits' end offsets (input), sorted
+    deltas: list[int]  # cumulative size change up to and including edit i
+
+    @classmethod
+    def of(cls, edits: list[Edit]) -> "Shift":
+        ends, deltas = [], []
+        d = 0
+        for e in sorted(set(edits), key=lambda e: (e.start, e.end)):
+            d += len(e.text.encode("utf-8", "surrogateescape")) - (e.end - e.start)
+            ends.append(e.end)
+            deltas.append(d)
+        return cls(ends, deltas)
+
+    def map(self, pos: int) -> int:
+        i = bisect.bisect_right(self.ends, pos) - 1
+        return pos + (self.deltas[i] if i >= 0 else 0)
+
+
+def output_spans(pairs: list[tuple[Edit, int]]) -> list[tuple[int, int, int]]:
+    """(start, end, group) in the output of each applied (edit, group), sorted."""
+    out = []
+    d = 0
+    last: Edit | None = None
+    for e, g in sorted(pairs, key=lambda p: (p[0].start, p[0].end, p[1])):
+        if last is not None and e == last:  # an identical edit shared by two groups is applied once
+            out.append((out[-1][0], out[-1][1], g))
+            continue
+        n = len(e.text.encode("utf-8", "surrogateescape"))
+        out.append((e.start + d, e.start + d + n, g))
+        d += n - (e.end - e.start)
+        last = e
+    return out
+
+
+def new_errors(before: list[tuple[str, int, int]], after: list[tuple[str, int, int]], shift: Shift) -> list[tuple[str, int, int]]:
+    """Error nodes of the output that are not error nodes of the input moved by the edits."""
+    old = {(k, shift.map(s), shift.map(e)) for k, s, e in before}
+    return [x for x in after if x not in old]
+
+
+def blame(errors: list[tuple[str, int, int]], spans: list[tuple[int, int, int]]) -> set[int]:
+    """The groups to withdraw for new errors: `spans` are (output start, output end, group) of the applied
+    edits, sorted; an error is blamed on the edits it touches, else on the nearest edit before it (a parser
+    reports a syntax error at or after its cause), else on the first edit."""
+    out: set[int] = set()
+    starts = [s for s, _, _ in spans]
+    for _, es, ee in errors:
+        hit: set[int] = set()
+        i = bisect.bisect_right(starts, ee) - 1
+        while i >= 0 and spans[i][1] >= es:  # applied edits do not overlap: their ends are sorted too
+            hit.add(spans[i][2])
+            i -= 1
+        if not hit:
+            i = bisect.bisect_right(starts, es) - 1
+            hit = {spans[i][2] if i >= 0 else spans[0][2]}
+        out |= hit
+    return out

@@ -1,0 +1,39 @@
+"""A short seeded run of the fuzz campaign (bench/fuzz.py runs the long one): scan and fix never raise, a
+second fix changes nothing, fix never adds syntax errors, never touches bytes outside its edits and never
+writes a file without a fixable finding."""
+
+from __future__ import annotations
+
+import sys
+
+from .helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+import fuzz  # noqa: E402
+
+
+def test_seeded_fuzz_campaign():
+    counts, failures = fuzz.campaign(250, seed=7, jobs=1)
+    assert counts["inputs"] == 250
+    assert not failures, [(i, b) for i, b, _ in failures[:5]]
+
+
+# inputs that issue 15 and the campaign found, kept as regressions
+FOUND = [
+    b'cublasCreate(("");\n',
+    b"cudaMemcpyAsync(,(),p{d)\n",
+    b"void f() { y = cub::WARP_ANY(v t(f());=a; }\n",
+    b"void f() { int y = cub::WARP_ANY(v\n}\nvoid g() { int z = 1; }\n",
+    b"/* old code /* cudamigrate: ignore[CM101] */\nint x;\n",
+    b"void f(cudaArray_t a) { cudaMemcpyArrayToArray(a, 0); }\n",
+    b"#include <thrust/device_vector.h>\nusing namespace thrust;\nint f() { return numeric_limits<int>::max(); }\n",
+    b"void f() { cublasHandle_t h; cublasCreate(&(h)); cublasDestroy(h); }\n",
+]
+
+
+def test_found_inputs_keep_every_property():
+    if fuzz._ENGINE is None:
+        fuzz._init()
+    for data in FOUND:
+        assert fuzz.check(data) == [], data

@@ -1,0 +1,142 @@
+"""Rule files and configuration from a repository are data, never code: bounded work whatever they say."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from cudamigrate.config import ConfigError, load_config
+from cudamigrate.engine import Engine, Options
+from cudamigrate.rules.load import load_rules
+from cudamigrate.rules.safety import UnsafeRule, check_regex
+from cudamigrate.source import SNIPPET_LIMIT
+
+from .helpers import all_rules
+
+HEAD = "id: CM9100\nname: hostile\nfamily: test\nsummary: s\nseverity: info\nreferences: [test]\n"
+
+
+@pytest.fixture(autouse=True)
+def _alarm():
+    """A hang is a failure, not a stuck test run."""
+    def boom(*_):
+        raise TimeoutError("blocked")
+    old = signal.signal(signal.SIGALRM, boom)
+    signal.alarm(20)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def _load(tmp_path, text: str):
+    d = tmp_path / "rules"
+    d.mkdir(exist_ok=True)
+    (d / "CM9100-hostile.yaml").write_text(text)
+    t0 = time.monotonic()
+    rs = load_rules([d])
+    return rs, time.monotonic() - t0
+
+
+def test_yaml_alias_bomb_is_refused(tmp_path):
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    prev = "a"
+    for i in range(1, 9):
+        bomb += f"{chr(97 + i)}: &{chr(97 + i)} [" + ", ".join([f"*{prev}"] * 10) + "]\n"
+        prev = chr(97 + i)
+    text = HEAD + "message: '{{ data }}'\nmatch: {call: {names: [cudaFree]}}\ndata:\n" + "".join(
+        "  " + line + "\n" for line in bomb.splitlines())
+    rs, dt = _load(tmp_path, text)
+    assert not rs.rules and "aliases" in rs.errors[0], rs.errors
+
+
+@pytest.mark.parametrize("pattern", [r"(a+)+$", r"(\w+\s?)*$", r"^(\(.*\))*$", r"(x+x+)+y"])
+def test_catastrophic_regex_is_refused(tmp_path, pattern):
+    with pytest.raises(UnsafeRule):
+        check_regex(pattern)
+    text = HEAD + f"message: m\nmatch: {{call: {{names: [cudaFree]}}}}\nwhere: {{text_matches: '{pattern}'}}\n"
+    rs, _ = _load(tmp_path, text)
+    assert not rs.rules and "text_matches" in rs.errors[0] and "backtracking" in rs.errors[0], rs.errors
+
+
+def test_shipped_regexes_pass_the_check():
+    assert all_rules()  # helpers.all_rules asserts the shipped rules load without errors
+
+
+@pytest.mark.parametrize("template", [
+    "{{ lipsum(10**6) }}",
+    "{% for i in range(10**7) %}x{% endfor %}",
+    "{{ 'a' * 10**9 }}",
+    "{{ 'x'|center(10**9) }}",
+    "{{ 9**9**9 }}",
+    "{% set ns = namespace(s='a') %}{% for i in range(60) %}{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s }}",
+])
+def test_jinja_blowups_become_an_error_for_that_finding(tmp_path, template):
+    text = HEAD + f"message: \"{template}\"\nmatch: {{call: {{names: [cudaFree]}}}}\n"
+    rs, _ = _load(tmp_path, text)
+    if rs.errors:
+        return  # refused when loading
+    eng = Engine(rs.rules, Options())
+    t0 = time.monotonic()
+    res = eng.scan_bytes(Path("t.cu"), b"void f(void* p) { cudaFree(p); }\n")
+    assert time.monotonic() - t0 < 5
+    assert not res.findings and res.errors and "CM9100" in res.errors[0], res.errors
+
+
+@pytest.mark.parametrize("template", ["{% for a in argv %}{% for b in argv %}{% endfor %}{% endfor %}",
+                                      "{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}",
+                                      "{{ ''.__class__.__mro__ }}"])
+def test_jinja_nested_loops_macros_and_internals_are_refused(tmp_path, template):
+    text = HEAD + f"message: \"{template}\"\nmatch: {{call: {{names: [cudaFree]}}}}\n"
+    rs, _ = _load(tmp_path, text)
+    if not rs.errors:
+        res = Engine(rs.rules, Options()).scan_bytes(Path("t.cu"), b"void f(void* p) { cudaFree(p); }\n")
+        assert not res.findings and res.errors
+    else:
+        assert not rs.rules
+
+
+def test_fifo_rule_file_and_config_do_not_block(tmp_path):
+    d = tmp_path / "rules"
+    d.mkdir()
+    os.mkfifo(d / "CM9100-fifo.yaml")
+    rs = load_rules([d])
+    assert not rs.rules and "not a regular file" in rs.errors[0]
+    os.mkfifo(tmp_path / "cfg.toml")
+    with pytest.raises(ConfigError, match="not a regular file"):
+        load_config(tmp_path / "cfg.toml", section=None)
+
+
+def test_per_file_time_budget_turns_a_slow_file_into_one_error():
+    eng = Engine(all_rules(), Options(time_budget_s=1e-9))
+    code = ("void f() {\n" + "  cudaThreadSynchronize();\n" * 200 + "}\n").encode()
+    res = eng.scan_bytes(Path("slow.cu"), code, "slow.cu")
+    assert not res.findings and len(res.errors) == 1 and res.errors[0].startswith("slow.cu: scan stopped")
+
+
+def test_snippet_is_bounded_on_a_long_line():
+    line = " ".join("cudaThreadSynchronize();" for _ in range(2000))
+    res = Engine(all_rules(), Options()).scan_bytes(Path("long.cu"), f"void f() {{ {line} }}\n".encode())
+    assert len(res.findings) == 2000
+    assert all(len(f.snippet) <= SNIPPET_LIMIT + 2 and "cudaThreadSynchronize" in f.snippet for f in res.findings)
+    assert len({f.fingerprint for f in res.findings}) == 2000
+
+
+def test_render_cache_never_mixes_inputs():
+    from cudamigrate.templates import render
+
+    data = {"x": {"rename": "A"}}
+    t = "{{ name }}/{{ args.stream | default('-') }}/{{ data[name].rename if name in data else '?' }}/{{ 1 if flag else 0 }}"
+    seen = {}
+    for name in ("x", "y"):
+        for args in ({}, {"stream": "s"}, {"stream": "t"}):
+            for flag in (True, 1, False, 0, None):
+                ctx = {"name": name, "args": args, "data": data, "flag": flag}
+                seen[(name, str(args), repr(flag))] = render(t, ctx)
+                assert render(t, dict(ctx)) == seen[(name, str(args), repr(flag))]
+    assert seen[("x", "{'stream': 's'}", "True")] == "x/s/A/1"
+    assert seen[("y", "{}", "None")] == "y/-/?/0"
+    assert seen[("x", "{'stream': 't'}", "0")] == "x/t/A/0"
