@@ -35,6 +35,7 @@ class Options:
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
     keep_compat: tuple[int, int] | None = None  # oldest toolkit the fixed code must still build with
+    include_roots: tuple[str, ...] = ()  # the scanned paths: where `#include` finds the project's headers
 
 
 @dataclass
@@ -243,7 +244,8 @@ class Engine:
             kw_rx = re.compile(pat)
             units += macro_units(tree, pbytes, kw_rx)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
-                          semantic=semantic, project=self.project, api_names=frozenset(found))
+                          semantic=semantic, project=self.project, api_names=frozenset(found),
+                          include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat)
         matches: list[Match] = []
         hit_rules: dict[str, list[Rule]] = {}
         for k in keys:
