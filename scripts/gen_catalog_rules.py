@@ -361,31 +361,49 @@ def _sig(params: list[str], where=None, edits=None, app="unsafe", caveat=None, m
 
 
 SIGNATURE: dict[str, dict] = {
+    # The legacy array copies are deprecated, not removed (cuda_runtime_api.h 13.0:7584-7770, __CUDA_DEPRECATED), and
+    # copy `count` bytes row-major, wrapping into the next rows of the array. A 1-row cudaMemcpy2D*Array* call
+    # with width = count is only equivalent when the copy stays inside one row: for a 512x512 array the 1-row
+    # rewrite returns cudaErrorInvalidValue on the H200 where the original succeeds (issue 11). The row width is
+    # a run-time property of the array, so there is no rewrite that is right without it: manual.
     "cudart:cudaMemcpyToArray": _sig(
-        ["dst", "wOffset", "hOffset", "src", "count", "kind"],
-        edits=[{"replace": "node", "with": "cudaMemcpy2DToArray({{ args.dst }}, {{ args.wOffset }}, {{ args.hOffset }}, {{ args.src }}, "
-                                           "{{ args.count }}, {{ args.count }}, 1, {{ args.kind }})"}],
-        caveat="a 1-row 2D copy: a count that wrapped into the next array row must be split by hand"),
+        ["dst", "wOffset", "hOffset", "src", "count", "kind"], app="manual",
+        caveat="no automatic fix: the old call copies `count` bytes row by row, wrapping into the next rows of the array, "
+               "and cudaMemcpy2DToArray needs the row count. For a copy of whole rows (wOffset == 0, count a multiple "
+               "of the row size rowBytes = array width x element size, see cudaArrayGetInfo) write "
+               "cudaMemcpy2DToArray(dst, 0, hOffset, src, rowBytes, rowBytes, count / rowBytes, kind); only a copy "
+               "that stays inside one row (wOffset + count <= rowBytes) is cudaMemcpy2DToArray(dst, wOffset, hOffset, "
+               "src, count, count, 1, kind); otherwise split the partial first and last rows. The old call still "
+               "compiles (deprecated, not removed)"),
     "cudart:cudaMemcpyToArrayAsync": _sig(
-        ["dst", "wOffset", "hOffset", "src", "count", "kind", "stream"],
-        edits=[{"replace": "node", "with": "cudaMemcpy2DToArrayAsync({{ args.dst }}, {{ args.wOffset }}, {{ args.hOffset }}, {{ args.src }}, "
-                                           "{{ args.count }}, {{ args.count }}, 1, {{ args.kind }}{% if args.stream is defined %}, {{ args.stream }}{% endif %})"}],
-        caveat="a 1-row 2D copy: a count that wrapped into the next array row must be split by hand"),
+        ["dst", "wOffset", "hOffset", "src", "count", "kind", "stream"], app="manual",
+        caveat="no automatic fix: the old call copies `count` bytes row by row, wrapping into the next rows of the array, "
+               "and cudaMemcpy2DToArrayAsync needs the row count. For whole rows (wOffset == 0, count a multiple of "
+               "rowBytes = array width x element size, see cudaArrayGetInfo) write cudaMemcpy2DToArrayAsync(dst, 0, "
+               "hOffset, src, rowBytes, rowBytes, count / rowBytes, kind, stream); a 1-row copy (width count, height 1) "
+               "is right only when wOffset + count <= rowBytes. The old call still compiles (deprecated, not removed)"),
     "cudart:cudaMemcpyFromArray": _sig(
-        ["dst", "src", "wOffset", "hOffset", "count", "kind"],
-        edits=[{"replace": "node", "with": "cudaMemcpy2DFromArray({{ args.dst }}, {{ args.count }}, {{ args.src }}, {{ args.wOffset }}, "
-                                           "{{ args.hOffset }}, {{ args.count }}, 1, {{ args.kind }})"}],
-        caveat="a 1-row 2D copy: a count that wrapped into the next array row must be split by hand"),
+        ["dst", "src", "wOffset", "hOffset", "count", "kind"], app="manual",
+        caveat="no automatic fix: the old call copies `count` bytes row by row, wrapping into the next rows of the array, "
+               "and cudaMemcpy2DFromArray needs the row count. For whole rows (wOffset == 0, count a multiple of "
+               "rowBytes = array width x element size, see cudaArrayGetInfo) write cudaMemcpy2DFromArray(dst, rowBytes, "
+               "src, 0, hOffset, rowBytes, count / rowBytes, kind); a 1-row copy (width count, height 1) is right only "
+               "when wOffset + count <= rowBytes. The old call still compiles (deprecated, not removed)"),
     "cudart:cudaMemcpyFromArrayAsync": _sig(
-        ["dst", "src", "wOffset", "hOffset", "count", "kind", "stream"],
-        edits=[{"replace": "node", "with": "cudaMemcpy2DFromArrayAsync({{ args.dst }}, {{ args.count }}, {{ args.src }}, {{ args.wOffset }}, "
-                                           "{{ args.hOffset }}, {{ args.count }}, 1, {{ args.kind }}{% if args.stream is defined %}, {{ args.stream }}{% endif %})"}],
-        caveat="a 1-row 2D copy: a count that wrapped into the next array row must be split by hand"),
+        ["dst", "src", "wOffset", "hOffset", "count", "kind", "stream"], app="manual",
+        caveat="no automatic fix: the old call copies `count` bytes row by row, wrapping into the next rows of the array, "
+               "and cudaMemcpy2DFromArrayAsync needs the row count. For whole rows (wOffset == 0, count a multiple of "
+               "rowBytes = array width x element size, see cudaArrayGetInfo) write cudaMemcpy2DFromArrayAsync(dst, "
+               "rowBytes, src, 0, hOffset, rowBytes, count / rowBytes, kind, stream); a 1-row copy (width count, "
+               "height 1) is right only when wOffset + count <= rowBytes. The old call still compiles (deprecated, not removed)"),
     "cudart:cudaMemcpyArrayToArray": _sig(
-        ["dst", "wOffsetDst", "hOffsetDst", "src", "wOffsetSrc", "hOffsetSrc", "count", "kind"],
-        edits=[{"replace": "node", "with": "cudaMemcpy2DArrayToArray({{ args.dst }}, {{ args.wOffsetDst }}, {{ args.hOffsetDst }}, {{ args.src }}, "
-                                           "{{ args.wOffsetSrc }}, {{ args.hOffsetSrc }}, {{ args.count }}, 1{% if args.kind is defined %}, {{ args.kind }}{% endif %})"}],
-        caveat="a 1-row 2D copy: a count that wrapped into the next array row must be split by hand"),
+        ["dst", "wOffsetDst", "hOffsetDst", "src", "wOffsetSrc", "hOffsetSrc", "count", "kind"], app="manual",
+        caveat="no automatic fix: the old call copies `count` bytes row by row, wrapping into the next rows of both "
+               "arrays, and cudaMemcpy2DArrayToArray needs the row count. For whole rows of arrays of the same row size "
+               "rowBytes (array width x element size, see cudaArrayGetInfo), both offsets 0 in x, write "
+               "cudaMemcpy2DArrayToArray(dst, 0, hOffsetDst, src, 0, hOffsetSrc, rowBytes, count / rowBytes, kind); a "
+               "1-row copy is right only when the copy stays inside one row of each array. The old call still compiles "
+               "(deprecated, not removed)"),
     "cudart:cudaGetDriverEntryPoint": _sig(
         ["symbol", "funcPtr", "flags", "driverStatus"], app="safe",
         edits=[{"replace": "callee", "with": "cudaGetDriverEntryPointByVersion"}, {"insert_arg": "flags", "with": "CUDART_VERSION"}],

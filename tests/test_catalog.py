@@ -339,3 +339,29 @@ def test_deprecated_driver_constants_name_the_replacement_cuda_h_gives(name, rep
     """cuda.h 13.0 names the successor in the enumerator's comment; the message must not say none is recorded."""
     [f] = scan(f"#include <cuda.h>\nint x = {name};\n")
     assert replacement in f.message and "No replacement is recorded" not in f.message
+
+def test_array_copies_are_manual_with_the_2d_form():
+    """cudaMemcpyToArray & co. copy `count` bytes row-major, wrapping into the next rows; the 1-row
+    cudaMemcpy2D*Array* rewrite fails with cudaErrorInvalidValue on a 2-D array (issue 11), and the old calls are
+    deprecated, not removed: report them with the whole-row form, never rewrite them."""
+    from pathlib import Path
+
+    from cudamigrate.engine import Engine, Options
+    from cudamigrate.fix.apply import fix_bytes
+
+    from .helpers import all_rules
+
+    code = (b"#include <cuda_runtime.h>\n"
+            b"void f(cudaArray_t a, cudaArray_t b, float *h, size_t n, cudaStream_t s) {\n"
+            b"  cudaMemcpyToArray(a, 0, 0, h, n, cudaMemcpyHostToDevice);\n"
+            b"  cudaMemcpyToArrayAsync(a, 0, 0, h, n, cudaMemcpyHostToDevice, s);\n"
+            b"  cudaMemcpyFromArray(h, a, 0, 0, n, cudaMemcpyDeviceToHost);\n"
+            b"  cudaMemcpyFromArrayAsync(h, a, 0, 0, n, cudaMemcpyDeviceToHost, s);\n"
+            b"  cudaMemcpyArrayToArray(b, 0, 0, a, 0, 0, n, cudaMemcpyDeviceToDevice);\n}\n")
+    eng = Engine(all_rules(), Options(select=["CM1052", "CM1054", "CM1055", "CM1056", "CM1057"]))
+    res = eng.scan_bytes(Path("a.cu"), code)
+    assert sorted(f.rule_id for f in res.findings) == ["CM1052", "CM1054", "CM1055", "CM1056", "CM1057"]
+    for f in res.findings:
+        assert f.fix is None, f.rule_id
+        assert "count / rowBytes" in f.message and "cudaArrayGetInfo" in f.message, f.message
+    assert fix_bytes(eng, Path("a.cu"), code, "a.cu", unsafe=True).fixed == code
