@@ -345,6 +345,8 @@ class Engine:
                     blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx)
                 if blocked:
                     fix = None
+                impact_override = next((iw["impact"] for iw in r.cost.get("impact_when", []) or []
+                                        if evaluate(iw["when"], m, ctx)), None)
                 mults = []
                 for adj in r.cost.get("adjust", []) or []:
                     if evaluate(adj["when"], m, ctx):
@@ -371,7 +373,7 @@ class Engine:
             c = costmod.score(
                 declared_impact=r.cost.get("impact"), deprecated_in=r.deprecated_in, removed_in=r.removed_in,
                 target=self.opts.target, applicability=app, multipliers=mults,
-                effort_minutes=r.cost.get("effort_minutes"), measured=measured,
+                effort_minutes=r.cost.get("effort_minutes"), measured=measured, impact_override=impact_override,
             )
             snippet = ctx.source.line_text(line)
             context = {"in_macro": m.unit.in_macro}

@@ -813,6 +813,22 @@ MESSAGE = (
 )
 
 
+# Rows the catalog lists as removed whose old spelling nvcc 13.0 still compiles (tests/test_build_break_proof.py
+# compiles what each rule flags): reported as deprecated, not as build breaks. key -> why it still compiles.
+STILL_COMPILES: dict[str, str] = {
+    "thrust:thrust::pair": "thrust::pair is now an alias of cuda::std::pair: uses compile; only overloads or "
+                           "specializations on both types collide",
+    "thrust:thrust::tuple": "thrust::tuple is now an alias of cuda::std::tuple: uses compile; only overloads or "
+                            "specializations on both types collide",
+    "thrust:thrust::plus/minus/.../maximum/minimum function objects":
+        "the thrust function objects are now aliases of the cuda::std ones: uses compile; only overloads or "
+        "specializations on both types collide",
+    "thrust:<thrust/...>, <cub/...>, <cuda/...> include location":
+        "nvcc 13.0 finds <cccl/thrust/...> under its include directory and adds -isystem include/cccl itself, so the "
+        "include compiles with nvcc; a host compiler needs -I${CUDA}/include/cccl",
+}
+
+
 def render_rule(g: Group, rid: str) -> tuple[str, str]:
     title, name_slug = group_title(g)
     lt = LIBRARY_TITLES.get(g.library, g.library)
@@ -848,6 +864,11 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
             fix["edits"] = [{"replace": "name", "with": "{{ data.apis[name].rename }}"}]
     doc["fix"] = fix
     doc["cost"] = {"impact": impact}
+    still = [STILL_COMPILES[f"{r['library']}:{r['api']}"] for r in g.rows if f"{r['library']}:{r['api']}" in STILL_COMPILES]
+    if g.rem and still and len(still) == len(g.rows):
+        # removed in the catalog's words, but the old spelling still compiles: a deprecation in every context
+        doc["severity"] = "warning"
+        doc["cost"] = {"impact": impact, "impact_when": [{"when": {}, "impact": "deprecated"}]}
     apis = OrderedDict()
     for n, info in g.names.items():
         apis[n] = {k: v for k, v in info.items() if v not in (None, "")}
@@ -883,6 +904,10 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
                "one rule covers the catalog rows that share library, fix kind and versions, and each finding names its own API.",
         "fix_safety": fs,
     }
+    if g.rem and still and len(still) == len(g.rows):
+        doc["docs"]["why"] = (f"The catalog lists it as removed in CUDA {g.rem}, but it is not a build break: "
+                              + "; ".join(dict.fromkeys(still)) + ". Generated from cudamigrate/data/cuda_api_changes.csv "
+                              "by scripts/gen_catalog_rules.py.")
     ex_name = next(iter(g.names))
     ex = g.names[ex_name]
     if ex.get("rename") and "*" not in ex_name:

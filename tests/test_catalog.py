@@ -133,14 +133,17 @@ def test_coverage_counts_findings_and_fixes():
         elif kinds[key] == "signature" and r.fix_applicability == "manual":
             no_auto.add(key)
     # parameter changes the generator can only report: a constructor flag inside a declaration, and the
-    # bool overloads ballot/any/all, whose `_sync` replacements need a lane mask only the author knows
-    assert no_auto == {"cub:cub::CachingAllocator(..., bool debug)", "device:ballot / any / all (bool overloads)"}
+    # bool overloads ballot/any/all, whose `_sync` replacements need a lane mask only the author knows, and the
+    # legacy array copies, whose 2-D form needs the array's row size (known only at run time)
+    assert no_auto == {"cub:cub::CachingAllocator(..., bool debug)", "device:ballot / any / all (bool overloads)",
+                       "cudart:cudaMemcpyToArray", "cudart:cudaMemcpyToArrayAsync", "cudart:cudaMemcpyFromArray",
+                       "cudart:cudaMemcpyFromArrayAsync", "cudart:cudaMemcpyArrayToArray"}
     # every row is found by some rule, except rows left to hand-written rules not merged yet
     skipped = {e["key"] for e in yaml.safe_load((CATALOG_DIR / "skipped.yaml").read_text())
                if e["why"].startswith("explicit")}
     assert set(cov.uncovered) <= skipped | NOT_MIGRATIONS
     t = cov.totals()["total"]
-    assert t["finding"] == 1081 - len(NOT_MIGRATIONS) and t["auto"] >= 180
+    assert t["finding"] == 1081 - len(NOT_MIGRATIONS) and t["auto"] >= 175  # the 5 array copies became manual
 
 
 def test_coverage_of_a_small_catalog(tmp_path):
