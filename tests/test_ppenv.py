@@ -125,3 +125,25 @@ def test_toolkit_table_matches_the_headers(header):
     assert p.returncode == 0, p.stderr[-2000:]
     got = {m for m in ("CUDA_VERSION", "CUDART_VERSION") if f"#define {m} " in p.stdout}
     assert got == toolkit_groups(header)
+
+
+@pytest.mark.parametrize("header", [
+    "#ifndef G_H\n#define G_H\n#define LEVEL 7\n#endif\n",
+    "#pragma once\n#ifndef G_H\n#define G_H\n#define LEVEL 7\n#endif\n",
+    "#if !defined(G_H)\n#define G_H\n#define LEVEL 7\n#endif\n",
+    "#pragma once\n#define LEVEL 7\n",
+])
+def test_include_guard_spellings(tmp_path, header):
+    (tmp_path / "g.h").write_text(header)
+    f = tmp_path / "a.cpp"
+    f.write_text('#include "g.h"\n#include "g.h"\n#if LEVEL\n#endif\n')
+    assert _env(f).decide("LEVEL == 7", _at(f, "#if LEVEL"), W13) is True
+
+
+def test_a_guard_with_code_after_its_endif_is_not_a_guard(tmp_path):
+    (tmp_path / "g.h").write_text("#ifndef G_H\n#define G_H\n#endif\n#define LEVEL 7\n#if X\n#endif\n")
+    f = tmp_path / "a.cpp"
+    f.write_text('#include "g.h"\n#if LEVEL\n#endif\n')
+    # the #ifndef is an ordinary condition on an unknown macro: nothing inside it is known, LEVEL still is
+    assert _env(f).decide("LEVEL == 7", _at(f, "#if LEVEL"), W13) is True
+    assert _env(f).decide("defined(G_H)", _at(f, "#if LEVEL"), W13) is None

@@ -250,22 +250,33 @@ def _and(a: bool | None, b: bool | None) -> bool | None:
     return True
 
 
-def include_guard(dirs: tuple[Directive, ...]) -> str | None:
-    """`G` when the file is wrapped in `#ifndef G` / `#define G` ... `#endif` (the first directive's `#endif` is
-    the last directive). The first walk of such a file takes the branch: nobody passes `-D` for a header guard."""
-    if len(dirs) < 3 or dirs[0].kind != "ifndef" or dirs[1].kind != "define" or dirs[-1].kind != "endif":
+def include_guard(dirs: tuple[Directive, ...]) -> tuple[int, str] | None:
+    """(index, G) when the file is wrapped in `#ifndef G` (or `#if !defined(G)`) / `#define G` ... `#endif`, after
+    any leading `#pragma`s, and that `#endif` is the last directive. The first walk of such a file takes the
+    branch: nobody passes `-D` for a header guard."""
+    i = 0
+    while i < len(dirs) and dirs[i].kind == "pragma":
+        i += 1
+    if len(dirs) - i < 3 or dirs[i + 1].kind != "define" or dirs[-1].kind != "endif":
         return None
-    name = dirs[0].text.split()[0] if dirs[0].text.split() else ""
-    if not name or (dirs[1].text.split() or [""])[0] != name:
+    if dirs[i].kind == "ifndef":
+        name = (dirs[i].text.split() or [""])[0]
+    elif dirs[i].kind == "if":
+        m = re.fullmatch(r"!\s*defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|\s([A-Za-z_]\w*))", dirs[i].text.strip())
+        name = (m.group(1) or m.group(2)) if m else ""
+    else:
+        return None
+    if not name or (dirs[i + 1].text.split() or [""])[0] != name:
         return None
     depth = 0
-    for j, d in enumerate(dirs):
+    for j in range(i, len(dirs)):
+        d = dirs[j]
         if d.kind in ("if", "ifdef", "ifndef"):
             depth += 1
         elif d.kind == "endif":
             depth -= 1
             if depth == 0:
-                return name if j == len(dirs) - 1 else None
+                return (i, name) if j == len(dirs) - 1 else None
     return None
 
 
@@ -316,8 +327,8 @@ class _Walker:
             if k in ("if", "ifdef", "ifndef"):
                 outer = live()
                 cond = d.text if k == "if" else ("!" if k == "ifndef" else "") + f"defined({d.text.split()[0] if d.text.split() else ''})"
-                if i == 0 and guard is not None:  # an include guard: its macro is ours, not a -D
-                    val = state.macros.get(guard, UNDEF) in (UNDEF, UNKNOWN) if outer is not False else False
+                if guard is not None and i == guard[0]:  # an include guard: its macro is ours, not a -D
+                    val = state.macros.get(guard[1], UNDEF) in (UNDEF, UNKNOWN) if outer is not False else False
                 else:
                     val = decide(state, cond, self.versions) if outer is not False else False
                 frames.append([outer, val, val])
