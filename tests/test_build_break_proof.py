@@ -47,7 +47,7 @@ DEVICE_ONLY = {"__shfl", "__shfl_up", "__shfl_down", "__shfl_xor"}
 PTXAS_ONLY = {"__ballot", "__any", "__all"}
 # Rules whose names still exist: the break is a signature, a template arity, an overload or a use in device code.
 # Each must have a fixture that nvcc 13.0 rejects on the finding's lines (see test_nvcc.py).
-BY_FIXTURE = {"CM1024", "CM1067", "CM1090", "CM1091", "CM503", "CM504", "CM506", "CM507", "CM508", "CM509", "CM518",
+BY_FIXTURE = {"CM1024", "CM1090", "CM1091", "CM503", "CM504", "CM506", "CM507", "CM508", "CM509", "CM518",
               "CM520", "CM601", "CM602", "CM603"}
 # Signature changes proven here: the old form (must be rejected on its line) and the new form (must compile).
 TYPED = {
@@ -66,6 +66,13 @@ TYPED = {
                "void c_{i}(CUdeviceptr *d, CUdeviceptr *r, size_t *z, CUmemcpyAttributes *a, size_t *x, CUstream s) "
                "{{ cuMemcpyBatchAsync(d, r, z, 2, a, x, 1, s); }}"),
 }
+# Device-side cudaDeviceSynchronize (CDP1): declared for host code, rejected in device code; proven by its own
+# translation unit below.
+CDP1_DEVICE = {"CM1067", "CM532"}
+# Breaks that no compiler sees: the call compiles and fails at run time. Classed build-break by their rules;
+# proven on the GPU by their fixtures, not here. (Whether `build-break` is the right impact class for a run-time
+# failure is a question for the rule: the impact classes have no run-time break.)
+RUNTIME_ONLY = {"CM531": "cudaDeviceSetLimit(cudaLimitDevRuntimeSyncDepth, n) returns cudaErrorUnsupportedLimit on cc 9.0+"}
 # Probe text for names that are members of class templates.
 PROBE_TEXT = {"cub::BinaryOpHasIdxParam::HAS_PARAM": "cub::BinaryOpHasIdxParam<int, int>::HAS_PARAM"}
 # Names that are patterns or members of class templates, not probe-able as `(void)(NAME)`; their rule is proven
@@ -92,10 +99,18 @@ HOST_INCLUDES = """\
 #include <cufftXt.h>
 #include <cusparse.h>
 #include <nvrtc.h>
+#include <npp.h>
 #if __has_include(<EGL/egl.h>)
 #include <cuda_egl_interop.h>
 #endif
 """
+
+# A probe proves nothing if its library's header is missing: the libraries HOST_INCLUDES covers, and one name of
+# each that must compile there.
+LIBRARIES = {"cudart", "driver", "cub", "thrust", "cufft", "cublas", "libcudacxx", "nvrtc", "device", "cusparse", "npp"}
+CONTROLS = ["cudaMalloc((void **)0, 0)", "cuInit(0)", "sizeof(cub::DeviceReduce)", "thrust::device_vector<int>()",
+            "cufftPlan1d", "cublasLtCreate", "cuda::std::plus<int>()", "nvrtcCreateProgram", "cusparseCreate",
+            "nppGetLibVersion()", "__saturatef"]
 
 UNDEFINED = re.compile(r'identifier "([^"]+)" is undefined|(?:namespace|class) "[^"]*" has no member "([^"]+)"'
                        r'|name followed by "::" must be a class or namespace name|"([^"]+)" is not a template')
@@ -104,7 +119,7 @@ UNDEFINED = re.compile(r'identifier "([^"]+)" is undefined|(?:namespace|class) "
 def _probe_names() -> tuple[list[tuple[str, str]], list[tuple[str, str]], list[tuple[str, str]]]:
     host, device, ptxas = [], [], []
     for r in BB_RULES:
-        if r.id in BY_FIXTURE or r.id in TYPED or r.kind not in ("identifier", "call"):
+        if r.id in BY_FIXTURE or r.id in TYPED or r.id in CDP1_DEVICE or r.id in RUNTIME_ONLY or r.kind not in ("identifier", "call"):
             continue
         for name in r.spec["names"]:
             if NOT_A_NAME.search(name) or not NAME.fullmatch(name):
@@ -155,11 +170,15 @@ def test_removed_names_are_rejected_by_nvcc(tmp_path):
     for i, (rid, name) in enumerate(host):
         text.append(f"void probe_{i}() {{ (void)({PROBE_TEXT.get(name, name)}); }}  // {rid}\n")
         lines[(rid, name)] = HOST_INCLUDES.count("\n") + i + 1
+    libs = {r.library for r in BB_RULES if r.id in {rid for rid, _ in host}}
+    assert libs <= LIBRARIES, f"probes of {libs - LIBRARIES} need their header in HOST_INCLUDES and a CONTROLS entry"
     typed_lines: dict[str, tuple[int, int]] = {}
     for i, (rid, (old, new)) in enumerate(sorted(TYPED.items())):
         n = HOST_INCLUDES.count("\n") + len(host) + 2 * i + 1
         text.append(old.format(i=i) + "\n" + new.format(i=i) + "\n")
         typed_lines[rid] = (n, n + 1)
+    control_start = HOST_INCLUDES.count("\n") + len(host) + 2 * len(TYPED) + 1
+    text += [f"void control_{i}() {{ (void)({c}); }}\n" for i, c in enumerate(CONTROLS)]
     hsrc = tmp_path / "host_probes.cu"
     hsrc.write_text("".join(text))
     dtext = ["#include <cuda_runtime.h>\n"]
@@ -171,10 +190,10 @@ def test_removed_names_are_rejected_by_nvcc(tmp_path):
         dtext.append(f"__global__ void dprobe_{i}(int *x) {{ (void){name}({args}); }}  // {rid}\n")
         lines[(rid, name)] = i + 2
     dsrc = tmp_path / "device_probes.cu"
-    # CM1067: device-side cudaDeviceSynchronize (CDP1) is not declared for device code in 13.0; nvcc reports it in
+    # CM532/CM1067: device-side cudaDeviceSynchronize (CDP1) is not declared for device code in 13.0; nvcc reports it in
     # a later phase than the undefined intrinsics above, so it gets a translation unit of its own
     csrc = tmp_path / "cdp1_probe.cu"
-    csrc.write_text("#include <cuda_runtime.h>\n__global__ void dprobe_cdp1() { cudaDeviceSynchronize(); }  // CM1067\n")
+    csrc.write_text("#include <cuda_runtime.h>\n__global__ void dprobe_cdp1() { cudaDeviceSynchronize(); }  // CM532\n")
     dsrc.write_text("".join(dtext))
     vsrc = tmp_path / "vote_probes.cu"
     vsrc.write_text("".join(f"__global__ void vprobe_{i}(int *x) {{ x[0] = {n}(x[0]); }}\n" for i, (_, n) in enumerate(ptxas))
@@ -185,8 +204,11 @@ def test_removed_names_are_rejected_by_nvcc(tmp_path):
     assert "#error" not in hout and "cannot open source file" not in hout, hout[-3000:]
     bad = _unproven(host, lines, _errors_by_line(hout, hsrc)) + _unproven(device, lines, _errors_by_line(dout, dsrc))
     if not any("cudaDeviceSynchronize" in m for m in _errors_by_line(cout, csrc).get(2, [])):
-        bad.append("CM1067: device-side cudaDeviceSynchronize compiles")
+        bad.append("CM532: device-side cudaDeviceSynchronize compiles")
     herr = _errors_by_line(hout, hsrc)
+    for i, c in enumerate(CONTROLS):
+        if herr.get(control_start + i):
+            bad.append(f"control `{c}` does not compile (a header is missing, so probes prove nothing): {herr[control_start + i]}")
     for rid, (old, new) in typed_lines.items():
         if not herr.get(old):
             bad.append(f"{rid}: the old form compiles")
@@ -207,7 +229,7 @@ def test_every_build_break_rule_has_a_proof():
         if case.before is None or case.compile.get("before") != "fail":
             continue
         by_fixture |= {rid for _, rid in expected_findings(case.before.read_text(errors="replace"))}
-    own_tests = {"CM404", "CM1108", "CM1067"} | set(TYPED)  # the architecture list, the C++ dialect, typed snippets
+    own_tests = {"CM404", "CM1108"} | CDP1_DEVICE | set(TYPED) | set(RUNTIME_ONLY)  # the architecture list, the C++ dialect, typed snippets
     missing = sorted(r.id for r in BB_RULES if r.id not in probed | by_fixture | own_tests)
     assert not missing, f"build-break rules with no compiler proof: {missing}"
     stale = sorted(rid for rid in BY_FIXTURE if rid not in by_fixture and rid in {r.id for r in BB_RULES})

@@ -70,7 +70,7 @@ def _error_lines(output: str, src) -> set[int]:
 UNPROVABLE = {
     ("texture/manual-cases", 16): "a dependent call in a template that the fixture never instantiates",
     ("catalog/manual-findings", 9): "device code: nvcc stops at the host-side errors before the device pass "
-                                    "(CM1067 is proven by test_build_break_proof.py)",
+                                    "(CM532 is proven by test_build_break_proof.py)",
 }
 _GONE = re.compile(r'error: (?:identifier "([^"]+)" is undefined|(?:namespace|class) "[^"]*" has no member "([^"]+)")')
 
