@@ -137,7 +137,8 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
         calibration = None
     opts = Options(target=target, from_version=from_v, select=select, ignore=ignore, extend_select=extend,
                    options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
-                   keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"))
+                   keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"),
+                   include_roots=tuple(str(p if p.is_dir() else p.parent) for p in (paths or (Path("."),))))
     rs = load_rules(rule_dirs)
     engine = Engine(rs.rules, opts)
     spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))

@@ -35,7 +35,12 @@ def _version(v: str | None) -> tuple[int, int] | None:
     return int(a), int(b)
 
 
-def base_impact(declared: str | None, deprecated_in: str | None, removed_in: str | None, target: tuple[int, int]) -> str:
+def base_impact(declared: str | None, deprecated_in: str | None, removed_in: str | None, target: tuple[int, int],
+                override: str | None = None) -> str:
+    """`override`: the impact a rule's `cost.impact_when` gives in this context (e.g. `deprecated` for a removed C
+    signature that C++ still compiles through an overload); it wins over the versions."""
+    if override:
+        return override
     rem = _version(removed_in)
     if rem is not None and rem <= target:
         return "build-break"
@@ -58,8 +63,9 @@ def score(
     multipliers: list[tuple[float, str]],
     effort_minutes: float | None = None,
     measured: str | None = None,
+    impact_override: str | None = None,
 ) -> Cost:
-    impact = base_impact(declared_impact, deprecated_in, removed_in, target)
+    impact = base_impact(declared_impact, deprecated_in, removed_in, target, impact_override)
     value = IMPACT_SCORES[impact]
     factors = []
     for mult, why in multipliers:

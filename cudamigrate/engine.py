@@ -41,6 +41,7 @@ class Options:
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
     keep_compat: tuple[int, int] | None = None  # oldest toolkit the fixed code must still build with
+    include_roots: tuple[str, ...] = ()  # the scanned paths: where `#include` finds the project's headers
     time_budget_s: float | None = 60.0  # per file and scan: a pathological file becomes an error, not a hang
 
 
@@ -297,7 +298,8 @@ class Engine:
             kw_rx = re.compile(pat)
             units += macro_units(tree, pbytes, kw_rx)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
-                          semantic=semantic, project=self.project, api_names=frozenset(found))
+                          semantic=semantic, project=self.project, api_names=frozenset(found),
+                          include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat)
         reset_parent_cache()
         reset_scope_cache()
         register_roots([u.root for u in units])
@@ -461,6 +463,8 @@ class Engine:
                     blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx)
                 if blocked:
                     fix = None
+                impact_override = next((iw["impact"] for iw in r.cost.get("impact_when", []) or []
+                                        if evaluate(iw["when"], m, ctx)), None)
                 mults = []
                 for adj in r.cost.get("adjust", []) or []:
                     if evaluate(adj["when"], m, ctx):
@@ -486,7 +490,7 @@ class Engine:
             c = costmod.score(
                 declared_impact=r.cost.get("impact"), deprecated_in=r.deprecated_in, removed_in=r.removed_in,
                 target=self.opts.target, applicability=app, multipliers=mults,
-                effort_minutes=r.cost.get("effort_minutes"), measured=measured,
+                effort_minutes=r.cost.get("effort_minutes"), measured=measured, impact_override=impact_override,
             )
             snippet = ctx.source.snippet(start, end)
             context = {"in_macro": m.unit.in_macro}

@@ -361,31 +361,49 @@ def _sig(params: list[str], where=None, edits=None, app="unsafe", caveat=None, m
 
 
 SIGNATURE: dict[str, dict] = {
+    # The legacy array copies are deprecated, not removed (cuda_runtime_api.h 13.0:7584-7770, __CUDA_DEPRECATED), and
+    # copy `count` bytes row-major, wrapping into the next rows of the array. A 1-row cudaMemcpy2D*Array* call
+    # with width = count is only equivalent when the copy stays inside one row: for a 512x512 array the 1-row
+    # rewrite returns cudaErrorInvalidValue on the H200 where the original succeeds (issue 11). The row width is
+    # a run-time property of the array, so there is no rewrite that is right without it: manual.
     "cudart:cudaMemcpyToArray": _sig(
-        ["dst", "wOffset", "hOffset", "src", "count", "kind"],
-        edits=[{"replace": "node", "with": "cudaMemcpy2DToArray({{ args.dst }}, {{ args.wOffset }}, {{ args.hOffset }}, {{ args.src }}, "
-                                           "{{ args.count }}, {{ args.count }}, 1, {{ args.kind }})"}],
-        caveat="a 1-row 2D copy: a count that wrapped into the next array row must be split by hand"),
+        ["dst", "wOffset", "hOffset", "src", "count", "kind"], app="manual",
+        caveat="no automatic fix: the old call copies `count` bytes row by row, wrapping into the next rows of the array, "
+               "and cudaMemcpy2DToArray needs the row count. For a copy of whole rows (wOffset == 0, count a multiple "
+               "of the row size rowBytes = array width x element size, see cudaArrayGetInfo) write "
+               "cudaMemcpy2DToArray(dst, 0, hOffset, src, rowBytes, rowBytes, count / rowBytes, kind); only a copy "
+               "that stays inside one row (wOffset + count <= rowBytes) is cudaMemcpy2DToArray(dst, wOffset, hOffset, "
+               "src, count, count, 1, kind); otherwise split the partial first and last rows. The old call still "
+               "compiles (deprecated, not removed)"),
     "cudart:cudaMemcpyToArrayAsync": _sig(
-        ["dst", "wOffset", "hOffset", "src", "count", "kind", "stream"],
-        edits=[{"replace": "node", "with": "cudaMemcpy2DToArrayAsync({{ args.dst }}, {{ args.wOffset }}, {{ args.hOffset }}, {{ args.src }}, "
-                                           "{{ args.count }}, {{ args.count }}, 1, {{ args.kind }}{% if args.stream is defined %}, {{ args.stream }}{% endif %})"}],
-        caveat="a 1-row 2D copy: a count that wrapped into the next array row must be split by hand"),
+        ["dst", "wOffset", "hOffset", "src", "count", "kind", "stream"], app="manual",
+        caveat="no automatic fix: the old call copies `count` bytes row by row, wrapping into the next rows of the array, "
+               "and cudaMemcpy2DToArrayAsync needs the row count. For whole rows (wOffset == 0, count a multiple of "
+               "rowBytes = array width x element size, see cudaArrayGetInfo) write cudaMemcpy2DToArrayAsync(dst, 0, "
+               "hOffset, src, rowBytes, rowBytes, count / rowBytes, kind, stream); a 1-row copy (width count, height 1) "
+               "is right only when wOffset + count <= rowBytes. The old call still compiles (deprecated, not removed)"),
     "cudart:cudaMemcpyFromArray": _sig(
-        ["dst", "src", "wOffset", "hOffset", "count", "kind"],
-        edits=[{"replace": "node", "with": "cudaMemcpy2DFromArray({{ args.dst }}, {{ args.count }}, {{ args.src }}, {{ args.wOffset }}, "
-                                           "{{ args.hOffset }}, {{ args.count }}, 1, {{ args.kind }})"}],
-        caveat="a 1-row 2D copy: a count that wrapped into the next array row must be split by hand"),
+        ["dst", "src", "wOffset", "hOffset", "count", "kind"], app="manual",
+        caveat="no automatic fix: the old call copies `count` bytes row by row, wrapping into the next rows of the array, "
+               "and cudaMemcpy2DFromArray needs the row count. For whole rows (wOffset == 0, count a multiple of "
+               "rowBytes = array width x element size, see cudaArrayGetInfo) write cudaMemcpy2DFromArray(dst, rowBytes, "
+               "src, 0, hOffset, rowBytes, count / rowBytes, kind); a 1-row copy (width count, height 1) is right only "
+               "when wOffset + count <= rowBytes. The old call still compiles (deprecated, not removed)"),
     "cudart:cudaMemcpyFromArrayAsync": _sig(
-        ["dst", "src", "wOffset", "hOffset", "count", "kind", "stream"],
-        edits=[{"replace": "node", "with": "cudaMemcpy2DFromArrayAsync({{ args.dst }}, {{ args.count }}, {{ args.src }}, {{ args.wOffset }}, "
-                                           "{{ args.hOffset }}, {{ args.count }}, 1, {{ args.kind }}{% if args.stream is defined %}, {{ args.stream }}{% endif %})"}],
-        caveat="a 1-row 2D copy: a count that wrapped into the next array row must be split by hand"),
+        ["dst", "src", "wOffset", "hOffset", "count", "kind", "stream"], app="manual",
+        caveat="no automatic fix: the old call copies `count` bytes row by row, wrapping into the next rows of the array, "
+               "and cudaMemcpy2DFromArrayAsync needs the row count. For whole rows (wOffset == 0, count a multiple of "
+               "rowBytes = array width x element size, see cudaArrayGetInfo) write cudaMemcpy2DFromArrayAsync(dst, "
+               "rowBytes, src, 0, hOffset, rowBytes, count / rowBytes, kind, stream); a 1-row copy (width count, "
+               "height 1) is right only when wOffset + count <= rowBytes. The old call still compiles (deprecated, not removed)"),
     "cudart:cudaMemcpyArrayToArray": _sig(
-        ["dst", "wOffsetDst", "hOffsetDst", "src", "wOffsetSrc", "hOffsetSrc", "count", "kind"],
-        edits=[{"replace": "node", "with": "cudaMemcpy2DArrayToArray({{ args.dst }}, {{ args.wOffsetDst }}, {{ args.hOffsetDst }}, {{ args.src }}, "
-                                           "{{ args.wOffsetSrc }}, {{ args.hOffsetSrc }}, {{ args.count }}, 1{% if args.kind is defined %}, {{ args.kind }}{% endif %})"}],
-        caveat="a 1-row 2D copy: a count that wrapped into the next array row must be split by hand"),
+        ["dst", "wOffsetDst", "hOffsetDst", "src", "wOffsetSrc", "hOffsetSrc", "count", "kind"], app="manual",
+        caveat="no automatic fix: the old call copies `count` bytes row by row, wrapping into the next rows of both "
+               "arrays, and cudaMemcpy2DArrayToArray needs the row count. For whole rows of arrays of the same row size "
+               "rowBytes (array width x element size, see cudaArrayGetInfo), both offsets 0 in x, write "
+               "cudaMemcpy2DArrayToArray(dst, 0, hOffsetDst, src, 0, hOffsetSrc, rowBytes, count / rowBytes, kind); a "
+               "1-row copy is right only when the copy stays inside one row of each array. The old call still compiles "
+               "(deprecated, not removed)"),
     "cudart:cudaGetDriverEntryPoint": _sig(
         ["symbol", "funcPtr", "flags", "driverStatus"], app="safe",
         edits=[{"replace": "callee", "with": "cudaGetDriverEntryPointByVersion"}, {"insert_arg": "flags", "with": "CUDART_VERSION"}],
@@ -795,6 +813,22 @@ MESSAGE = (
 )
 
 
+# Rows the catalog lists as removed whose old spelling nvcc 13.0 still compiles (tests/test_build_break_proof.py
+# compiles what each rule flags): reported as deprecated, not as build breaks. key -> why it still compiles.
+STILL_COMPILES: dict[str, str] = {
+    "thrust:thrust::pair": "thrust::pair is now an alias of cuda::std::pair: uses compile; only overloads or "
+                           "specializations on both types collide",
+    "thrust:thrust::tuple": "thrust::tuple is now an alias of cuda::std::tuple: uses compile; only overloads or "
+                            "specializations on both types collide",
+    "thrust:thrust::plus/minus/.../maximum/minimum function objects":
+        "the thrust function objects are now aliases of the cuda::std ones: uses compile; only overloads or "
+        "specializations on both types collide",
+    "thrust:<thrust/...>, <cub/...>, <cuda/...> include location":
+        "nvcc 13.0 finds <cccl/thrust/...> under its include directory and adds -isystem include/cccl itself, so the "
+        "include compiles with nvcc; a host compiler needs -I${CUDA}/include/cccl",
+}
+
+
 def render_rule(g: Group, rid: str) -> tuple[str, str]:
     title, name_slug = group_title(g)
     lt = LIBRARY_TITLES.get(g.library, g.library)
@@ -830,6 +864,11 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
             fix["edits"] = [{"replace": "name", "with": "{{ data.apis[name].rename }}"}]
     doc["fix"] = fix
     doc["cost"] = {"impact": impact}
+    still = [STILL_COMPILES[f"{r['library']}:{r['api']}"] for r in g.rows if f"{r['library']}:{r['api']}" in STILL_COMPILES]
+    if g.rem and still and len(still) == len(g.rows):
+        # removed in the catalog's words, but the old spelling still compiles: a deprecation in every context
+        doc["severity"] = "warning"
+        doc["cost"] = {"impact": impact, "impact_when": [{"when": {}, "impact": "deprecated"}]}
     apis = OrderedDict()
     for n, info in g.names.items():
         apis[n] = {k: v for k, v in info.items() if v not in (None, "")}
@@ -865,6 +904,10 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
                "one rule covers the catalog rows that share library, fix kind and versions, and each finding names its own API.",
         "fix_safety": fs,
     }
+    if g.rem and still and len(still) == len(g.rows):
+        doc["docs"]["why"] = (f"The catalog lists it as removed in CUDA {g.rem}, but it is not a build break: "
+                              + "; ".join(dict.fromkeys(still)) + ". Generated from cudamigrate/data/cuda_api_changes.csv "
+                              "by scripts/gen_catalog_rules.py.")
     ex_name = next(iter(g.names))
     ex = g.names[ex_name]
     if ex.get("rename") and "*" not in ex_name:

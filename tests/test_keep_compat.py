@@ -53,7 +53,7 @@ def test_no_guard_when_the_new_form_is_old_enough():
 def test_graph_instantiate_guard_for_11x():
     res = _fix(GRAPH, (11, 8), ["CM507"])
     text = res.fixed.decode()
-    assert "#if CUDART_VERSION >= 12000\n  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));" in text
+    assert "#if CUDART_VERSION >= 12000  /* cudamigrate: keep-compat 11.8 */\n  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));" in text
     assert "#else\n  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, &err_node, log, sizeof(log)));" in text
 
 
@@ -81,8 +81,8 @@ def test_driver_rules_guard_with_cuda_version():
     code = b"#include <cuda.h>\nvoid f(CUgraphExec *e, CUgraph g, CUcontext *c, CUdevice d) {\n  cuGraphInstantiate(e, g, nullptr, nullptr, 0);\n  cuCtxCreate(c, 0, d);\n}\n"
     eng = Engine(all_rules(), Options(select=["CM507", "CM509"], keep_compat=(11, 8)))
     out = fix_bytes(eng, Path("d.cu"), code, "d.cu", unsafe=True).fixed.decode()
-    assert "#if CUDA_VERSION >= 12000\n  cuGraphInstantiate(e, g, 0);\n#else" in out
-    assert "#if CUDA_VERSION >= 13000\n  cuCtxCreate(c, nullptr, 0, d);\n#else\n  cuCtxCreate(c, 0, d);\n#endif" in out
+    assert "#if CUDA_VERSION >= 12000  /* cudamigrate: keep-compat 11.8 */\n  cuGraphInstantiate(e, g, 0);\n#else" in out
+    assert "#if CUDA_VERSION >= 13000  /* cudamigrate: keep-compat 11.8 */\n  cuCtxCreate(c, nullptr, 0, d);\n#else\n  cuCtxCreate(c, 0, d);\n#endif" in out
 
 
 def test_unwrappable_declaration_loses_its_fix():
@@ -93,4 +93,50 @@ def test_unwrappable_declaration_loses_its_fix():
     res = fix_bytes(eng, Path("v.cu"), code, "v.cu", unsafe=True)
     out = res.fixed.decode()
     assert "struct P { double4 v; };" in out  # a member cannot be guarded: left for a manual edit
-    assert "#if CUDART_VERSION >= 13000\n  double4_16a a = make_double4_16a(1, 2, 3, 4);\n#else\n  double4 a = make_double4(1, 2, 3, 4);\n#endif" in out
+    assert "#if CUDART_VERSION >= 13000  /* cudamigrate: keep-compat 12.8 */\n  double4_16a a = make_double4_16a(1, 2, 3, 4);\n#else\n  double4 a = make_double4(1, 2, 3, 4);\n#endif" in out
+
+
+def _cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "cudamigrate", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def test_keep_compat_round_trip_with_every_rule(tmp_path):
+    """The guards `fix --keep-compat 12.0` writes survive CM410 in the same run (every default rule selected), a
+    second `fix` without the flag, and a later `scan` reports nothing on them."""
+    dst = tmp_path / "p.cu"
+    shutil.copy(PREFETCH, dst)
+    p = _cli("fix", "--unsafe-fixes", "--keep-compat", "12.0", str(dst))
+    assert p.returncode == 0, p.stderr
+    first = dst.read_text()
+    assert first.count("#if CUDART_VERSION >= 13000  /* cudamigrate: keep-compat 12.0 */") == 6
+    assert first.count("#else") == 6
+    assert "cudaMemPrefetchAsync(x, bytes, dev, s)" in first  # the 12.x form, in the #else
+    p = _cli("fix", "--unsafe-fixes", str(dst))
+    assert p.returncode == 0, p.stderr
+    assert dst.read_text() == first
+    p = _cli("fix", "--unsafe-fixes", "--keep-compat", "12.0", str(dst))
+    assert dst.read_text() == first
+    p = _cli("scan", "--format", "json", str(dst))
+    import json
+
+    assert json.loads(p.stdout)["findings"] == [], p.stdout
+
+
+def test_unmarked_guard_is_still_decided():
+    """Without the marker (or --keep-compat), CM410 still removes the #else of `#if CUDART_VERSION >= 13000`."""
+    from pathlib import Path
+
+    code = b"void f() {\n#if CUDART_VERSION >= 13000\n  int a = 1;\n#else\n  int a = 0;\n#endif\n  (void)a;\n}\n"
+    eng = Engine(all_rules(), Options(select=["CM410"]))
+    assert fix_bytes(eng, Path("g.cu"), code, "g.cu", unsafe=True).fixed.decode() == "void f() {\n  int a = 1;\n  (void)a;\n}\n"
+    eng = Engine(all_rules(), Options(select=["CM410"], keep_compat=(12, 0)))
+    assert fix_bytes(eng, Path("g.cu"), code, "g.cu", unsafe=True).fixed == code
+
+
+@pytest.mark.nvcc
+def test_round_trip_output_compiles_with_13(tmp_path):
+    dst = tmp_path / "p.cu"
+    shutil.copy(PREFETCH, dst)
+    assert _cli("fix", "--unsafe-fixes", "--keep-compat", "12.0", str(dst)).returncode == 0
+    out = compile_file(dst, tmp_path / "p.o")
+    assert out.ok, out.output[-3000:]

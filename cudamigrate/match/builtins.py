@@ -16,7 +16,7 @@ from ..parse.treesitter import query
 from ..rules.schema import Rule
 from .context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
 from .matchers import Match
-from .ppexpr import Evaluator, PPError
+from .ppenv import PPEnv, build_env
 
 REGISTRY: dict[str, Callable[[Rule, FileContext, dict[str, Any]], list[Match]]] = {}
 
@@ -37,48 +37,11 @@ def run(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
 
 
 # --------------------------------------------------------------------------- version guards
-# Headers that include cuda_runtime_api.h (which defines CUDART_VERSION, cuda_runtime_api.h:139).
-RUNTIME_HEADERS = re.compile(r"(^|/)(cuda_runtime(_api)?|cublas(_v2|_api|Lt)?|cusparse|cufft|curand|cusolver\w*|cuda_fp16|cooperative_groups)\.h$")
-_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
-
-
-def _known_macros(ctx: FileContext, includes: list[tuple[int, str]], assume: set[str], before: int,
-                  redefined: set[str]) -> set[str]:
-    """Which version macros are defined (with the toolkit's value) at byte `before` of this file.
-
-    - `CUDART_VERSION`: defined by cuda_runtime_api.h, which nvcc includes implicitly in .cu/.cuh files;
-      elsewhere only after an include of a runtime header.
-    - `CUDA_VERSION`: defined by cuda.h only (cuda.h:263), so only after `#include <cuda.h>`.
-    - `__CUDACC_VER_MAJOR__/MINOR__`, `__CUDA_API_VER_MAJOR__/MINOR__`: predefined by nvcc, so known in .cu/.cuh.
-    Anything else, or a macro the file `#define`s or `#undef`s itself, is unknown; `assume_defined` lists macros
-    the user declares defined (at the toolkit's value) everywhere.
-    """
-    incs = [inc for pos, inc in includes if pos < before]
-    known: set[str] = set()
-    if any(i == "cuda.h" or i.endswith("/cuda.h") for i in incs) or "CUDA_VERSION" in assume:
-        known.add("CUDA_VERSION")
-    if ctx.is_cuda_file or any(RUNTIME_HEADERS.search(i) for i in incs) or "CUDART_VERSION" in assume:
-        known.add("CUDART_VERSION")
-    if ctx.is_cuda_file or "__CUDACC_VER_MAJOR__" in assume:
-        known |= {"__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__"}
-    if ctx.is_cuda_file or "__CUDA_API_VER_MAJOR__" in assume:
-        known |= {"__CUDA_API_VER_MAJOR__", "__CUDA_API_VER_MINOR__"}
-    return known - redefined
-
-
-def _version_env(known: set[str], version: tuple[int, int]) -> Evaluator:
-    maj, mnr = version
-    values = {"CUDA_VERSION": maj * 1000 + mnr * 10, "CUDART_VERSION": maj * 1000 + mnr * 10,
-              "__CUDACC_VER_MAJOR__": maj, "__CUDACC_VER_MINOR__": mnr,
-              "__CUDA_API_VER_MAJOR__": maj, "__CUDA_API_VER_MINOR__": mnr}
-
-    def lookup(name: str):
-        return values[name] if name in known else None
-
-    def defined(name: str):
-        return True if name in known else None
-
-    return Evaluator(lookup, defined)
+VERSION_MACROS = ("CUDA_VERSION", "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__",
+                  "__CUDA_API_VER_MAJOR__", "__CUDA_API_VER_MINOR__")
+_VM = re.compile(r"\b(" + "|".join(VERSION_MACROS) + r")\b")
+# `#if CUDART_VERSION >= 13000  /* cudamigrate: keep-compat 12.0 */`: the chain must keep building with 12.0
+KEEP_COMPAT_MARK = re.compile(rb"cudamigrate:\s*keep-compat\s+(\d+)\.(\d+)")
 
 
 def toolkits_from(target: tuple[int, int]) -> list[tuple[int, int]]:
@@ -89,10 +52,15 @@ def toolkits_from(target: tuple[int, int]) -> list[tuple[int, int]]:
     return out + [(99, 9)]
 
 
-VERSION_MACROS = ("CUDA_VERSION", "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__",
-                  "__CUDA_API_VER_MAJOR__", "__CUDA_API_VER_MINOR__")
-_VM = re.compile(r"\b(" + "|".join(VERSION_MACROS) + r")\b")
-_REDEF = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+(" + b"|".join(m.encode() for m in VERSION_MACROS) + rb")\b", re.M)
+def pp_env(ctx: FileContext, start: tuple[int, int] | None = None, assume: frozenset[str] = frozenset()) -> PPEnv:
+    """The file's preprocessor state (ppenv), computed once per file, window start and assumptions."""
+    start = start or ctx.target
+    cache = ctx.__dict__.setdefault("_ppenv", {})
+    key = (start, assume)
+    if key not in cache:
+        cache[key] = build_env(ctx.source.data, ctx.source.path, ctx.is_cuda_file, ctx.include_roots,
+                               toolkits_from(start), set(assume))
+    return cache[key]
 
 
 def _line_start(data: bytes, pos: int) -> int:
@@ -104,25 +72,12 @@ def _line_end(data: bytes, pos: int) -> int:
     return len(data) if e == -1 else e + 1
 
 
-def _decide(ctx: FileContext, includes: list[tuple[int, str]], ctext: str, pos: int, assume: set[str],
-            redefined: set[str]) -> bool | None:
+def _decide(ctx: FileContext, env: PPEnv, ctext: str, pos: int, versions: list[tuple[int, int]]) -> bool | None:
+    """CM410's decision: only conditions on CUDA version macros, and only from toolkit facts (a project macro's
+    value is configuration, so a branch that depends on one is never deleted)."""
     if not _VM.search(ctext):
         return None
-    known = _known_macros(ctx, includes, assume, pos, redefined)
-    if not known or not _VM.search(ctext):
-        return None
-    seen: set[bool] = set()
-    try:
-        for v in toolkits_from(ctx.target):
-            r = _version_env(known, v).eval(ctext)
-            if r is None:
-                return None
-            seen.add(bool(r))
-            if len(seen) > 1:
-                return None
-    except PPError:
-        return None
-    return seen.pop() if seen else None
+    return env.decide(ctext, _line_start(ctx.source.data, pos), versions, user_macros=False)
 
 
 @builtin("version_guard")
@@ -132,9 +87,12 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
     data = ctx.source.data
     if not _VM.search(data.decode("utf-8", "surrogateescape")):
         return []
-    assume = set(options.get("assume_defined", []) or [])
-    redefined = {m.group(1).decode() for m in _REDEF.finditer(data)}
-    includes = [(m.start(), m.group(1).decode()) for m in _INCLUDE.finditer(data)]
+    assume = frozenset(options.get("assume_defined", []) or [])
+    # `fix --keep-compat X.Y` (or `keep-compat` in the configuration): the code must still build with X.Y, so a
+    # guard is decided only when X.Y and every later toolkit agree
+    start = min(ctx.keep_compat, ctx.target) if ctx.keep_compat else ctx.target
+    env = pp_env(ctx, start, assume)
+    versions = toolkits_from(start)
     out: list[Match] = []
     unit = ctx.main
     nl = ctx.source.newline.decode()
@@ -151,7 +109,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
                     break
                 ctext = node_text(cond)
                 kw = "#if" if cur.type == "preproc_if" else "#elif"
-                branches.append([kw, ctext, _decide(ctx, includes, ctext, cur.start_byte, assume, redefined),
+                branches.append([kw, ctext, _decide(ctx, env, ctext, cur.start_byte, versions),
                                  _line_start(data, cur.start_byte), _line_end(data, cond.end_byte - 1), None])
                 cur = cur.child_by_field_name("alternative")
             elif cur.type == "preproc_ifdef":
@@ -161,7 +119,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
                     ok = False  # `#elifdef` and friends: left alone
                     break
                 ctext = ("!" if first.type == "#ifndef" else "") + f"defined({node_text(name)})"
-                branches.append(["#if", ctext, _decide(ctx, includes, ctext, cur.start_byte, assume, redefined),
+                branches.append(["#if", ctext, _decide(ctx, env, ctext, cur.start_byte, versions),
                                  _line_start(data, cur.start_byte), _line_end(data, name.end_byte - 1), None])
                 cur = cur.child_by_field_name("alternative")
             elif cur.type == "preproc_else":
@@ -171,6 +129,13 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             else:
                 ok = False
                 break
+        mark = next((mk for b in branches if (mk := KEEP_COMPAT_MARK.search(data[b[3] : b[4]]))), None)
+        if mark is not None and (int(mark.group(1)), int(mark.group(2))) < start:
+            # a guard written by `fix --keep-compat` (or by hand with the marker): decided over its own window
+            marked = toolkits_from((int(mark.group(1)), int(mark.group(2))))
+            for b in branches:
+                if b[0] != "#else":
+                    b[2] = _decide(ctx, env, b[1], b[3], marked)
         endif = [c for c in node.children if c.type == "#endif"]
         if not ok or not endif or not any(b[2] is not None and b[0] != "#else" for b in branches):
             continue
@@ -358,53 +323,71 @@ def device_vector_in_loop(rule: Rule, ctx: FileContext, options: dict[str, Any])
 
 
 # --------------------------------------------------------------------------- dead branches
-def dead_for_target(node: ts.Node, ctx: FileContext, target: tuple[int, int] | None = None) -> bool:
-    """Is `node` in a preprocessor branch that CUDA version macros make dead?
+_BRANCHING = ("preproc_if", "preproc_elif", "preproc_ifdef", "preproc_elifdef")
 
-    Without `target`: dead for the target toolkit and every later one (as `version_guard` decides), e.g. the
-    `#else` of `#if CUDART_VERSION >= 13000`, or the body of `#if CUDART_VERSION < 13000`. With `target`
-    (`fix --keep-compat`): dead for exactly that toolkit. Conditions that do not decide on version macros
-    alone (`#ifdef USE_X`, `#if 1`) never make code dead here.
+
+def _condition(branch: ts.Node) -> str | None:
+    """The `#if` expression of a branch node (`#ifdef X` as `defined(X)`), None for `#else` or unreadable."""
+    if branch.type in ("preproc_if", "preproc_elif"):
+        cond = branch.child_by_field_name("condition")
+        return node_text(cond) if cond is not None else None
+    if branch.type in ("preproc_ifdef", "preproc_elifdef"):
+        name = branch.child_by_field_name("name")
+        first = branch.children[0] if branch.children else None
+        if name is None or first is None:
+            return None
+        neg = first.type in ("#ifndef", "#elifndef")
+        return ("!" if neg else "") + f"defined({node_text(name)})"
+    return None
+
+
+def dead_for_target(node: ts.Node, ctx: FileContext, target: tuple[int, int] | None = None) -> bool:
+    """Is `node` in a preprocessor branch that is never compiled for the target?
+
+    Decided from what the translation unit knows (ppenv): CUDA version macros defined by the toolkit headers the
+    file includes directly or through project headers, macros the file or its project headers `#define`
+    (`#define __CUDA_API_VERSION 5000` makes the `#else` of `#if __CUDA_API_VERSION >= 4000` dead), and for
+    version macros that may be undefined both possibilities. Without `target`: dead for the target toolkit and
+    every later one. With `target` (`fix --keep-compat`): dead for exactly that toolkit. A branch is dead when its
+    own condition is false or an earlier branch of its chain is true in every case; undecided branches stay live.
     """
     data = ctx.source.data
-    cache = ctx.__dict__.setdefault("_dead_cache", {})
-    if "includes" not in cache:
-        if b"#" not in data or not _VM.search(data.decode("utf-8", "surrogateescape")):
-            cache["includes"] = None  # no version macro anywhere: nothing can be dead
-        else:
-            cache["includes"] = [(mo.start(), mo.group(1).decode("utf-8", "surrogateescape")) for mo in _INCLUDE.finditer(data)]
-            cache["redefined"] = {mo.group(1).decode() for mo in _REDEF.finditer(data)}
-    if cache["includes"] is None:
+    if b"#" not in data:
         return False
-    includes, redefined = cache["includes"], cache["redefined"]
+    env = None
+    versions = [target] if target is not None else toolkits_from(ctx.target)
     cur = node
     while cur.parent is not None:
         p = cur.parent
-        branch_if = None
-        in_body = False
-        if p.type in ("preproc_if", "preproc_elif"):
+        branch: ts.Node | None = None
+        if p.type in _BRANCHING:
             alt = p.child_by_field_name("alternative")
-            cond = p.child_by_field_name("condition")
-            if cond is not None and (alt is None or cur.start_byte < alt.start_byte) and cur.start_byte >= cond.end_byte:
-                branch_if, in_body = p, True
+            head = p.child_by_field_name("condition") or p.child_by_field_name("name")
+            if (alt is None or cur.start_byte < alt.start_byte) and head is not None and cur.start_byte >= head.end_byte:
+                branch = p
         elif p.type == "preproc_else":
-            branch_if = p.parent if p.parent is not None and p.parent.type in ("preproc_if", "preproc_elif") else None
-        if branch_if is not None:
-            cond = branch_if.child_by_field_name("condition")
-            ctext = node_text(cond) if cond is not None else ""
-            if _VM.search(ctext):
-                pos = branch_if.start_byte
-                if target is None:
-                    val = _decide(ctx, includes, ctext, pos, set(), redefined)
-                else:
-                    known = _known_macros(ctx, includes, set(), pos, redefined)
-                    try:
-                        val = _version_env(known, target).eval(ctext) if known else None
-                    except PPError:
-                        val = None
-                if val is not None and bool(val) != in_body:
-                    return True
-        cur = p
+            branch = p
+        if branch is None:
+            cur = p
+            continue
+        # the branch must be taken: its own condition true, every earlier branch of the chain false
+        chain: list[tuple[ts.Node, bool]] = []
+        if branch.type != "preproc_else":
+            chain.append((branch, True))
+        prev = branch
+        while prev.parent is not None and prev.parent.type in _BRANCHING and prev.parent.child_by_field_name("alternative") == prev:
+            prev = prev.parent
+            chain.append((prev, False))
+        for b, want in chain:
+            ctext = _condition(b)
+            if ctext is None:
+                continue
+            if env is None:
+                env = pp_env(ctx)
+            val = env.decide(ctext, _line_start(data, b.start_byte), versions)
+            if val is not None and val != want:
+                return True
+        cur = prev
     return False
 
 

@@ -160,6 +160,8 @@ class FileContext:
     semantic: Any = None  # semantic.SemanticContext in semantic mode
     project: Any = None  # project_index.ProjectIndex of the run: project headers, members, includers
     api_names: frozenset[str] = frozenset()  # identifiers the prefilter found (names rules look for)
+    include_roots: tuple[str, ...] = ()  # where the project's headers live (the scanned paths), for ppenv
+    keep_compat: tuple[int, int] | None = None  # `fix --keep-compat`: oldest toolkit the code must build with
 
     @property
     def main(self) -> Unit:

@@ -320,7 +320,8 @@ def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, 
 
     A rule declares `fix.introduced_in` (the toolkit version that introduced the new form) and
     optionally `fix.compat_macro` (CUDART_VERSION, or CUDA_VERSION for driver code). The statement
-    holding the edits is replaced by `#if MACRO >= NEW` new statement `#else` old statement `#endif`.
+    holding the edits is replaced by `#if MACRO >= NEW  /* cudamigrate: keep-compat X.Y */` new statement
+    `#else` old statement `#endif`; the marker keeps CM410 from deleting the `#else` in a later run.
     Rewrites that cannot be wrapped (inside a macro definition, or not a statement of their own
     lines) lose their automatic fix rather than break the older toolkit.
     """
@@ -364,5 +365,8 @@ def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, 
         new += nl
     macro = render(str(fix.get("compat_macro", "CUDART_VERSION")), tctx or {}).strip()
     num = iv[0] * 1000 + iv[1] * 10
-    text = f"#if {macro} >= {num}{nl}{new}#else{nl}{old}#endif{nl}"
+    # the marker tells CM410 (in this run and in later scans without --keep-compat) that the guard is intended:
+    # it is decided only over the toolkits from keep.major.minor on, where it is not decided
+    mark = f"/* cudamigrate: keep-compat {keep[0]}.{keep[1]} */"
+    text = f"#if {macro} >= {num}  {mark}{nl}{new}#else{nl}{old}#endif{nl}"
     return [Edit(ls, le, text)]

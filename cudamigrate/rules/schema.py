@@ -176,6 +176,9 @@ def validate(doc: Any, path: Path) -> Rule:
         raise _fail(path, "cost.impact", f"must be one of {IMPACTS}")
     if not isinstance(cost.get("adjust", []) or [], list):
         raise _fail(path, "cost.adjust", "must be a list")
+    for i, iw in enumerate(cost.get("impact_when", []) or []):
+        if not isinstance(iw, dict) or "when" not in iw or iw.get("impact") not in IMPACTS:
+            raise _fail(path, f"cost.impact_when[{i}]", f"needs `when` and `impact` (one of {IMPACTS})")
     for i, adj in enumerate(cost.get("adjust", []) or []):
         if not isinstance(adj, dict) or "when" not in adj or "multiply" not in adj:
             raise _fail(path, f"cost.adjust[{i}]", "needs `when` and `multiply`")

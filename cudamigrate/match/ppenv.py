@@ -1,0 +1,450 @@
+"""What the preprocessor knows at each conditional of a translation unit.
+
+A branch such as the `#else` of `#if CUDA_VERSION >= 13000` is dead for a CUDA 13 build only if `cuda.h` is
+really included before it, and `cuda.h` often arrives through a project header (`#include "common.h"`). Likewise
+`#if __CUDA_API_VERSION >= 4000` is decided when a project header says `#define __CUDA_API_VERSION 5000`. So this
+module walks the file's directives in order, follows `#include` into the project's own headers, and records
+before every directive:
+
+- which CUDA version macros are *certainly* defined at the toolkit's value (a toolkit header that defines them
+  was included on a live path; nvcc predefines some in .cu files) and which only *may* be (nothing says so: the
+  macro may still come from a system header or `-D`, or be undefined);
+- the object-like macros that the file and its project headers `#define`/`#undef` on live paths, with their
+  integer values where the replacement is an integer constant expression.
+
+A condition is decided only when it has the same value in every possible world: every toolkit of the window and,
+for each version macro that may or may not be defined, both possibilities. Anything defined or included under an
+undecided condition becomes unknown. Nothing here runs a compiler; nothing here is guessed from names.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from .ppexpr import Evaluator, PPError, _tokens
+
+# Version macro groups and the macros each defines (one toolkit version gives all of a group's values).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "CUDA_VERSION": ("CUDA_VERSION",),
+    "CUDART_VERSION": ("CUDART_VERSION",),
+    "CUDACC": ("__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__"),
+    "CUDA_API": ("__CUDA_API_VER_MAJOR__", "__CUDA_API_VER_MINOR__"),
+}
+GROUP_OF = {m: g for g, ms in GROUPS.items() for m in ms}
+
+# Toolkit headers that define CUDA_VERSION / CUDART_VERSION when included by the host compiler. Measured on the
+# CUDA 13.0 headers and the 13.0-matched library wheels with
+#   echo '#include <H>' | g++ -x c++ -E -dM -I$CUDA/include -I$CUDA/include/cccl -I$WHEEL/include - | grep VERSION
+# for every top-level header H. (cufft.h, cusolverRf.h, cusolver_common.h, nvrtc.h, nvJitLink.h, cooperative_groups.h,
+# driver_types.h and the other type-only headers define neither.)
+_CUDA_H = re.compile(r"^(cuda|cudaEGL|cudaEGLTypedefs|cudaGL|cudaGLTypedefs|cudaProfiler|cudaProfilerTypedefs|cudaTypedefs"
+                     r"|cupti|cupti_(activity|callbacks|checkpoint|events|metrics|pcsampling|pcsampling_util|pmsampling"
+                     r"|profiler_target|range_profiler|sass_metrics)|generated_cudaGL_meta|generated_cuda_meta"
+                     r"|generated_nvtx_meta)\.h$")
+_CUDART_H = re.compile(r"^(channel_descriptor|cuda_bf16|cuda_egl_interop|cuda_fp16|cuda_fp4|cuda_fp6|cuda_fp8|cuda_gl_interop"
+                       r"|cuda_runtime|cuda_runtime_api|cupti|generated_cuda_gl_interop_meta|generated_cuda_runtime_api_meta"
+                       r"|mma|vector_functions|cublas|cublasLt|cublasXt|cublas_api|cublas_v2|cufftXt|curand|curand_kernel"
+                       r"|cusolverDn|cusolverSp|cusolverMg|cusparse|cusparse_v2|npp|nppcore|nppdefs|nppi|npps|nppi_\w+|npps_\w+)\.h$")
+
+
+def toolkit_groups(include: str) -> set[str]:
+    """The version macro groups a toolkit header (as written in `#include <...>`) defines."""
+    base = include.rsplit("/", 1)[-1]
+    out = set()
+    if _CUDA_H.match(base):
+        out.add("CUDA_VERSION")
+    if _CUDART_H.match(base):
+        out.add("CUDART_VERSION")
+    return out
+
+
+HEADER_EXTS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".ipp", ".tcc")
+MAX_DEPTH = 24
+
+
+# --------------------------------------------------------------------------- directives
+@dataclass(frozen=True)
+class Directive:
+    pos: int  # offset of the start of the directive's line in the file
+    kind: str  # "if", "ifdef", "define", ...
+    text: str  # the rest of the line: comments blanked, continuation lines joined
+
+
+_SKIP = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+_DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*([A-Za-z_]\w*)(.*)$")
+
+
+def _blank_comments(data: bytes) -> bytes:
+    def sub(m: re.Match[bytes]) -> bytes:
+        s = m.group(0)
+        if s[:1] in (b'"', b"'"):
+            return s
+        return bytes(c if c in (10, 13) else 32 for c in s)
+
+    return _SKIP.sub(sub, data)
+
+
+def directives(data: bytes) -> tuple[Directive, ...]:
+    """Every preprocessor directive of `data`, in order."""
+    if b"#" not in data:
+        return ()
+    clean = _blank_comments(data)
+    out: list[Directive] = []
+    pos = 0
+    n = len(clean)
+    while pos < n:
+        end = clean.find(b"\n", pos)
+        end = n if end == -1 else end
+        line = clean[pos:end]
+        start = pos
+        if b"#" in line:
+            parts = [line]
+            while line.rstrip(b"\r").endswith(b"\\") and end < n:
+                parts[-1] = line.rstrip(b"\r")[:-1]
+                nxt = clean.find(b"\n", end + 1)
+                nxt = n if nxt == -1 else nxt
+                line = clean[end + 1 : nxt]
+                parts.append(line)
+                end = nxt
+            m = _DIRECTIVE.match(b" ".join(parts).rstrip(b"\r"))
+            if m:
+                out.append(Directive(start, m.group(1).decode("ascii"), m.group(2).decode("utf-8", "replace").strip()))
+        pos = end + 1
+    return tuple(out)
+
+
+@lru_cache(maxsize=2048)
+def _file_directives(path: str, mtime_ns: int, size: int) -> tuple[Directive, ...]:
+    try:
+        with open(path, "rb") as fh:
+            return directives(fh.read())
+    except OSError:
+        return ()
+
+
+def _path_directives(path: str) -> tuple[Directive, ...] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _file_directives(path, st.st_mtime_ns, st.st_size)
+
+
+@lru_cache(maxsize=16)
+def _header_index(root: str) -> dict[str, tuple[str, ...]]:
+    """Project headers under `root` by basename (for `#include <x.h>` found through an -I of the project)."""
+    out: dict[str, list[str]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for f in filenames:
+            if f.endswith(HEADER_EXTS):
+                out.setdefault(f, []).append(os.path.join(dirpath, f))
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+# --------------------------------------------------------------------------- state
+DEFINED, UNDEF, UNKNOWN = "defined", "undef", "unknown"
+
+
+@dataclass
+class PPState:
+    """`toolkit[g]`: the group's macros are certainly defined (True) or may or may not be (False).
+    `macros[name]`: an int value, DEFINED (value not an integer constant), UNDEF, or UNKNOWN."""
+
+    toolkit: dict[str, bool]
+    macros: dict[str, int | str] = field(default_factory=dict)
+
+    def copy(self) -> "PPState":
+        return PPState(dict(self.toolkit), dict(self.macros))
+
+
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _values(version: tuple[int, int]) -> dict[str, int]:
+    maj, mnr = version
+    return {"CUDA_VERSION": maj * 1000 + mnr * 10, "CUDART_VERSION": maj * 1000 + mnr * 10,
+            "__CUDACC_VER_MAJOR__": maj, "__CUDACC_VER_MINOR__": mnr,
+            "__CUDA_API_VER_MAJOR__": maj, "__CUDA_API_VER_MINOR__": mnr}
+
+
+def decide(state: PPState, ctext: str, versions: list[tuple[int, int]], user_macros: bool = True) -> bool | None:
+    """The value of `#if ctext` if it is the same in every world, else None.
+
+    Worlds: each toolkit version in `versions`, times defined/undefined for each version macro group the condition
+    names that is not certainly defined. `user_macros=False` treats every macro the project defines as unknown
+    (for rewrites that must not depend on a project's configuration)."""
+    names = set(_IDENT.findall(ctext))
+    if not names:
+        try:  # `#if 0`, `#if 1`
+            v = Evaluator(lambda n: None, lambda n: None).eval(ctext)
+        except PPError:
+            return None
+        return None if v is None else bool(v)
+    try:
+        _tokens(ctext)
+    except PPError:
+        return None
+    overridden = {n for n in names if n in state.macros}
+    used_groups = {GROUP_OF[n] for n in names if n in GROUP_OF and n not in overridden}
+    maybe = sorted(g for g in used_groups if not state.toolkit.get(g))
+    if not used_groups:
+        versions = versions[:1]  # no version macro: one toolkit decides for all
+    seen: set[bool] = set()
+    for defined_groups in itertools.product((True, False), repeat=len(maybe)):
+        present = {g for g in used_groups if state.toolkit.get(g)} | {g for g, d in zip(maybe, defined_groups) if d}
+        for v in versions:
+            vals = _values(v)
+
+            def lookup(n: str, vals: dict[str, int] = vals, present: set[str] = present) -> int | None:
+                if n in state.macros:
+                    m = state.macros[n]
+                    if not user_macros or m == UNKNOWN or m == DEFINED:
+                        return None
+                    return 0 if m == UNDEF else int(m)
+                g = GROUP_OF.get(n)
+                if g is not None:
+                    return vals[n] if g in present else 0
+                return None
+
+            def defined(n: str, present: set[str] = present) -> bool | None:
+                if n in state.macros:
+                    m = state.macros[n]
+                    if not user_macros or m == UNKNOWN:
+                        return None
+                    return m != UNDEF
+                g = GROUP_OF.get(n)
+                if g is not None:
+                    return g in present
+                return None
+
+            try:
+                r = Evaluator(lookup, defined).eval(ctext)
+            except PPError:
+                return None
+            if r is None:
+                return None
+            seen.add(bool(r))
+            if len(seen) > 1:
+                return None
+    return seen.pop() if seen else None
+
+
+# --------------------------------------------------------------------------- the walk
+_INCLUDE_ARG = re.compile(r'^(?:"([^"]+)"|<([^>]+)>)')
+_DEFINE = re.compile(r"^([A-Za-z_]\w*)(\()?\s*(.*)$", re.S)
+CONDITIONALS = {"if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"}
+
+
+def _and(a: bool | None, b: bool | None) -> bool | None:
+    if a is False or b is False:
+        return False
+    if a is None or b is None:
+        return None
+    return True
+
+
+def include_guard(dirs: tuple[Directive, ...]) -> tuple[int, str] | None:
+    """(index, G) when the file is wrapped in `#ifndef G` (or `#if !defined(G)`) / `#define G` ... `#endif`, after
+    any leading `#pragma`s, and that `#endif` is the last directive. The first walk of such a file takes the
+    branch: nobody passes `-D` for a header guard."""
+    i = 0
+    while i < len(dirs) and dirs[i].kind == "pragma":
+        i += 1
+    if len(dirs) - i < 3 or dirs[i + 1].kind != "define" or dirs[-1].kind != "endif":
+        return None
+    if dirs[i].kind == "ifndef":
+        name = (dirs[i].text.split() or [""])[0]
+    elif dirs[i].kind == "if":
+        m = re.fullmatch(r"!\s*defined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|\s([A-Za-z_]\w*))", dirs[i].text.strip())
+        name = (m.group(1) or m.group(2)) if m else ""
+    else:
+        return None
+    if not name or (dirs[i + 1].text.split() or [""])[0] != name:
+        return None
+    depth = 0
+    for j in range(i, len(dirs)):
+        d = dirs[j]
+        if d.kind in ("if", "ifdef", "ifndef"):
+            depth += 1
+        elif d.kind == "endif":
+            depth -= 1
+            if depth == 0:
+                return (i, name) if j == len(dirs) - 1 else None
+    return None
+
+
+class _Walker:
+    def __init__(self, roots: tuple[str, ...], versions: list[tuple[int, int]]):
+        self.roots = roots
+        self.versions = versions
+        self.snapshots: list[tuple[int, PPState]] = []
+        self.once: set[str] = set()  # headers with `#pragma once` already walked
+
+    def resolve(self, name: str, quoted: bool, stack: list[str]) -> str | None:
+        """A project file for `#include`, or None (toolkit or system header, or not found)."""
+        if quoted:
+            for base in reversed(stack):  # the including file's directory, then its includers' (gcc's quote chain)
+                cand = os.path.normpath(os.path.join(os.path.dirname(base), name))
+                if os.path.isfile(cand):
+                    return cand
+        if not quoted and toolkit_groups(name):
+            return None
+        for root in self.roots:
+            cand = os.path.normpath(os.path.join(root, name))
+            if os.path.isfile(cand):
+                return cand
+        best: tuple[int, str] | None = None
+        tail = "/" + name.replace("\\", "/").lstrip("./")
+        here = stack[-1] if stack else ""
+        for root in self.roots:
+            for cand in _header_index(root).get(name.rsplit("/", 1)[-1], ()):
+                if cand.replace("\\", "/").endswith(tail):
+                    score = len(os.path.commonprefix([cand, here]))
+                    if best is None or score > best[0]:
+                        best = (score, cand)
+        return best[1] if best else None
+
+    def walk(self, dirs: tuple[Directive, ...], state: PPState, certain: bool, stack: list[str], record: bool) -> None:
+        # frames: [live of the enclosing region, some branch certainly taken (True/None/False), live of this branch]
+        frames: list[list[bool | None]] = []
+        base: bool | None = True if certain else None
+
+        def live() -> bool | None:
+            return _and(frames[-1][0], frames[-1][2]) if frames else base
+
+        guard = include_guard(dirs)
+        for i, d in enumerate(dirs):
+            if record:
+                self.snapshots.append((d.pos, state.copy()))
+            k = d.kind
+            if k in ("if", "ifdef", "ifndef"):
+                outer = live()
+                cond = d.text if k == "if" else ("!" if k == "ifndef" else "") + f"defined({d.text.split()[0] if d.text.split() else ''})"
+                if guard is not None and i == guard[0]:  # an include guard: its macro is ours, not a -D
+                    val = state.macros.get(guard[1], UNDEF) in (UNDEF, UNKNOWN) if outer is not False else False
+                else:
+                    val = decide(state, cond, self.versions) if outer is not False else False
+                frames.append([outer, val, val])
+                continue
+            if k in ("elif", "elifdef", "elifndef", "else"):
+                if not frames:
+                    continue
+                f = frames[-1]
+                taken = f[1]
+                if k == "else":
+                    val: bool | None = True
+                elif k == "elif":
+                    val = decide(state, d.text, self.versions)
+                else:
+                    val = None
+                if taken is True:
+                    branch: bool | None = False
+                elif taken is None:
+                    branch = False if val is False else None
+                else:
+                    branch = val
+                f[2] = branch
+                f[1] = True if (taken is True or branch is True) else (None if taken is None or branch is None else False)
+                continue
+            if k == "endif":
+                if frames:
+                    frames.pop()
+                continue
+            here = live()
+            if here is False:
+                continue
+            if k == "pragma" and d.text.split()[:1] == ["once"]:
+                self.once.add(stack[-1])
+            elif k == "define":
+                m = _DEFINE.match(d.text)
+                if not m:
+                    continue
+                name = m.group(1)
+                if here is not True:
+                    state.macros[name] = UNKNOWN
+                elif m.group(2):  # function-like
+                    state.macros[name] = DEFINED
+                else:
+                    state.macros[name] = self._value(state, m.group(3).strip())
+            elif k == "undef":
+                name = d.text.split()[0] if d.text.split() else ""
+                if name:
+                    state.macros[name] = UNDEF if here is True else UNKNOWN
+            elif k == "include":
+                m = _INCLUDE_ARG.match(d.text)
+                if not m:
+                    continue  # `#include MACRO`: unknown target
+                name = m.group(1) or m.group(2)
+                path = self.resolve(name, m.group(1) is not None, stack)
+                if path is None:
+                    if here is True:
+                        for g in toolkit_groups(name):
+                            state.toolkit[g] = True
+                    continue
+                if path in stack or path in self.once or len(stack) >= MAX_DEPTH:
+                    continue
+                sub = _path_directives(path)
+                if sub:
+                    stack.append(path)
+                    self.walk(sub, state, here is True, stack, False)
+                    stack.pop()
+
+    def _value(self, state: PPState, body: str) -> int | str:
+        if not body:
+            return DEFINED
+        val = decide_value(state, body)
+        return DEFINED if val is None else val
+
+
+def decide_value(state: PPState, body: str) -> int | None:
+    """The integer value of a macro's replacement text when it is a constant expression over known macros."""
+    def lookup(n: str) -> int | None:
+        m = state.macros.get(n)
+        return m if isinstance(m, int) else None
+
+    try:
+        return Evaluator(lookup, lambda n: None).eval(body)
+    except PPError:
+        return None
+
+
+@dataclass
+class PPEnv:
+    """The preprocessor state before each directive of one file."""
+
+    positions: list[int]
+    states: list[PPState]
+    initial: PPState
+
+    def state_at(self, pos: int) -> PPState:
+        """The state before the directive whose line starts at or before `pos`."""
+        i = bisect.bisect_right(self.positions, pos) - 1
+        return self.states[i] if i >= 0 else self.initial
+
+    def decide(self, ctext: str, pos: int, versions: list[tuple[int, int]], user_macros: bool = True) -> bool | None:
+        return decide(self.state_at(pos), ctext, versions, user_macros)
+
+
+def build_env(data: bytes, path: Path | str, cuda_file: bool, roots: tuple[str, ...], versions: list[tuple[int, int]],
+              assume: set[str] = frozenset()) -> PPEnv:  # type: ignore[assignment]
+    """Walk `data` (the file at `path`) and its project headers. `cuda_file`: nvcc compiles it as CUDA, so
+    CUDART_VERSION (cuda_runtime.h is force-included) and the `__CUDACC_VER_*__`/`__CUDA_API_VER_*__` macros
+    are defined. `assume`: macros the user declares defined everywhere (CM410's `assume_defined`)."""
+    toolkit = {g: False for g in GROUPS}
+    if cuda_file:
+        toolkit.update(CUDART_VERSION=True, CUDACC=True, CUDA_API=True)
+    for m in assume:
+        if m in GROUP_OF:
+            toolkit[GROUP_OF[m]] = True
+    initial = PPState(toolkit)
+    w = _Walker(tuple(os.path.abspath(r) for r in roots), versions)
+    main = os.path.abspath(str(path))
+    w.walk(directives(data), initial.copy(), True, [main], True)
+    return PPEnv([p for p, _ in w.snapshots], [s for _, s in w.snapshots], initial)
