@@ -125,12 +125,19 @@ def main() -> None:
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report to a file.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
-@click.option("--sort", type=click.Choice(["roi", "file"]), default="roi", show_default=True)
+@click.option("--sort", type=click.Choice(["plan", "roi", "file"]), default="plan", show_default=True,
+              help="plan: build breaks first (safe, unsafe, manual), then deprecated, performance, hygiene, each by ROI; "
+                   "roi: by ROI alone; file: by place.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Only report findings not in this baseline.")
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Record current findings as the baseline.")
 def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path | None, exit_zero: bool,
          statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, **kw: Any) -> None:
-    """Report findings in PATHS (files or directories)."""
+    """Report findings in PATHS (files or directories).
+
+    Each finding shows `(roi N)`: impact / effort. Impact is what leaving it costs (build break 10, deprecated 5,
+    performance 3, hygiene 1, scaled in context, e.g. x4 inside a loop); effort what fixing it costs (safe
+    automatic fix 1, unsafe fix to review 2, manual 5). `cudamigrate plan` turns the findings into steps.
+    """
     fmt = report_fmt or fmt
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
     from .progress import Progress
@@ -233,7 +240,7 @@ def _timings(db, phases: dict[str, float], nfiles: int) -> None:
     _err(f"timings: {', '.join(parts)}; files={nfiles}{rate}")
 
 
-def render_report(fmt: str, run: Run, sort: str = "roi") -> str:
+def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
     import importlib
 
     if fmt == "text":
@@ -330,6 +337,43 @@ def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
         raise click.UsageError("--apply-display-only needs the rules named by id with --select or --extend-select "
                                "(e.g. --select CM101), and they must have display-only fixes")
     return ids
+
+
+@main.command("plan")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@selection_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
+    """Print the migration as steps for a ticket: build breaks first (safe, unsafe, manual), then optional work.
+
+    ROI = impact / effort: impact is what leaving a finding costs (build break 10, deprecated 5, performance 3,
+    hygiene 1, scaled in context), effort what fixing it costs (safe fix 1, unsafe fix 2, manual 5).
+    Exit 0 without build breaks, 1 with build breaks, 2 on errors.
+    """
+    import json
+
+    from .plan import build_plan, render_text
+
+    engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    db = _semantic(paths, files, kw)
+    if db is not None:
+        from .semantic import scan_files as sem_scan_files
+
+        results = sem_scan_files(engine, spec, files, db, kw.get("jobs"), None)
+    else:
+        results = scan_files(engine, spec, files, kw.get("jobs"))
+    findings, errors = [], []
+    for res in results:
+        findings += res.findings
+        errors += res.errors
+    for e in errors:
+        _err(e)
+    plan = build_plan(findings, errors, len(files), "%d.%d" % engine.opts.target, {r.id: r.name for r in engine.rules},
+                      [str(p) for p in paths])
+    click.echo(json.dumps(plan.to_dict(), indent=2) if fmt == "json" else render_text(plan), nl=fmt != "text")
+    if rule_errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if plan.must else EXIT_CLEAN)
 
 
 @main.command("rules")
