@@ -265,9 +265,14 @@ def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
               help="Also apply the display-only suggested edits (e.g. stream changes in code with several streams) "
                    "of the rules named by id in --select/--extend-select; never of rules selected by family or prefix.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--show-fixes", is_flag=True, help="List what was fixed, per file and rule.")
+@click.option("--commit-per-rule", "commit_by", flag_value="rule", default=None,
+              help="On a clean git work tree: one commit per rule, with a generated message; the final tree equals "
+                   "a single `fix` run.")
+@click.option("--commit-per-family", "commit_by", flag_value="family", help="Like --commit-per-rule, one commit per family.")
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
-        exit_zero: bool, **kw: Any) -> None:
-    """Rewrite PATHS in place, applying automatic fixes."""
+        exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
+    """Rewrite PATHS in place, applying automatic fixes; list the findings that remain."""
     from .fix.apply import fix_bytes, write_atomic
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
@@ -282,6 +287,12 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     had_error = False
     if db is not None:
         engine.semantic_provider = db.facts_for
+    if commit_by is not None:
+        if diff or dry_run:
+            raise click.UsageError("--commit-per-rule/--commit-per-family write and commit; not with --diff/--dry-run")
+        _commit_per(engine, spec, files, commit_by, unsafe_fixes, show_fixes, exit_zero, display_only)
+    all_applied: list = []
+    left: list = []
     for p in files:
         disp = display_path(p)
         try:
@@ -298,6 +309,8 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
             had_error = True
         applied += len(res.applied)
         remaining += len(res.remaining)
+        all_applied += res.applied
+        left += res.remaining
         unsafe_left += sum(1 for f in res.remaining if f.applicability == "unsafe")
         suggested_left += sum(1 for f in res.remaining if f.applicability == "display-only")
         if not res.changed:
@@ -315,6 +328,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if kw.get("timings"):
         _timings(db, {"semantic": t_sem, "fix": time.perf_counter() - t1}, len(files))
     verb = "Would fix" if (diff or dry_run) else "Fixed"
+    _list_fix_outcome(all_applied, left, show_fixes)
     msg = f"{verb} {applied} finding(s) in {changed} file(s); {remaining} remaining"
     if unsafe_left and not unsafe_fixes:
         msg += f" ({unsafe_left} fixable with --unsafe-fixes)"
@@ -337,6 +351,43 @@ def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
         raise click.UsageError("--apply-display-only needs the rules named by id with --select or --extend-select "
                                "(e.g. --select CM101), and they must have display-only fixes")
     return ids
+
+
+def _list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
+    """What `fix` leaves (always, like ruff's --fix) and, with --show-fixes, what it changed; on stderr."""
+    from .plan import plan_order
+    from .report.text import MARK
+
+    if show_fixes and applied:
+        from .fix.commits import per_file_rules
+
+        click.echo("Fixed:", err=True)
+        for path, rules in sorted(per_file_rules(applied).items()):
+            click.echo(f"  {path}: " + ", ".join(f"{rid} x{n}" for rid, n in sorted(rules.items())), err=True)
+    if left:
+        click.echo("Remaining:", err=True)
+        for f in plan_order(left):
+            click.echo(f"  {f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message}", err=True)
+
+
+def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, unsafe: bool, show_fixes: bool,
+                exit_zero: bool, display_only: frozenset[str] = frozenset()) -> None:
+    """`fix --commit-per-rule/--commit-per-family`: commit, report, exit (see cudamigrate/fix/commits.py)."""
+    from .fix.commits import CommitError, commit_per_group
+    from .source import DEFAULT_MAX_BYTES, load_source
+
+    try:
+        res = commit_per_group(engine, files, display_path, by, unsafe,
+                               lambda p: load_source(p, spec.max_bytes or DEFAULT_MAX_BYTES).data, _err, display_only)
+    except CommitError as exc:
+        _err(str(exc))
+        sys.exit(EXIT_ERROR)
+    for sha, subject in res.commits:
+        click.echo(f"{sha} {subject}")
+    _list_fix_outcome(res.applied, res.remaining, show_fixes)
+    click.echo(f"Fixed {len(res.applied)} finding(s) in {res.files} file(s) in {len(res.commits)} commit(s); "
+               f"{len(res.remaining)} remaining.", err=True)
+    sys.exit(EXIT_FINDINGS if res.remaining and not exit_zero else EXIT_CLEAN)
 
 
 @main.command("plan")
