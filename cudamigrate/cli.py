@@ -36,6 +36,9 @@ def _split(values: tuple[str, ...] | list[str] | None) -> list[str]:
 def _version(v: str | None, flag: str) -> tuple[int, int] | None:
     if v is None:
         return None
+    v = str(v).strip()
+    if v.isdigit():  # `--target-cuda 13` means 13.0
+        v += ".0"
     try:
         return parse_version(v)
     except ValueError:
@@ -100,6 +103,17 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
                    options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
                    keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"))
     rs = load_rules(rule_dirs)
+    from .selectors import check as check_selectors
+
+    where = f"{cfg.path}" if cfg.path else "config"
+    bad = check_selectors({flag: _split(kw.get(k)) for flag, k in (("--select", "select"), ("--ignore", "ignore"),
+                                                                     ("--extend-select", "extend_select"))}
+                          | {f"{where}: {k}": _split(cfg.get(k)) for k in ("select", "ignore", "extend-select")}, rs.rules)
+    from .versions import check as check_versions
+
+    bad += check_versions(opts.target, opts.from_version, opts.keep_compat, rs.rules)
+    if bad:
+        raise click.UsageError("; ".join(bad))
     engine = Engine(rs.rules, opts)
     spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))
     files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],

@@ -16,7 +16,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 KNOWN = {"select", "ignore", "extend-select", "exclude", "target-cuda", "from-cuda", "options", "rule-options",
-         "rules-dirs", "max-file-size", "respect-gitignore", "calibration"}
+         "rules-dirs", "max-file-size", "respect-gitignore", "calibration", "keep-compat"}
 
 
 class ConfigError(Exception):
@@ -61,4 +61,9 @@ def load_config(path: Path, section: tuple[str, ...] | None) -> Config:
     for k in doc:
         if k not in KNOWN:
             raise ConfigError(f"{path}: unknown key {k!r} (known: {', '.join(sorted(KNOWN))})")
-    return Config(path, doc)
+    from .config_check import ConfigValueError, check_values
+
+    try:
+        return Config(path, check_values(path, doc))
+    except ConfigValueError as exc:
+        raise ConfigError(str(exc)) from None
