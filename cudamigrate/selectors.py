@@ -54,3 +54,12 @@ def check(sources: dict[str, list[str]], rules: list[Rule]) -> list[str]:
             out.append(f"{where}: unknown rule selector {s!r}" + (f"; did you mean {hint!r}?" if hint else "")
                        + " (`cudamigrate rules --all` lists ids, families and names)")
     return out
+
+
+def closest_id(rid: str, ids: set[str]) -> str | None:
+    """The rule id a mistyped id most likely meant (`CM5O1`, `cm501` -> CM501), or None."""
+    digits = rid[:2].upper() + rid[2:].translate(str.maketrans("OoIl", "0011"))
+    if digits in ids:
+        return digits
+    close = difflib.get_close_matches(digits, sorted(ids), n=1, cutoff=0.75)
+    return close[0] if close else None

@@ -107,3 +107,28 @@ def test_major_only_version_means_dot_zero(src):
     a = run("scan", "--format", "json", "--target-cuda", "13", "a.cu", cwd=src)
     b = run("scan", "--format", "json", "--target-cuda", "13.0", "a.cu", cwd=src)
     assert a.exit_code == b.exit_code == 1 and a.stdout == b.stdout
+
+
+SUPPRESSED = b"""#include <cuda_runtime.h>
+void f() {
+  cudaThreadSynchronize();  // cudamigrate: ignore[CM501]
+  cudaThreadSynchronize();
+  // cudamigrate: ignore[CM501]
+  cudaThreadSynchronize();
+  cudaThreadSynchronize();  // cudamigrate: ignore[CM5O1]
+  /* cudamigrate: ignore[CM501] */ cudaThreadSynchronize();
+  cudaThreadSynchronize();
+}
+"""
+
+
+def test_suppression_scope(tmp_path):
+    """A comment sharing its line with code covers that line only; a comment alone on a line covers the next."""
+    (tmp_path / "a.cu").write_bytes(SUPPRESSED)
+    r = run("scan", "--select", "CM501", "--format", "json", "a.cu", cwd=tmp_path)
+    import json
+
+    lines = sorted(f["line"] for f in json.loads(r.stdout)["findings"])
+    assert lines == [4, 7, 9], lines  # 3: trailing; 6: comment alone above it; 8: block comment before code
+    assert "a.cu:7: unknown rule id CM5O1 in `cudamigrate: ignore[...]`" in r.stderr
+    assert "did you mean CM501?" in r.stderr
