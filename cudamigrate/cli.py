@@ -117,7 +117,7 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
     engine = Engine(rs.rules, opts)
     spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))
     files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
-                          respect_gitignore=cfg.get("respect-gitignore", True)))
+                          respect_gitignore=cfg.get("respect-gitignore", True), base=cfg.path.parent if cfg.path else None))
     engine.project = ProjectIndex(files=files)  # project-wide facts: headers, class members, includers
     spec.project_files = files
     for e in rs.errors:  # one line per bad rule file; the other rules still run
@@ -433,8 +433,19 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
         errors += res.errors
     for e in errors:
         _err(e)
+    extra: list[str] = []  # what the fix commands must repeat to see the same findings
+    for flag, key in (("--target-cuda", "target"), ("--from", "from_version"), ("--keep-compat", "keep_compat"),
+                      ("--config", "config_path"), ("--compile-commands", "compile_commands")):
+        if kw.get(key):
+            extra += [flag, str(kw[key])]
+    for d in kw.get("rules_dir") or ():
+        extra += ["--rules-dir", str(d)]
+    extra += ["--no-builtin-rules"] if kw.get("no_builtin_rules") else []
+    extra += ["--no-semantic"] if kw.get("no_semantic") else []
+    for o in kw.get("cli_options") or ():
+        extra += ["--option", o]
     plan = build_plan(findings, errors, len(files), "%d.%d" % engine.opts.target, {r.id: r.name for r in engine.rules},
-                      [str(p) for p in paths])
+                      [str(p) for p in paths], extra)
     click.echo(json.dumps(plan.to_dict(), indent=2) if fmt == "json" else render_text(plan), nl=fmt != "text")
     if rule_errors:
         sys.exit(EXIT_ERROR)
@@ -532,7 +543,9 @@ def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, tim
 
     fixtures_dir = fixtures_dir or st.default_fixtures_dir()
     if not fixtures_dir.is_dir():
-        _err(f"no fixtures at {fixtures_dir}: pass --fixtures DIR (a source checkout's fixtures/)")
+        _err(f"no fixture cases found (looked next to the package, {fixtures_dir}, and for a cudamigrate checkout "
+             "containing the current directory): selftest checks the cases of a source checkout "
+             "(fixtures/<family>/<case>/); run it inside a checkout of cudamigrate or pass --fixtures DIR")
         sys.exit(EXIT_ERROR)
     if not gpu:
         fails, n = st.static_selftest(fixtures_dir)

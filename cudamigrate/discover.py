@@ -26,14 +26,47 @@ def _spec_for(directory: Path) -> pathspec.PathSpec | None:
     return pathspec.PathSpec.from_lines("gitignore", lines)
 
 
+def _rel_to(p: Path, base: Path | None) -> str | None:
+    """p relative to base (posix), or None when p is not under base."""
+    if base is None:
+        return None
+    rel = os.path.relpath(os.path.abspath(p), os.path.abspath(base))
+    return None if rel == ".." or rel.startswith("../") else rel
+
+
+def _named_file_ignored(p: Path) -> bool:
+    """A named file under a `.gitignore`/`.cudamigrateignore` of its directory or one above, up to the git root."""
+    f = Path(os.path.abspath(p))
+    d = f.parent
+    while True:
+        spec = _spec_for(d)
+        if spec is not None and spec.match_file(os.path.relpath(f, d)):
+            return True
+        if (d / ".git").exists() or d.parent == d:
+            return False
+        d = d.parent
+
+
 def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[str] | None = None,
-             respect_gitignore: bool = True) -> Iterator[Path]:
-    """Yield source files under `paths` in a stable order. Files named explicitly are always yielded."""
+             respect_gitignore: bool = True, base: Path | None = None) -> Iterator[Path]:
+    """Yield source files under `paths` in a stable order.
+
+    `exclude` patterns are anchored at `base` (the configuration file's directory) when given, else at each
+    scanned root. They apply to files named explicitly too (what ruff's --force-exclude does: pre-commit
+    passes file names), as do `.gitignore`/`.cudamigrateignore` files; a named file that does not exist is
+    yielded so that the caller reports it.
+    """
     suffixes = suffixes or SOURCE_SUFFIXES
     excl = pathspec.PathSpec.from_lines("gitignore", exclude or [])
     seen: set[Path] = set()
     for root in paths:
         if root.is_file() or not root.exists():
+            if root.is_file():
+                rel = _rel_to(root, base)
+                rel = rel if rel is not None else (_rel_to(root, Path.cwd()) or root.name)
+                if excl.match_file(rel) or (
+                        respect_gitignore and _named_file_ignored(root)):
+                    continue
             if root not in seen:
                 seen.add(root)
                 yield root
@@ -55,7 +88,8 @@ def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[
                 is_dir = e.is_dir(follow_symlinks=False)
                 if is_dir and e.name in ALWAYS_SKIP:
                     continue
-                if excl.match_file(rel_root + ("/" if is_dir else "")):
+                rel_base = _rel_to(p, base)
+                if excl.match_file((rel_base if rel_base is not None else rel_root) + ("/" if is_dir else "")):
                     continue
                 if any(s.match_file(os.path.relpath(p, base) + ("/" if is_dir else "")) for base, s in specs):
                     continue

@@ -140,13 +140,16 @@ def _rule_lines(fs: list[Finding], names: dict[str, str]) -> list[RuleLine]:
     return sorted(lines, key=lambda r: (-r.findings, r.rule_id))
 
 
-def _cmd(args: list[str], paths: list[str]) -> str:
-    return " ".join(["cudamigrate", *args, *(shlex.quote(p) for p in paths or ["."])])
+def _cmd(args: list[str], paths: list[str], extra: list[str] | None = None) -> str:
+    return " ".join(["cudamigrate", *args, *(shlex.quote(a) for a in extra or []),
+                     *(shlex.quote(p) for p in paths or ["."])])
 
 
 def build_plan(findings: list[Finding], errors: list[str], files_scanned: int, target: str,
-               rule_names: dict[str, str], paths: list[str]) -> Plan:
-    """Group findings into must-do steps (build breaks) and optional steps (everything else)."""
+               rule_names: dict[str, str], paths: list[str], extra: list[str] | None = None) -> Plan:
+    """Group findings into must-do steps (build breaks) and optional steps (everything else).
+
+    `extra`: the options the plan was made with that the `fix` commands must repeat (--target-cuda, ...)."""
     groups: dict[tuple[str, str], list[Finding]] = defaultdict(list)
     for f in findings:
         groups[(impact_of(f), f.applicability)].append(f)
@@ -156,12 +159,12 @@ def build_plan(findings: list[Finding], errors: list[str], files_scanned: int, t
         ids = sorted({f.rule_id for f in bb["safe"]})
         must.append(Step("automatic fixes that keep behaviour", "build-break", "safe", len(bb["safe"]),
                          len({f.path for f in bb["safe"]}), _minutes(bb["safe"]),
-                         _cmd(["fix", "--select", ",".join(ids)], paths), _rule_lines(bb["safe"], rule_names)))
+                         _cmd(["fix", "--select", ",".join(ids)], paths, extra), _rule_lines(bb["safe"], rule_names)))
     if bb["unsafe"]:
         ids = sorted({f.rule_id for f in bb["unsafe"]})
         must.append(Step("automatic fixes that change behaviour: review each", "build-break", "unsafe",
                          len(bb["unsafe"]), len({f.path for f in bb["unsafe"]}), _minutes(bb["unsafe"]),
-                         _cmd(["fix", "--unsafe-fixes", "--select", ",".join(ids)], paths),
+                         _cmd(["fix", "--unsafe-fixes", "--select", ",".join(ids)], paths, extra),
                          _rule_lines(bb["unsafe"], rule_names), sorted({f.path for f in bb["unsafe"]})))
     if bb["display-only"]:
         must.append(Step("suggested edits to check and apply by hand", "build-break", "display-only",
@@ -180,9 +183,9 @@ def build_plan(findings: list[Finding], errors: list[str], files_scanned: int, t
             ids = sorted({f.rule_id for f in fs})
             cmd = None
             if app == "safe":
-                cmd = _cmd(["fix", "--select", ",".join(ids)], paths)
+                cmd = _cmd(["fix", "--select", ",".join(ids)], paths, extra)
             elif app == "unsafe":
-                cmd = _cmd(["fix", "--unsafe-fixes", "--select", ",".join(ids)], paths)
+                cmd = _cmd(["fix", "--unsafe-fixes", "--select", ",".join(ids)], paths, extra)
             title = {"safe": "automatic fixes that keep behaviour", "unsafe": "automatic fixes to review",
                      "display-only": "suggested edits to check and apply by hand", "manual": "manual changes"}[app]
             optional.append(Step(f"{imp}: {title}", imp, app, len(fs), len({f.path for f in fs}), _minutes(fs), cmd,

@@ -132,3 +132,56 @@ def test_suppression_scope(tmp_path):
     assert lines == [4, 7, 9], lines  # 3: trailing; 6: comment alone above it; 8: block comment before code
     assert "a.cu:7: unknown rule id CM5O1 in `cudamigrate: ignore[...]`" in r.stderr
     assert "did you mean CM501?" in r.stderr
+
+
+def _project(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "third_party" / "lib").mkdir(parents=True)
+    (tmp_path / "src" / "jit.cpp").write_bytes(LEGACY)
+    (tmp_path / "src" / "main.cu").write_bytes(LEGACY)
+    (tmp_path / "third_party" / "lib" / "v.cu").write_bytes(LEGACY)
+    (tmp_path / ".cudamigrate.toml").write_text('exclude = ["third_party/", "src/jit.cpp"]\n')
+    return tmp_path
+
+
+def _paths(r):
+    import json
+
+    return sorted({f["path"] for f in json.loads(r.stdout)["findings"]})
+
+
+def test_exclude_applies_to_named_files(tmp_path):
+    """pre-commit passes file names: excluded ones are skipped by scan and never rewritten by fix."""
+    d = _project(tmp_path)
+    r = run("scan", "--format", "json", "src/jit.cpp", "src/main.cu", "third_party/lib/v.cu", cwd=d)
+    assert _paths(r) == ["src/main.cu"]
+    r = run("fix", "third_party/lib/v.cu", "src/jit.cpp", cwd=d)
+    assert (d / "third_party" / "lib" / "v.cu").read_bytes() == LEGACY
+    assert (d / "src" / "jit.cpp").read_bytes() == LEGACY
+    (d / ".cudamigrate.toml").unlink()
+    (d / ".gitignore").write_text("third_party/\n")
+    r = run("scan", "--format", "json", "third_party/lib/v.cu", "src/main.cu", cwd=d)
+    assert _paths(r) == ["src/main.cu"]
+
+
+def test_exclude_anchored_at_config_dir(tmp_path):
+    """`src/jit.cpp` is anchored at the config file's directory, whatever directory is scanned."""
+    d = _project(tmp_path)
+    assert _paths(run("scan", "--format", "json", "src", cwd=d)) == ["src/main.cu"]
+    r = run("scan", "--format", "json", ".", cwd=d / "src")
+    assert _paths(r) == ["main.cu"]
+    r = run("scan", "--format", "json", str(d / "src"), cwd=d.parent)
+    assert [p.rsplit("/", 2)[-2:] for p in _paths(r)] == [["src", "main.cu"]]
+
+
+def test_selftest_finds_fixtures_from_an_installed_tool(tmp_path, monkeypatch):
+    """Installed (no fixtures next to the package): the checkout around the current directory is used;
+    outside any checkout, selftest says what it needs and exits 2."""
+    from cudamigrate import selftest as st
+
+    root = Path(__file__).resolve().parent.parent
+    monkeypatch.setattr(st, "__file__", str(tmp_path / "site-packages" / "cudamigrate" / "selftest.py"))
+    assert st.default_fixtures_dir(cwd=root / "rules" / "streams") == root / "fixtures"
+    assert not st.default_fixtures_dir(cwd=tmp_path).is_dir()
+    r = run("selftest", cwd=tmp_path)
+    assert r.exit_code == 2 and "run it inside a checkout of cudamigrate or pass --fixtures DIR" in r.stderr

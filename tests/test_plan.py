@@ -131,3 +131,12 @@ def test_plan_on_generated_200_file_tree(tmp_path):
     r = run("plan", "-j", "1", ".", cwd=tmp_path)
     assert "200 file(s) scanned" in r.stdout
     assert re.search(r"^1\. `cudamigrate fix --select \S+ \.` clears \d+ build break\(s\) in 67 file\(s\)", r.stdout, re.M)
+
+
+def test_plan_commands_repeat_the_options(tmp_path):
+    shutil.copytree(EXAMPLE, tmp_path / "app")
+    plan = json.loads(run("plan", "--format", "json", "--target-cuda", "12.0", "--option", "stream=s", "app",
+                          cwd=tmp_path).stdout)
+    cmds = [s["command"] for s in plan["must"]["steps"] + plan["optional"]["steps"] if s["command"]]
+    assert cmds and all("--target-cuda 12.0 --option stream=s app" in c for c in cmds)
+    assert plan["target"] == "12.0"
