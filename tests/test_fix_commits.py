@@ -112,7 +112,9 @@ def test_fix_lists_remaining_and_show_fixes(tmp_path):
     fixed, remaining = err.split("Remaining:\n")
     assert fixed.startswith("Fixed:\n") and "\n  app/src/jit.cpp: CM401 x2\n" in fixed
     rem = [ln for ln in remaining.splitlines() if ln.startswith("  app/")]
-    n = int(err.rsplit("; ", 1)[1].split()[0])  # "...; N remaining ..."
+    import re
+
+    n = int(re.search(r"; (\d+) remaining", err).group(1))
     assert len(rem) == n > 0
     assert any(" CM601 [~] " in ln for ln in rem)  # unsafe fixes are not applied without --unsafe-fixes
     r = run("fix", "app", cwd=tmp_path)  # without --show-fixes: remaining only
