@@ -119,3 +119,12 @@ def test_fix_lists_remaining_and_show_fixes(tmp_path):
     assert any(" CM601 [~] " in ln for ln in rem)  # unsafe fixes are not applied without --unsafe-fixes
     r = run("fix", "app", cwd=tmp_path)  # without --show-fixes: remaining only
     assert "Fixed:" not in r.stderr and "Remaining:" in r.stderr
+
+
+def test_from_a_subdirectory(repo, tmp_path):
+    single = tmp_path / "single"
+    shutil.copytree(repo, single, ignore=shutil.ignore_patterns(".git"))
+    run("fix", "src", cwd=single)
+    r = run("fix", "--commit-per-rule", ".", cwd=repo / "src")
+    assert r.exit_code == 1 and len(r.stdout.splitlines()) >= 2, r.stderr
+    assert tree(repo) == tree(single) and git(repo, "status", "--porcelain") == ""

@@ -176,7 +176,7 @@ def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path]
         if not changed:
             log(f"note: {g.title}: no change left to commit (another rule's fix covered it)")
             continue
-        rel = [str(p.resolve().relative_to(root)) for p in changed]
+        rel = [str((p.absolute().parent.resolve() / p.name).relative_to(root)) for p in changed]  # a link stays a link
         git(root, "add", "--", *rel)
         msg = message(g, rules_by_id, sorted(display(p) for p in changed))
         git(root, "commit", "-q", "--no-verify", "-m", msg)
