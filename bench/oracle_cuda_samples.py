@@ -620,7 +620,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"GPU sources written to {a.gpu_prepare}", file=sys.stderr)
             return 0
     fix_summary = next((ln for ln in reversed(fix_lines) if ln.startswith("Fixed ")), "")
-    fix_errors = [ln for ln in fix_lines if "invalid UTF-8" not in ln and ln != fix_summary][:20]
+    # errors and notes are the `cudamigrate: ...` lines; `fix` also lists the remaining findings (indented)
+    fix_errors = [ln for ln in fix_lines if ln.startswith("cudamigrate:") and "invalid UTF-8" not in ln][:20]
     t_tool = time.time() - t_start
 
     # --- compile before/after

@@ -68,6 +68,9 @@ def _split(values: tuple[str, ...] | list[str] | None) -> list[str]:
 def _version(v: str | None, flag: str) -> tuple[int, int] | None:
     if v is None:
         return None
+    v = str(v).strip()
+    if v.isdigit():  # `--target-cuda 13` means 13.0
+        v += ".0"
     try:
         return parse_version(v)
     except ValueError:
@@ -140,11 +143,23 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
                    keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"),
                    include_roots=tuple(str(p if p.is_dir() else p.parent) for p in (paths or (Path("."),))))
     rs = load_rules(rule_dirs)
+    from .selectors import check as check_selectors
+
+    where = f"{cfg.path}" if cfg.path else "config"
+    bad = check_selectors({flag: _split(kw.get(k)) for flag, k in (("--select", "select"), ("--ignore", "ignore"),
+                                                                     ("--extend-select", "extend_select"))}
+                          | {f"{where}: {k}": _split(cfg.get(k)) for k in ("select", "ignore", "extend-select")}, rs.rules)
+    from .versions import check as check_versions
+
+    bad += check_versions(opts.target, opts.from_version, opts.keep_compat, rs.rules)
+    if bad:
+        raise click.UsageError("; ".join(bad))
     engine = Engine(rs.rules, opts)
     spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))
     walk_errors: list[str] = []
     files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
-                          respect_gitignore=cfg.get("respect-gitignore", True), errors=walk_errors))
+                          respect_gitignore=cfg.get("respect-gitignore", True), errors=walk_errors,
+                          base=cfg.path.parent if cfg.path else None))
     engine.project = ProjectIndex(files=files)  # project-wide facts: headers, class members, includers
     spec.project_files = files
     for e in rs.errors:  # one line per bad rule file; the other rules still run
@@ -167,12 +182,19 @@ def main() -> None:
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report to a file.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
-@click.option("--sort", type=click.Choice(["roi", "file"]), default="roi", show_default=True)
+@click.option("--sort", type=click.Choice(["plan", "roi", "file"]), default="plan", show_default=True,
+              help="plan: build breaks first (safe, unsafe, manual), then deprecated, performance, hygiene, each by ROI; "
+                   "roi: by ROI alone; file: by place.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Only report findings not in this baseline.")
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Record current findings as the baseline.")
 def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path | None, exit_zero: bool,
          statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, **kw: Any) -> None:
-    """Report findings in PATHS (files or directories)."""
+    """Report findings in PATHS (files or directories).
+
+    Each finding shows `(roi N)`: impact / effort. Impact is what leaving it costs (build break 10, deprecated 5,
+    performance 3, hygiene 1, scaled in context, e.g. x4 inside a loop); effort what fixing it costs (safe
+    automatic fix 1, unsafe fix to review 2, manual 5). `cudamigrate plan` turns the findings into steps.
+    """
     fmt = report_fmt or fmt
     for flag, target in (("--output", output), ("--write-baseline", write_baseline)):
         _check_writable(target, flag)
@@ -301,7 +323,7 @@ def _timings(db, phases: dict[str, float], nfiles: int) -> None:
     _err(f"timings: {', '.join(parts)}; files={nfiles}{rate}")
 
 
-def render_report(fmt: str, run: Run, sort: str = "roi") -> str:
+def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
     import importlib
 
     if fmt == "text":
@@ -326,9 +348,14 @@ def render_report(fmt: str, run: Run, sort: str = "roi") -> str:
               help="Also apply the display-only suggested edits (e.g. stream changes in code with several streams) "
                    "of the rules named by id in --select/--extend-select; never of rules selected by family or prefix.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--show-fixes", is_flag=True, help="List what was fixed, per file and rule.")
+@click.option("--commit-per-rule", "commit_by", flag_value="rule", default=None,
+              help="On a clean git work tree: one commit per rule, with a generated message; the final tree equals "
+                   "a single `fix` run.")
+@click.option("--commit-per-family", "commit_by", flag_value="family", help="Like --commit-per-rule, one commit per family.")
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
-        exit_zero: bool, **kw: Any) -> None:
-    """Rewrite PATHS in place, applying automatic fixes."""
+        exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
+    """Rewrite PATHS in place, applying automatic fixes; list the findings that remain."""
     from .fix.write import clean_stale, fsync_dir
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
@@ -341,6 +368,10 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     tally = FixTally()
     if db is not None:
         engine.semantic_provider = db.facts_for
+    if commit_by is not None:
+        if diff or dry_run:
+            raise click.UsageError("--commit-per-rule/--commit-per-family write and commit; not with --diff/--dry-run")
+        _commit_per(engine, spec, files, commit_by, unsafe_fixes, show_fixes, exit_zero, display_only)
     write = not (diff or dry_run)
     for e in kw["walk_errors"]:
         _err(e)
@@ -370,6 +401,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if kw.get("timings"):
         _timings(db, {"semantic": t_sem, "fix": time.perf_counter() - t1}, len(files))
     verb = "Fixed" if write else "Would fix"
+    _list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes)
     msg = f"{verb} {tally.applied} finding(s) in {tally.changed} file(s); {tally.remaining} remaining"
     if tally.unsafe_left and not unsafe_fixes:
         msg += f" ({tally.unsafe_left} fixable with --unsafe-fixes)"
@@ -410,6 +442,8 @@ class FixTally:
     had_error: bool = False
     tracebacks: list[str] = field(default_factory=list)
     written_dirs: set[str] = field(default_factory=set)
+    fixed_findings: list = field(default_factory=list)  # for --show-fixes
+    left_findings: list = field(default_factory=list)  # what remains, always listed
 
 
 def _fix_one(engine: Engine, spec: EngineSpec, p: Path, unsafe: bool, write: bool, tally: FixTally,
@@ -446,7 +480,10 @@ def _fix_one(engine: Engine, spec: EngineSpec, p: Path, unsafe: bool, write: boo
             tally.not_written += 1
             tally.remaining += len(res.applied) + len(res.remaining)  # the file still holds them all
             tally.unsafe_left += unsafe_left
+            tally.left_findings += res.remaining
             return
+    tally.fixed_findings += res.applied
+    tally.left_findings += res.remaining
     tally.applied += len(res.applied)
     tally.remaining += len(res.remaining)
     tally.unsafe_left += unsafe_left
@@ -460,6 +497,109 @@ def _fix_one(engine: Engine, spec: EngineSpec, p: Path, unsafe: bool, write: boo
                 sys.stdout.flush()
                 sys.stdout.buffer.write(text.encode("utf-8"))
                 sys.stdout.buffer.flush()
+
+
+def _list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
+    """What `fix` leaves (always, like ruff's --fix) and, with --show-fixes, what it changed; on stderr."""
+    from .plan import plan_order
+    from .report.text import MARK
+
+    if show_fixes and applied:
+        from .fix.commits import per_file_rules
+
+        click.echo("Fixed:", err=True)
+        for path, rules in sorted(per_file_rules(applied).items()):
+            click.echo(f"  {path}: " + ", ".join(f"{rid} x{n}" for rid, n in sorted(rules.items())), err=True)
+    if left:
+        click.echo("Remaining:", err=True)
+        for f in plan_order(left):
+            click.echo(f"  {f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message}", err=True)
+
+
+def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, unsafe: bool, show_fixes: bool,
+                exit_zero: bool, display_only: frozenset[str] = frozenset()) -> None:
+    """`fix --commit-per-rule/--commit-per-family`: commit, report, exit (see cudamigrate/fix/commits.py)."""
+    from .fix.commits import CommitError, commit_per_group
+    from .source import DEFAULT_MAX_BYTES, load_source
+
+    try:
+        res = commit_per_group(engine, files, display_path, by, unsafe,
+                               lambda p: load_source(p, spec.max_bytes or DEFAULT_MAX_BYTES).data, _err, display_only)
+    except CommitError as exc:
+        _err(str(exc))
+        sys.exit(EXIT_ERROR)
+    for sha, subject in res.commits:
+        click.echo(f"{sha} {subject}")
+    _list_fix_outcome(res.applied, res.remaining, show_fixes)
+    click.echo(f"Fixed {len(res.applied)} finding(s) in {res.files} file(s) in {len(res.commits)} commit(s); "
+               f"{len(res.remaining)} remaining.", err=True)
+    sys.exit(EXIT_FINDINGS if res.remaining and not exit_zero else EXIT_CLEAN)
+
+
+@main.command("plan")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@selection_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
+    """Print the migration as steps for a ticket: build breaks first (safe, unsafe, manual), then optional work.
+
+    ROI = impact / effort: impact is what leaving a finding costs (build break 10, deprecated 5, performance 3,
+    hygiene 1, scaled in context), effort what fixing it costs (safe fix 1, unsafe fix 2, manual 5).
+    Exit 0 without build breaks, 1 with build breaks, 2 on errors.
+    """
+    import json
+
+    from .plan import build_plan, render_text
+
+    engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    db = _semantic(paths, files, kw)
+    if db is not None:
+        from .semantic import scan_files as sem_scan_files
+
+        results = sem_scan_files(engine, spec, files, db, kw.get("jobs"), None)
+    else:
+        results = scan_files(engine, spec, files, kw.get("jobs"))
+    findings, errors = [], []
+    for res in results:
+        findings += res.findings
+        errors += res.errors
+    for e in errors:
+        _err(e)
+    extra: list[str] = []  # what the fix commands must repeat to see the same findings
+    for flag, key in (("--target-cuda", "target"), ("--from", "from_version"), ("--keep-compat", "keep_compat"),
+                      ("--config", "config_path"), ("--compile-commands", "compile_commands")):
+        if kw.get(key):
+            extra += [flag, str(kw[key])]
+    for d in kw.get("rules_dir") or ():
+        extra += ["--rules-dir", str(d)]
+    extra += ["--no-builtin-rules"] if kw.get("no_builtin_rules") else []
+    extra += ["--no-semantic"] if kw.get("no_semantic") else []
+    for o in kw.get("cli_options") or ():
+        extra += ["--option", o]
+    plan = build_plan(findings, errors, len(files), "%d.%d" % engine.opts.target, {r.id: r.name for r in engine.rules},
+                      [str(p) for p in paths], extra)
+    click.echo(json.dumps(plan.to_dict(), indent=2) if fmt == "json" else render_text(plan), nl=fmt != "text")
+    if rule_errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if plan.must else EXIT_CLEAN)
+
+
+@main.command()
+@click.option("--target-cuda", "--to", "target", default=None, help="CUDA version the code must build with (default 13.0).")
+@click.option("--require-cuda", default=None, help="Blocker unless nvcc is at least this version (and a GPU's driver can run it).")
+@click.option("--require-driver", type=int, default=None, help="Blocker unless the driver's major version is at least this "
+              "(skipped, not failed, without a GPU).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def doctor(target: str | None, require_cuda: str | None, require_driver: int | None, fmt: str) -> None:
+    """Check toolkit, driver, libraries, libclang, Chromium and calibration; exit 1 only on a --require-* blocker."""
+    import json
+
+    from . import doctor as dr
+
+    tgt = _version(target, "--target-cuda") or (13, 0)
+    checks = dr.gather(tgt, _version(require_cuda, "--require-cuda"), require_driver)
+    click.echo(json.dumps(dr.to_json(checks, tgt), indent=2) if fmt == "json" else dr.render_table(checks), nl=fmt != "text")
+    sys.exit(EXIT_FINDINGS if dr.blockers(checks) else EXIT_CLEAN)
 
 
 @main.command("rules")
@@ -535,7 +675,9 @@ def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, tim
 
     fixtures_dir = fixtures_dir or st.default_fixtures_dir()
     if not fixtures_dir.is_dir():
-        _err(f"no fixtures at {fixtures_dir}: pass --fixtures DIR (a source checkout's fixtures/)")
+        _err(f"no fixture cases found (looked next to the package, {fixtures_dir}, and for a cudamigrate checkout "
+             "containing the current directory): selftest checks the cases of a source checkout "
+             "(fixtures/<family>/<case>/); run it inside a checkout of cudamigrate or pass --fixtures DIR")
         sys.exit(EXIT_ERROR)
     if not gpu:
         fails, n = st.static_selftest(fixtures_dir)

@@ -18,7 +18,7 @@ else:  # pragma: no cover
     import tomli as tomllib
 
 KNOWN = {"select", "ignore", "extend-select", "exclude", "target-cuda", "from-cuda", "options", "rule-options",
-         "rules-dirs", "max-file-size", "respect-gitignore", "calibration"}
+         "rules-dirs", "max-file-size", "respect-gitignore", "calibration", "keep-compat"}
 
 
 from .textsafe import one_line, printable
@@ -83,7 +83,13 @@ def load_config(path: Path, section: tuple[str, ...] | None) -> Config:
         why = _type_problem(k, v)
         if why:
             raise ConfigError(f"{printable(str(path))}: `{k}` {why}")
-    return Config(path, _normalized(doc))
+    from .config_check import ConfigValueError, check_values
+
+    try:
+        checked = check_values(path, doc)
+    except ConfigValueError as exc:
+        raise ConfigError(printable(str(exc))) from None
+    return Config(path, _normalized(checked))
 
 
 _STR_LISTS = {"select", "ignore", "extend-select", "exclude", "rules-dirs"}

@@ -28,11 +28,38 @@ def _spec_for(directory: Path) -> pathspec.PathSpec | None:
     return pathspec.PathSpec.from_lines("gitignore", lines)
 
 
+def _rel_to(p: Path, base: Path | None) -> str | None:
+    """p relative to base (posix), or None when p is not under base."""
+    if base is None:
+        return None
+    rel = os.path.relpath(os.path.abspath(p), os.path.abspath(base))
+    return None if rel == ".." or rel.startswith("../") else rel
+
+
+def _named_file_ignored(p: Path) -> bool:
+    """A named file under a `.gitignore`/`.cudamigrateignore` of its directory or one above, up to the git root."""
+    f = Path(os.path.abspath(p))
+    d = f.parent
+    while True:
+        spec = _spec_for(d)
+        if spec is not None and spec.match_file(os.path.relpath(f, d)):
+            return True
+        if (d / ".git").exists() or d.parent == d:
+            return False
+        d = d.parent
+
+
 def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[str] | None = None,
-             respect_gitignore: bool = True, errors: list[str] | None = None) -> Iterator[Path]:
-    """Yield source files under `paths` in a stable order. Files named explicitly are always yielded
-    (reading them reports what is wrong: missing, a FIFO, a device...). What cannot be walked (a loop of
-    symlinks, a directory without search permission) is appended to `errors` as one line naming it."""
+             respect_gitignore: bool = True, errors: list[str] | None = None, base: Path | None = None
+             ) -> Iterator[Path]:
+    """Yield source files under `paths` in a stable order.
+
+    `exclude` patterns are anchored at `base` (the configuration file's directory) when given, else at each
+    scanned root. They apply to files named explicitly too (what ruff's --force-exclude does: pre-commit
+    passes file names), as do `.gitignore`/`.cudamigrateignore` files. Other files named explicitly are always
+    yielded (reading them reports what is wrong: missing, a FIFO, a device...). What cannot be walked (a loop
+    of symlinks, a directory without search permission) is appended to `errors` as one line naming it.
+    """
     suffixes = suffixes or SOURCE_SUFFIXES
     excl = pathspec.PathSpec.from_lines("gitignore", exclude or [])
     seen: set[Path] = set()
@@ -44,6 +71,11 @@ def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[
     for root in paths:
         try:
             is_dir = root.is_dir()
+            if not is_dir and root.is_file():
+                rel = _rel_to(root, base)
+                rel = rel if rel is not None else (_rel_to(root, Path.cwd()) or root.name)
+                if excl.match_file(rel) or (respect_gitignore and _named_file_ignored(root)):
+                    continue
         except OSError as exc:
             problem(root, "cannot read", exc)
             continue
@@ -71,7 +103,8 @@ def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[
                     rel_root = os.path.relpath(p, root)
                     if is_dir and e.name in ALWAYS_SKIP:
                         continue
-                    if excl.match_file(rel_root + ("/" if is_dir else "")):
+                    rel_base = _rel_to(p, base)
+                    if excl.match_file((rel_base if rel_base is not None else rel_root) + ("/" if is_dir else "")):
                         continue
                     if any(s.match_file(os.path.relpath(p, base) + ("/" if is_dir else "")) for base, s in specs):
                         continue

@@ -24,7 +24,7 @@ from .parse.treesitter import (ErrorSpans, Unit, macro_units, parse, query, regi
 from .project_index import ProjectIndex
 from .rules.schema import Rule, parse_version
 from .source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
-from .suppress import Suppressions
+from .suppress import Suppressions, unknown_ids
 from .templates import TemplateError, render
 from .guard import internal_message, trace
 from .textsafe import one_line
@@ -102,6 +102,18 @@ def _selector_hits(rule: Rule, sel: str) -> bool:
     if sel in _ALL_IDS:
         return rule.id == sel
     return rule.id.startswith(sel)
+
+
+def suppression_warnings(sups: Suppressions, display: str) -> list[str]:
+    """One note per unknown rule id in a suppression comment, with a did-you-mean."""
+    from .selectors import closest_id
+
+    out = []
+    for line, rid in unknown_ids(sups, _ALL_IDS):
+        hint = closest_id(rid, _ALL_IDS)
+        out.append(f"{display}:{line}: unknown rule id {rid} in `cudamigrate: ignore[...]`: it suppresses nothing"
+                   + (f"; did you mean {hint}?" if hint else ""))
+    return out
 
 
 def select_rules(rules: list[Rule], opts: Options) -> list[Rule]:
@@ -368,6 +380,7 @@ class Engine:
         internal += more
         res.suppressions = Suppressions.scan(data)
         if res.suppressions.items:
+            res.notes += suppression_warnings(res.suppressions, display)
             res.findings = [f for f in res.findings if not res.suppressions.suppressed(f.rule_id, f.line, f.end_line)]
             try:
                 unused_suppressions.post_pass(self, src, display, res)  # CM801, when selected

@@ -33,6 +33,7 @@ def explain_text(rule: Rule, measured: list[dict] | None = None, gpu: str | None
     elif rule.cost.get("impact") == "performance":
         out += ["Measured cost: no calibration for this GPU; the declared estimate applies.", ""]
     out.append(f"Automatic fix: {rule.fix_applicability}")
+    out += ["", "Score:", textwrap.indent(textwrap.fill(_score_words(rule), 100), "  ")]
     if rule.status == "opt-in":
         out.append("Opt-in: enable with --extend-select " + rule.id)
     out.append("")
@@ -41,3 +42,21 @@ def explain_text(rule: Rule, measured: list[dict] | None = None, gpu: str | None
     out.append("")
     out.append(f"Suppress with: // cudamigrate: ignore[{rule.id}]")
     return "\n".join(out)
+
+
+def _score_words(rule: Rule) -> str:
+    """How this rule's `(roi N)` is computed, in words (the same model as cost.py)."""
+    from .cost import EFFORT_SCORES, IMPACT_SCORES
+    from .plan import ROI_WORDS
+
+    declared = rule.cost.get("impact")
+    if rule.removed_in:
+        imp = f"build break ({IMPACT_SCORES['build-break']:g}) when --target-cuda >= {rule.removed_in}, else deprecated"
+    elif declared:
+        imp = f"{declared} ({IMPACT_SCORES.get(declared, 1):g})"
+    elif rule.deprecated_in:
+        imp = f"deprecated ({IMPACT_SCORES['deprecated']:g})"
+    else:
+        imp = f"hygiene ({IMPACT_SCORES['hygiene']:g})"
+    app = rule.fix_applicability
+    return (f"impact {imp}; effort {app} ({EFFORT_SCORES[app]:g}). {ROI_WORDS}")

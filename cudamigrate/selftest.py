@@ -579,5 +579,23 @@ def static_selftest(fixtures: Path) -> tuple[list[str], int]:
     return fails, len(cases)
 
 
-def default_fixtures_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "fixtures"
+def default_fixtures_dir(cwd: Path | None = None) -> Path:
+    """The fixture cases: next to the package (a checkout or editable install), else in the cudamigrate
+    checkout that contains the current directory (an installed tool run inside a checkout). The fixtures
+    are not shipped in the wheel; when none is found the path next to the package is returned, and the
+    caller says what is needed."""
+    here = Path(__file__).resolve().parent.parent / "fixtures"
+    if here.is_dir():
+        return here
+    start = (cwd or Path.cwd()).resolve()
+    for d in [start, *start.parents]:
+        if (d / "fixtures").is_dir() and (d / "rules").is_dir() and _is_checkout(d):
+            return d / "fixtures"
+    return here
+
+
+def _is_checkout(d: Path) -> bool:
+    try:
+        return 'name = "cudamigrate"' in (d / "pyproject.toml").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False

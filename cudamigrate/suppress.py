@@ -1,4 +1,9 @@
-"""Inline suppressions: `// cudamigrate: ignore[CM101, CM102]` (this or the next line), `ignore-file[...]`."""
+"""Inline suppressions: `// cudamigrate: ignore[CM101, CM102]`, `ignore-file[...]`.
+
+Scope: a comment that shares its line with code (after it, or a block comment before it) covers that line
+only; a comment alone on its line covers the next line. A finding spanning several lines is covered by a
+suppression on any of them.
+"""
 
 from __future__ import annotations
 
@@ -16,9 +21,15 @@ class Suppression:
     file_level: bool
     ids: frozenset[str] | None  # None = every rule
     used: set[str] = field(default_factory=set)
+    trailing: bool = False  # code shares the comment's line: covers that line only
 
     def covers(self, rule_id: str) -> bool:
         return self.ids is None or rule_id in self.ids
+
+    def covers_line(self, line: int, end_line: int | None = None) -> bool:
+        if self.file_level or self.line == line or (not self.trailing and self.line == line - 1):
+            return True
+        return end_line is not None and line <= self.line <= end_line
 
 
 @dataclass
@@ -40,14 +51,27 @@ class Suppressions:
             if m.group(2) is not None:
                 ids = frozenset(x.strip() for x in m.group(2).decode().split(",") if x.strip())
             line = data.count(b"\n", 0, m.start()) + 1
-            out.append(Suppression(line, m.start(), m.end(), m.group(1) == b"ignore-file", ids))
+            opener = max(prefix.rfind(b"//"), prefix.rfind(b"/*"))
+            after = b""
+            if prefix[opener : opener + 2] == b"/*":  # code after the block comment, on the same line
+                le = data.find(b"\n", m.end())
+                le = len(data) if le == -1 else le
+                close = data.find(b"*/", m.end(), le)
+                after = data[close + 2 : le] if close != -1 else b""
+            trailing = bool(prefix[:opener].strip() or after.strip())
+            out.append(Suppression(line, m.start(), m.end(), m.group(1) == b"ignore-file", ids, trailing=trailing))
         return cls(out)
 
     def suppressed(self, rule_id: str, line: int, end_line: int | None = None) -> bool:
         for s in self.items:
             if not s.covers(rule_id):
                 continue
-            if s.file_level or s.line == line or s.line == line - 1 or (end_line is not None and line <= s.line <= end_line):
+            if s.covers_line(line, end_line):
                 s.used.add(rule_id)
                 return True
         return False
+
+
+def unknown_ids(sups: Suppressions, known: set[str]) -> list[tuple[int, str]]:
+    """(line, id) of ids in `ignore[...]` comments that name no rule (a typo suppresses nothing)."""
+    return [(s.line, i) for s in sups.items for i in sorted(s.ids or ()) if i not in known]

@@ -145,7 +145,7 @@ def unused_findings(engine: "Engine", src: "SourceFile", display: str, sups: Sup
     for s in sups.items:
         if s.ids is not None and rule.id in s.ids:
             continue  # suppresses CM801 itself: judged after the fact, so never flagged
-        where = "in this file" if s.file_level else "on this line or the next"
+        where = "in this file" if s.file_level else ("on this line" if s.trailing else "on the next line")
         directive = data[s.start : s.end].decode("utf-8", "replace")
         if s.ids is None:
             if s.used or engine.opts.select is not None:
@@ -194,7 +194,7 @@ def post_pass(engine: "Engine", src: "SourceFile", display: str, res: "FileResul
     keep = []
     for f in found:  # only a suppression naming CM801 hides CM801 (a bare `ignore` must not hide itself)
         by = [s for s in res.suppressions.items
-              if s.ids is not None and f.rule_id in s.ids and (s.file_level or s.line in (f.line, f.line - 1))]
+              if s.ids is not None and f.rule_id in s.ids and s.covers_line(f.line)]
         if by:
             by[0].used.add(f.rule_id)
         else:

@@ -104,7 +104,7 @@ def test_statistics(tree):
 def test_fix_dry_run_and_diff_do_not_write(tree):
     before = (tree / "src" / "a.cu").read_bytes()
     r = run("fix", "--unsafe-fixes", "--diff", str(tree / "src"))
-    assert "cudaStreamPerThread" not in r.output  # display-only: never applied by --unsafe-fixes
+    assert "cudaStreamPerThread" not in r.stdout  # display-only: never applied by --unsafe-fixes (the diff)
     r = run("fix", "--select", "CM101", "--apply-display-only", "--diff", str(tree / "src"))
     assert "+  cudaMemsetAsync(d, 0, 16, cudaStreamPerThread);" in r.output
     r = run("fix", "--select", "CM101", "--apply-display-only", "--dry-run", str(tree / "src"))

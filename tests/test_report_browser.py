@@ -37,7 +37,7 @@ def _clean(page):
     assert page.console == [], page.console
 
 
-def test_renders_all_findings_ordered_by_roi(example, tmp_path):
+def test_renders_all_findings_in_plan_order(example, tmp_path):
     d, report, doc = example
     page = load(report.as_uri(), tmp_path / "profile")
     _clean(page)
@@ -46,9 +46,29 @@ def test_renders_all_findings_ordered_by_roi(example, tmp_path):
     assert page.body_attr("data-shown") == str(total)
     rows = parse_rows(page.dom).rows
     assert len(rows) == min(100, total)
-    rois = [float(r["data-roi"]) for r in rows]
-    assert rois == sorted(rois, reverse=True)
-    assert [r["data-rule"] for r in rows] == [f["rule"] for f in doc["findings"]][: len(rows)]
+    from cudamigrate.plan import IMPACT_ORDER
+
+    impacts = [IMPACT_ORDER.index(r["data-impact"]) for r in rows]
+    assert impacts == sorted(impacts) and impacts[0] == 0  # build breaks first
+    by_impact = {}
+    for r in rows:
+        by_impact.setdefault(r["data-impact"], []).append(r)
+    for imp, group in by_impact.items():
+        rois = [float(r["data-roi"]) for r in group]
+        if imp != "build-break":  # build breaks: safe, unsafe, manual first; then ROI
+            assert rois == sorted(rois, reverse=True)
+    if total <= 100:
+        assert sorted(r["data-rule"] for r in rows) == sorted(f["rule"] for f in doc["findings"])
+
+
+def test_impact_filter(example, tmp_path):
+    d, report, doc = example
+    want = sum(1 for f in doc["findings"] if f["cost"]["impact"] == "build-break")
+    page = load(report.as_uri() + "#impact=build-break", tmp_path / "profile")
+    _clean(page)
+    rows = parse_rows(page.dom).rows
+    assert page.body_attr("data-shown") == str(want) and want > 0
+    assert {r["data-impact"] for r in rows} == {"build-break"}
 
 
 def test_filter_from_url_hash(example, tmp_path):

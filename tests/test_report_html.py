@@ -46,8 +46,12 @@ def test_example_report_summary_and_data(tmp_path):
     assert len(data["findings"]) == doc["summary"]["findings"] > 0
     assert 'id="total-findings">%d<' % doc["summary"]["findings"] in html
     assert "<svg" in html and "By directory" in html
-    rois = [row[data["fields"].index("roi")] for row in data["findings"]]
-    assert rois == sorted(rois, reverse=True)
+    # plan order: build breaks first (safe, unsafe, manual), then deprecated, performance, hygiene; each by ROI
+    fi = data["fields"]
+    ranks = [(("build-break", "deprecated", "performance", "hygiene").index(r[fi.index("impact")]),
+              ("safe", "unsafe", "manual").index(r[fi.index("applicability")]) if r[fi.index("impact")] == "build-break"
+              else 0, -r[fi.index("roi")]) for r in data["findings"]]
+    assert ranks == sorted(ranks)
     # self-contained: no external fetches of any kind
     assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", html)
     assert "Content-Security-Policy" in html and "default-src &#39;none&#39;" in html
@@ -118,3 +122,32 @@ def test_template_ships_in_the_wheel(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "cudamigrate/report/templates/report.html.j2" in names
     assert "cudamigrate/report/templates/report.js" in names
+
+
+def test_report_leads_with_the_plan(tmp_path):
+    """The first section is the plan; must-do and optional effort apart; auto-fixable counts safe fixes only."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "bad.cu").write_bytes(b"\x00\x01binary")
+    for f in (EXAMPLE / "legacy-app" / "src").iterdir() if (EXAMPLE / "legacy-app").is_dir() else []:
+        (src / f.name).write_bytes(f.read_bytes())
+    _, html = scan([src, "--format", "html"], tmp_path / "r.html")
+    _, js = scan([src, "--format", "json"], tmp_path / "r.json")
+    doc = json.loads(js)
+    main = html[html.index("<main>"):]
+    assert main.index('<section id="plan">') < main.index('<section id="summary">') < main.index('id="findings"')
+    breaks = sum(1 for f in doc["findings"] if f["cost"]["impact"] == "build-break")
+    assert '<span id="plan-must">%d</span>' % breaks in html
+    assert '<span id="plan-optional">%d</span>' % (len(doc["findings"]) - breaks) in html
+    assert "cudamigrate fix --select " in html and "review needed" in html
+    safe = sum(1 for f in doc["findings"] if f["applicability"] == "safe")
+    assert 'id="fixable-pct">%s%%<' % round(100 * safe / len(doc["findings"]), 1) in html
+    assert "Total ROI" not in html and "ROI = impact / effort" in html
+    must_min = sum(f["cost"]["effort_minutes"] for f in doc["findings"] if f["cost"]["impact"] == "build-break")
+    from cudamigrate.plan import effort_str
+
+    assert 'id="must-effort">%s<' % effort_str(must_min) in html
+    # the unreadable file is listed with its reason
+    assert re.search(r'<details id="unreadable".*bad\.cu: binary file', html, re.S)
+    # the impact filter with counts
+    assert '<select id="f-impact"' in html and 'value="build-break">build-break (%d)<' % breaks in html

@@ -111,7 +111,9 @@ def _bars(counts: dict[str, int], limit: int = 15) -> list[dict[str, Any]]:
 
 
 def build_data(run: Run) -> dict[str, Any]:
-    findings = run.by_roi()
+    from ..plan import plan_order
+
+    findings = plan_order(run.findings)  # the plan's order: build breaks first (safe, unsafe, manual), then by impact
     rules_by_id = {r.id: r for r in run.rules}
     rule_ids = sorted({f.rule_id for f in findings})
     rule_index = {r: i for i, r in enumerate(rule_ids)}
@@ -215,7 +217,21 @@ def summary_view(run: Run) -> dict[str, Any]:
         "dirs_more": max(0, len(dir_rows) - 25),
         "dirs_total": len(dir_rows),
         "unused_suppressions": len(run.unused_suppressions),
+        "safe_pct": round(100 * app["safe"] / n, 1),
+        "review_pct": round(100 * app["unsafe"] / n, 1),
+        **_plan_view(run),
     }
+
+
+def _plan_view(run: Run) -> dict[str, Any]:
+    """The migration plan the page leads with (the same as `cudamigrate plan`), and the ROI in words."""
+    from ..plan import ROI_WORDS, build_plan, counts_by_impact, effort_str
+
+    plan = build_plan(run.findings, run.errors, run.files_scanned, run.target_str, {r.id: r.name for r in run.rules},
+                      [])
+    return {"plan": plan, "effort_str": effort_str, "roi_words": ROI_WORDS,
+            "impact_counts": counts_by_impact(run.findings),
+            "must_effort": effort_str(plan.must_minutes), "optional_effort": effort_str(plan.optional_minutes)}
 
 
 def json_for_script(obj: Any) -> str:

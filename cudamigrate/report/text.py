@@ -13,12 +13,19 @@ from .model import Run
 MARK = {"safe": "[*]", "unsafe": "[~]", "display-only": "[?]", "manual": "[ ]"}
 
 
-def render(run: Run, show_source: bool = True, sort: str = "roi") -> str:
+def render(run: Run, show_source: bool = True, sort: str = "plan") -> str:
     lines = []
-    findings = run.by_roi() if sort == "roi" else sorted(run.findings, key=lambda f: (f.path, f.line, f.column))
+    from ..plan import fmt_roi, plan_order
+
+    if sort == "plan":  # build breaks first (safe, unsafe, manual), then deprecated, performance, hygiene; by ROI
+        findings = plan_order(run.findings)
+    elif sort == "roi":
+        findings = run.by_roi()
+    else:
+        findings = sorted(run.findings, key=lambda f: (f.path, f.line, f.column))
     for f in findings:
         roi = f.cost.roi if f.cost else 0
-        lines.append(printable(f"{f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message} (roi {roi:g})"))
+        lines.append(printable(f"{f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message} (roi {fmt_roi(roi)})"))
         if show_source and f.snippet.strip():
             lines.append(f"    | {printable(f.snippet.rstrip())}")
     s = run.summary()

@@ -25,8 +25,8 @@
   var SEV = { error: 0, warning: 1, info: 2 };
   var APP = { safe: 0, unsafe: 1, "display-only": 2, manual: 3 };
   var PAGE = 100;
-  var state = { rule: "", family: "", severity: "", applicability: "", file: "", q: "", sort: "roi", dir: -1, page: 0 };
-  var KEYS = ["rule", "family", "severity", "applicability", "file", "q", "sort", "dir", "page"];
+  var state = { rule: "", impact: "", family: "", severity: "", applicability: "", file: "", q: "", sort: "plan", dir: -1, page: 0 };
+  var KEYS = ["rule", "impact", "family", "severity", "applicability", "file", "q", "sort", "dir", "page"];
   var open = {};
   var hay = null;
 
@@ -44,7 +44,7 @@
 
   function readHash() {
     var h = location.hash.replace(/^#/, "");
-    var next = { rule: "", family: "", severity: "", applicability: "", file: "", q: "", sort: "roi", dir: -1, page: 0 };
+    var next = { rule: "", impact: "", family: "", severity: "", applicability: "", file: "", q: "", sort: "plan", dir: -1, page: 0 };
     h.split("&").forEach(function (kv) {
       if (!kv) return;
       var i = kv.indexOf("=");
@@ -61,7 +61,7 @@
     var parts = [];
     KEYS.forEach(function (k) {
       var v = state[k];
-      if (k === "sort" && v === "roi") return;
+      if (k === "sort" && v === "plan") return;
       if (k === "dir" && v === -1) return;
       if (k === "page") { if (v > 0) parts.push("page=" + (v + 1)); return; }
       if (v !== "" && v !== undefined) parts.push(k + "=" + encodeURIComponent(v));
@@ -80,7 +80,8 @@
       case "file": return function (a, b) { return cmp(FILES[F[a][I.file]], FILES[F[b][I.file]]) || cmp(F[a][I.line], F[b][I.line]); };
       case "effort": return function (a, b) { return cmp(F[a][I.effortMinutes], F[b][I.effortMinutes]); };
       case "message": return function (a, b) { return cmp(MSG[F[a][I.message]], MSG[F[b][I.message]]); };
-      default: return function (a, b) { return cmp(F[a][I.roi], F[b][I.roi]); };
+      case "roi": return function (a, b) { return cmp(F[a][I.roi], F[b][I.roi]); };
+      default: return function () { return 0; };  // "plan": the data arrive in plan order
     }
   }
 
@@ -89,6 +90,7 @@
     for (var i = 0; i < F.length; i++) {
       var f = F[i], r = ruleOf(f);
       if (state.rule && r.id !== state.rule) continue;
+      if (state.impact && f[I.impact] !== state.impact) continue;
       if (state.family && r.family !== state.family) continue;
       if (state.severity && f[I.severity] !== state.severity) continue;
       if (state.applicability && f[I.applicability] !== state.applicability) continue;
@@ -97,7 +99,7 @@
       out.push(i);
     }
     var c = sortKey(state.sort), dir = state.dir;
-    // the data arrive ordered by ROI; ties keep that order
+    // the data arrive in plan order (build breaks first); ties keep that order
     out.sort(function (a, b) { return dir * c(a, b) || a - b; });
     return out;
   }
@@ -234,7 +236,8 @@
       tr.setAttribute("data-rule", r.id);
       tr.setAttribute("data-roi", String(f[I.roi]));
       tr.tabIndex = 0;
-      tr.appendChild(el("td", "num", f[I.roi]));
+      tr.setAttribute("data-impact", f[I.impact]);
+      tr.appendChild(el("td", "num", Math.round(f[I.roi] * 10) / 10));
       tr.appendChild(el("td", "rule", r.id));
       tr.appendChild(el("td", null, r.family));
       tr.appendChild(el("td", "sev", f[I.severity]));
@@ -257,7 +260,7 @@
       ? "rows " + (start + 1) + "–" + end + ", page " + (state.page + 1) + " of " + pages : "no findings match";
     document.getElementById("prev").disabled = state.page === 0;
     document.getElementById("next").disabled = state.page >= pages - 1;
-    ["rule", "family", "severity", "applicability"].forEach(function (k) { document.getElementById("f-" + k).value = state[k]; });
+    ["rule", "impact", "family", "severity", "applicability"].forEach(function (k) { document.getElementById("f-" + k).value = state[k]; });
     if (document.activeElement !== document.getElementById("f-file")) document.getElementById("f-file").value = state.file;
     if (document.activeElement !== document.getElementById("f-q")) document.getElementById("f-q").value = state.q;
     Array.prototype.forEach.call(document.querySelectorAll("th[data-sort]"), function (th) {
@@ -274,7 +277,7 @@
     fillSelect("f-rule", R.map(function (r) { return r.id; }), R.map(function (r) { return r.id + " " + r.name; }));
     var fams = []; R.forEach(function (r) { if (fams.indexOf(r.family) < 0) fams.push(r.family); });
     fillSelect("f-family", fams.sort());
-    ["rule", "family", "severity", "applicability"].forEach(function (k) {
+    ["rule", "impact", "family", "severity", "applicability"].forEach(function (k) {
       document.getElementById("f-" + k).addEventListener("change", function (e) { state[k] = e.target.value; state.page = 0; update(); });
     });
     var timer = null;
@@ -285,7 +288,7 @@
       });
     });
     document.getElementById("reset").addEventListener("click", function () {
-      state = { rule: "", family: "", severity: "", applicability: "", file: "", q: "", sort: "roi", dir: -1, page: 0 };
+      state = { rule: "", impact: "", family: "", severity: "", applicability: "", file: "", q: "", sort: "plan", dir: -1, page: 0 };
       update();
     });
     document.getElementById("prev").addEventListener("click", function () { state.page--; update(); });

@@ -1,0 +1,130 @@
+"""`fix --commit-per-rule/--commit-per-family` in a temporary git repo; `fix` lists what remains; --show-fixes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cudamigrate.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "legacy-app"
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
+
+
+def run(*args, cwd):
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(old)
+
+
+def git(cwd, *args):
+    return subprocess.run(["git", "-C", str(cwd), *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    for k, v in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@example.com"), ("GIT_COMMITTER_NAME", "t"),
+                 ("GIT_COMMITTER_EMAIL", "t@example.com")):
+        monkeypatch.setenv(k, v)
+    d = tmp_path / "repo"
+    shutil.copytree(EXAMPLE, d)
+    git(d, "init", "-q")
+    git(d, "add", "-A")
+    git(d, "commit", "-qm", "init")
+    return d
+
+
+def tree(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file() and ".git" not in p.parts}
+
+
+@pytest.mark.parametrize("by,unsafe", [("rule", True), ("family", True), ("rule", False)])
+def test_final_tree_equals_single_fix_run(repo, tmp_path, by, unsafe):
+    single = tmp_path / "single"
+    shutil.copytree(repo, single, ignore=shutil.ignore_patterns(".git"))
+    extra = ["--unsafe-fixes"] if unsafe else []
+    run("fix", *extra, ".", cwd=single)
+    r = run("fix", *extra, f"--commit-per-{by}", ".", cwd=repo)
+    assert r.exit_code == 1, r.stderr  # manual findings remain
+    assert tree(repo) == tree(single)
+    assert git(repo, "status", "--porcelain") == ""
+    subjects = git(repo, "log", "--format=%s").splitlines()
+    assert subjects[-1] == "init"
+    made = subjects[:-1]
+    assert len(made) == len(r.stdout.splitlines()) >= 2
+    if by == "rule":
+        ids = [s.split()[1] for s in made]
+        assert len(ids) == len(set(ids)) and all(i.startswith("CM") for i in ids)
+        if not unsafe:
+            assert all(s.endswith("(safe fix)") for s in made)
+    else:
+        from cudamigrate.rules.load import load_rules
+
+        families = {r.family for r in load_rules().rules}
+        fams = [s.split()[1] for s in made]
+        assert all(f in families and s.split()[2] == "rules" for f, s in zip(fams, made)) and len(set(fams)) == len(fams)
+    # each commit touches only files, and its message carries counts and the reviewer's instructions
+    body = git(repo, "log", "-1", "--format=%B", "HEAD~1" if len(made) > 1 else "HEAD")
+    assert "Fixed " in body and "finding(s) in" in body and "Applicability:" in body and "Reviewer:" in body
+
+
+def test_build_breaks_committed_first(repo):
+    r = run("fix", "--unsafe-fixes", "--commit-per-rule", ".", cwd=repo)
+    subjects = list(reversed(git(repo, "log", "--format=%s").splitlines()[:-1]))
+    build_break_rules = {"CM401", "CM404", "CM501", "CM502", "CM503", "CM504", "CM601"}  # removed by 13.0 (example)
+    ids = [s.split()[1] for s in subjects]
+    n = sum(1 for i in ids if i in build_break_rules)
+    assert set(ids[:n]) <= build_break_rules and n > 0 and r.exit_code == 1
+
+
+def test_refuses_dirty_tree(repo):
+    (repo / "src" / "kernels.cu").write_bytes((repo / "src" / "kernels.cu").read_bytes() + b"// local edit\n")
+    before = tree(repo)
+    r = run("fix", "--commit-per-rule", ".", cwd=repo)
+    assert r.exit_code == 2 and "not clean" in r.stderr and "src/kernels.cu" in r.stderr
+    assert tree(repo) == before and git(repo, "log", "--format=%s").splitlines() == ["init"]
+    git(repo, "checkout", "--", ".")
+    (repo / "new.cu").write_text("int x;\n")  # untracked files count as dirty too
+    assert run("fix", "--commit-per-rule", ".", cwd=repo).exit_code == 2
+
+
+def test_refuses_outside_git(tmp_path):
+    shutil.copytree(EXAMPLE, tmp_path / "plain")
+    r = run("fix", "--commit-per-rule", ".", cwd=tmp_path / "plain")
+    assert r.exit_code == 2 and "not inside a git work tree" in r.stderr
+    assert run("fix", "--commit-per-rule", "--diff", ".", cwd=tmp_path / "plain").exit_code == 2
+
+
+def test_fix_lists_remaining_and_show_fixes(tmp_path):
+    shutil.copytree(EXAMPLE, tmp_path / "app")
+    r = run("fix", "--show-fixes", "app", cwd=tmp_path)
+    assert r.exit_code == 1
+    err = r.stderr
+    fixed, remaining = err.split("Remaining:\n")
+    assert fixed.startswith("Fixed:\n") and "\n  app/src/jit.cpp: CM401 x2\n" in fixed
+    rem = [ln for ln in remaining.splitlines() if ln.startswith("  app/")]
+    import re
+
+    n = int(re.search(r"; (\d+) remaining", err).group(1))
+    assert len(rem) == n > 0
+    assert any(" CM601 [~] " in ln for ln in rem)  # unsafe fixes are not applied without --unsafe-fixes
+    r = run("fix", "app", cwd=tmp_path)  # without --show-fixes: remaining only
+    assert "Fixed:" not in r.stderr and "Remaining:" in r.stderr
+
+
+def test_from_a_subdirectory(repo, tmp_path):
+    single = tmp_path / "single"
+    shutil.copytree(repo, single, ignore=shutil.ignore_patterns(".git"))
+    run("fix", "src", cwd=single)
+    r = run("fix", "--commit-per-rule", ".", cwd=repo / "src")
+    assert r.exit_code == 1 and len(r.stdout.splitlines()) >= 2, r.stderr
+    assert tree(repo) == tree(single) and git(repo, "status", "--porcelain") == ""
