@@ -141,7 +141,7 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
     opts = Options(target=target, from_version=from_v, select=select, ignore=ignore, extend_select=extend,
                    options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
                    keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"),
-                   include_roots=tuple(str(p if p.is_dir() else p.parent) for p in (paths or (Path("."),))))
+                   include_roots=tuple(str(p if os.path.isdir(p) else p.parent) for p in (paths or (Path("."),))))
     rs = load_rules(rule_dirs)
     from .selectors import check as check_selectors
 

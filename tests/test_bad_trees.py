@@ -108,8 +108,9 @@ def test_wrongly_typed_or_deeply_nested_config(tmp_path, value, why):
 
 
 def test_numeric_target_and_string_list_config_are_accepted(tmp_path):
+    # a bare string where a list is expected is an error naming the key (tests/test_cli_contract.py)
     (tmp_path / "good.cu").write_bytes(GOOD)
-    (tmp_path / ".cudamigrate.toml").write_text('target-cuda = 13.0\nselect = "CM501"\nexclude = "vendor/"\n')
+    (tmp_path / ".cudamigrate.toml").write_text('target-cuda = 13.0\nselect = ["CM501"]\nexclude = ["vendor/"]\n')
     r = run("scan", str(tmp_path))
     assert r.exit_code == 1 and "CM501" in r.output, r.output
 

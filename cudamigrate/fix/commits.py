@@ -18,6 +18,7 @@ instead of a single mixed diff. Guarantees:
 from __future__ import annotations
 
 import subprocess
+import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -25,7 +26,8 @@ from typing import Callable
 
 from ..engine import Engine
 from ..findings import Finding
-from .apply import fix_bytes, write_atomic
+from .apply import fix_bytes
+from .write import Snapshot, write_checked
 
 
 class CommitError(Exception):
@@ -170,7 +172,8 @@ def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path]
         for p, data in originals.items():
             new = targets[p] if last else fix_bytes(sub, p, data, display(p), unsafe=unsafe, display_only=display_only).fixed
             if new != current[p]:
-                write_atomic(p, new)
+                # checked write: refused (WriteRefused) if someone changed the file since it was read
+                write_checked(p, new, Snapshot.of(os.stat(os.path.realpath(p)), current[p]))
                 current[p] = new
                 changed.append(p)
         if not changed:
