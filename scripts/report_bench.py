@@ -30,7 +30,7 @@ LINES = [
     "  cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, 0);  // copy {i}",
     "  k<<<1, 1>>>(d);  // launch {i}",
     "  cudaMemsetAsync(d, {i}, n);",
-    "  for (int j = 0; j < {i}; ++j) cudaEventRecord(ev);",
+    "  for (int j = 0; j < {i}; ++j) cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost);",
 ]
 
 
