@@ -195,3 +195,23 @@ def check_bytes(path: Path, data: bytes) -> SourceFile:
     has_bom = data.startswith(BOM)
     newline = b"\r\n" if b"\r\n" in data[:65536] else b"\n"
     return SourceFile(path=path, data=data, has_bom=has_bom, newline=newline, utf8=utf8, warnings=warnings)
+
+
+def read_regular(path: str | os.PathLike[str], limit: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The first `limit` bytes of a regular file, for the project files that matchers read beside the
+    scanned one (headers, includers). Opened without blocking and checked with fstat, so a FIFO or device
+    that happens to carry a source name raises OSError instead of blocking the scan forever."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{os.fspath(path)}: not a regular file")
+        chunks, left = [], limit
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)

@@ -216,3 +216,19 @@ def test_wrongly_typed_cost_in_a_rule_file(tmp_path):
     assert any("CM9904-b.yaml: cost.adjust[0].multiply: must be a number" in e for e in errs)
     assert any("CM9905-c.yaml: cost.adjust: must be a list" in e for e in errs)
     assert r.exit_code == 2 and "Traceback" not in r.output
+
+
+def test_fifo_beside_a_header_never_blocks_the_scan(tmp_path):
+    """Matchers read project files beside the scanned one (a header's includers decide its language,
+    project headers hold shadowing declarations and streams): a FIFO with a source name among them must be
+    skipped, not opened for a blocking read. Found when the suite hung on a FIFO left by another test."""
+    proj = tmp_path / "proj"
+    (proj / "inc").mkdir(parents=True)
+    (proj / "inc" / "api.h").write_text("#include <cuda_runtime.h>\ninline void f() { cudaThreadSynchronize(); }\n")
+    os.mkfifo(proj / "inc" / "pipe.c")
+    os.mkfifo(proj / "pipe.cu")
+    os.mkfifo(proj / "inc" / "other.h")
+    (proj / "main.cu").write_text('#include "inc/api.h"\n#include "inc/other.h"\nint main() { f(); }\n')
+    r = subprocess.run([sys.executable, "-m", "cudamigrate", "scan", str(proj / "inc" / "api.h"), str(proj / "main.cu"),
+                        "--jobs", "1"], capture_output=True, text=True, timeout=60)
+    assert "CM501" in r.stdout, r.stdout + r.stderr

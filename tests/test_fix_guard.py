@@ -58,7 +58,10 @@ def test_too_few_arguments_give_a_finding_without_a_fix():
     eng = _all()
     res = eng.scan_bytes(P, b"void f(cudaArray_t a) { cudaMemcpyArrayToArray(a, 0); }\n")
     got = [f for f in res.findings if f.rule_id == "CM1052"]
-    assert got and got[0].fix is None and "no automatic fix" in got[0].context["fix_blocked"]
+    # CM1052 is manual now (the array-copy rewrite is wrong for 2-D arrays); what must hold for any rule is
+    # a finding without an edit at a guessed position, and no error line (tests/test_convergence.py runs
+    # every rule on too-few-argument forms)
+    assert got and got[0].fix is None
     assert not res.errors
 
 

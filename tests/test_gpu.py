@@ -43,7 +43,8 @@ def test_gpu_case(name, report):
     if r.status == "skip":
         pytest.skip(f"{name}: " + "; ".join(r.reasons))
     assert r.status == "pass", st.table(st.Report(report.gpu, report.arch, report.nvcc, report.date, [r]))
-    assert r.identical is True
+    if r.compare not in ("run", "none"):  # manual-only cases just run; `none` only needs the fixed program to succeed
+        assert r.identical is True
 
 
 def test_calibration_benchmarks(tmp_path, monkeypatch):

@@ -222,6 +222,7 @@ HOST_ONLY_BEFORE = """\
 #include <cuda_runtime.h>
 
 __global__ void k(float *x) { x[0] = 1.0f; }
+static cudaStream_t g_side;  // a file-scope stream: the legacy stream meets another, so CM102 reports
 
 int main(int argc, char **argv) {
   if (argc > 99) {
@@ -234,7 +235,7 @@ int main(int argc, char **argv) {
 
 
 def _host_fixture(root: Path, name: str, value_before: str, after_value: str | None = None,
-                  settings: str = "rules: [CM102]\ngpu: {run: true, compare: before}\n") -> None:
+                  settings: str = "rules: [CM102]\napply_display_only: [CM102]\ngpu: {run: true, compare: before}\n") -> None:
     from .helpers import engine_for, fix_text
 
     d = root / "host" / name
@@ -243,7 +244,8 @@ def _host_fixture(root: Path, name: str, value_before: str, after_value: str | N
     (d / "fixture.yaml").write_text(settings)
     case = load_cases(root / "host")[0] if len(load_cases(root / "host")) == 1 else \
         next(c for c in load_cases(root / "host") if c.dir == d)
-    fixed = fix_text(engine_for(case), case.before, case.before.read_bytes(), unsafe=True).decode()
+    fixed = fix_text(engine_for(case), case.before, case.before.read_bytes(), unsafe=True,
+                     display_only=frozenset({"CM102"})).decode()
     assert "cudaStreamPerThread" in fixed
     if after_value is not None:
         fixed = fixed.replace(value_before, after_value)
@@ -257,7 +259,7 @@ def test_stage_end_to_end_with_host_only_programs(tmp_path):
     _host_fixture(root, "same", "2.0")
     _host_fixture(root, "drifted", "2.0", after_value="2.5")  # after.cu is not fix(before): caught
     _host_fixture(root, "expected", "3.0",
-                  settings="rules: [CM102]\ncompile: {before: none}\ngpu: {run: true, compare: expected, tolerance: 1e-3}\n")
+                  settings="rules: [CM102]\napply_display_only: [CM102]\ncompile: {before: none}\ngpu: {run: true, compare: expected, tolerance: 1e-3}\n")
     (root / "host" / "expected" / "expected.txt").write_text("sum=3.0001\n")
     fake = st.GpuInfo("Fake GPU", "0", "9.0")
     rep = st.run_gpu_stage(root, work=tmp_path / "work", gpu=fake, jobs=2)

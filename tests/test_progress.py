@@ -48,7 +48,7 @@ def test_silent_when_not_a_terminal_or_small_or_dumb(monkeypatch):
 def _tree(tmp_path, n=220):
     for i in range(n):
         (tmp_path / f"f{i}.cu").write_text("int main() { return 0; }\n")
-    (tmp_path / "x.cu").write_text("#include <cuda_runtime.h>\nvoid f(int *d){ cudaMemsetAsync(d, 0, 4); }\n")
+    (tmp_path / "x.cu").write_text("#include <cuda_runtime.h>\nvoid f(int *d, cudaStream_t s){ cudaMemsetAsync(d, 0, 4); }\n")
 
 
 def test_cli_progress_on_a_pty_and_not_in_a_pipe(tmp_path):

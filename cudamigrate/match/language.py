@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+from ..source import read_regular
 
 C_EXTS = {".c"}
 _HEADER_EXTS = {".h"}  # .hpp/.cuh/.hh/.hxx are C++ by convention
@@ -47,8 +48,7 @@ def _includers(directory: str, mtime_ns: int, recursive: bool = False) -> dict[s
                 files.append(p)
     for p in files:
         try:
-            with p.open("rb") as fh:
-                data = fh.read(_MAX_BYTES)
+            data = read_regular(p, _MAX_BYTES)
         except OSError:
             continue
         for mo in _INCLUDE.finditer(data):

@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .ppexpr import Evaluator, PPError, _tokens
+from ..source import read_regular
 
 # Version macro groups and the macros each defines (one toolkit version gives all of a group's values).
 GROUPS: dict[str, tuple[str, ...]] = {
@@ -122,8 +123,7 @@ def directives(data: bytes) -> tuple[Directive, ...]:
 @lru_cache(maxsize=2048)
 def _file_directives(path: str, mtime_ns: int, size: int) -> tuple[Directive, ...]:
     try:
-        with open(path, "rb") as fh:
-            return directives(fh.read())
+        return directives(read_regular(path))
     except OSError:
         return ()
 

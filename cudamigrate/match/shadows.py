@@ -25,6 +25,7 @@ import tree_sitter as ts
 
 from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse, query
 from .context import FileContext, node_text, normalize, scope_of
+from ..source import read_regular
 
 _ANY_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
 # toolkit headers that declare (or pull in) CUDA APIs
@@ -227,7 +228,7 @@ def _read_header(path: Path) -> tuple[bytes, ts.Tree | None] | None:
     got = _HEADER_CACHE.get(key)
     if got is None:
         try:
-            data = path.read_bytes()
+            data = read_regular(path)
         except OSError:
             return None
         if len(_HEADER_CACHE) > 512:

@@ -25,6 +25,7 @@ import tree_sitter as ts
 
 from ..parse.treesitter import parse, query
 from .context import FileContext, normalize
+from ..source import read_regular
 
 STREAM_TYPES = {"cudaStream_t", "CUstream", "::cudaStream_t", "::CUstream"}
 # stream constructors and the index of their flags argument (None: no flags, always blocking)
@@ -143,7 +144,7 @@ def analyse(data: bytes, root: ts.Node | None, where: str) -> list[str]:
 def _header_facts(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(reasons, included project headers) of one header, cached by path and stat."""
     try:
-        data = Path(path).read_bytes()[:MAX_HEADER_BYTES]
+        data = read_regular(path, MAX_HEADER_BYTES)
     except OSError:
         return (), ()
     incs = tuple(m.group(1).decode("utf-8", "replace") for m in _INCLUDE_RX.finditer(data))

@@ -40,6 +40,7 @@ from ..rules.schema import Rule
 from .builtins import builtin
 from .context import FileContext, named_children, node_text, normalize
 from .matchers import Match
+from ..source import read_regular
 
 # reference-form read functions -> number of arguments after the reference
 TEX_READS = {
@@ -275,7 +276,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
                 continue
             seen.add(inc)
             try:
-                text = inc.read_bytes()
+                text = read_regular(inc)
             except OSError:
                 continue
             if HELPER_GUARD.encode() in text:
