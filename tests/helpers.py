@@ -33,3 +33,20 @@ def engine_for(case: Case | None = None, **kw) -> Engine:
 def fix_text(engine: Engine, path: Path, data: bytes, unsafe: bool = True,
              display_only: frozenset[str] = frozenset()) -> bytes:
     return fix_bytes(engine, path, data, str(path), unsafe=unsafe, display_only=display_only).fixed
+
+
+def run_cli(*args, cwd=None):
+    """Invoke the CLI in-process (click's runner), from `cwd` when given; exceptions propagate."""
+    import os
+
+    from click.testing import CliRunner
+
+    from cudamigrate.cli import main
+
+    old = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        return CliRunner().invoke(main, list(map(str, args)), catch_exceptions=False)
+    finally:
+        os.chdir(old)

@@ -10,22 +10,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cudamigrate.cli import main
+
+from .helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = b"int main() { cudaThreadSynchronize(); return 0; }\n"
 
 
 def run(*args, cwd=None):
-    old = os.getcwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(old)
+    return run_cli(*args, cwd=cwd)
 
 
 def cli(*args, cwd=None, timeout=60):

@@ -3,13 +3,12 @@ ranges stop the run with exit 2 and a message that names the flag or config key 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cudamigrate.cli import main
+
+from .helpers import run_cli
 
 LEGACY = b"""#include <cuda_runtime.h>
 int main() {
@@ -23,12 +22,7 @@ int main() {
 
 
 def run(*args, cwd):
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(old)
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.fixture

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cudamigrate.cli import main
+
+from .helpers import run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "legacy-app"
@@ -18,12 +17,7 @@ pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git not ins
 
 
 def run(*args, cwd):
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(old)
+    return run_cli(*args, cwd=cwd)
 
 
 def git(cwd, *args):

@@ -5,14 +5,13 @@ escaping for JUnit XML, HTML and workflow commands, odd file names handled, a fo
 from __future__ import annotations
 
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from cudamigrate.cli import main
+
+from .helpers import run_cli
 from cudamigrate.report.github import command, escape_data, escape_property
 
 ESC_LINE = b"int main() { cudaThreadSynchronize(); /* \x1b]8;;http://evil\x07click\x1b]8;;\x07 \x1b[2J */ }\n"
@@ -20,13 +19,7 @@ GOOD = b"int main() { cudaThreadSynchronize(); return 0; }\n"
 
 
 def run(*args, cwd=None):
-    old = os.getcwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(old)
+    return run_cli(*args, cwd=cwd)
 
 
 def _strict_json(text: str):

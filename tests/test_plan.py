@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import shutil
 from pathlib import Path
 
-from click.testing import CliRunner
 
-from cudamigrate.cli import main
+
+from .helpers import run_cli
 from cudamigrate.findings import Cost, Finding
 from cudamigrate.plan import IMPACT_ORDER, fmt_roi, plan_order
 
@@ -20,13 +19,7 @@ EXAMPLE = ROOT / "examples" / "legacy-app"
 
 
 def run(*args, cwd=None):
-    old = os.getcwd()
-    if cwd is not None:
-        os.chdir(cwd)
-    try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(old)
+    return run_cli(*args, cwd=cwd)
 
 
 def _f(rule, impact, app, roi, line=1):
