@@ -159,17 +159,9 @@ def load_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile:
             raise SourceError(
                 f"file too large ({st.st_size} bytes > limit {max_bytes}); raise `max-file-size` to scan it"
             )
-        chunks: list[bytes] = []
-        got = 0
-        while got <= max_bytes:
-            b = os.read(fd, min(1 << 20, max_bytes + 1 - got))
-            if not b:
-                break
-            chunks.append(b)
-            got += len(b)
-        if got > max_bytes:
+        data = _read_fd(fd, max_bytes + 1)
+        if len(data) > max_bytes:
             raise SourceError(f"file too large (grew past the limit {max_bytes} while being read)")
-        data = b"".join(chunks)
     except OSError as exc:
         raise SourceError(f"cannot read: {exc.strerror or exc}") from None
     finally:
@@ -205,13 +197,19 @@ def read_regular(path: str | os.PathLike[str], limit: int = DEFAULT_MAX_BYTES) -
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(f"{os.fspath(path)}: not a regular file")
-        chunks, left = [], limit
-        while left > 0:
-            b = os.read(fd, min(left, 1 << 20))
-            if not b:
-                break
-            chunks.append(b)
-            left -= len(b)
-        return b"".join(chunks)
+        return _read_fd(fd, limit)
     finally:
         os.close(fd)
+
+
+def _read_fd(fd: int, limit: int) -> bytes:
+    """At most `limit` bytes from an open descriptor, in 1 MiB reads (a file may grow while we read it)."""
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        b = os.read(fd, min(left, 1 << 20))
+        if not b:
+            break
+        chunks.append(b)
+        left -= len(b)
+    return b"".join(chunks)
