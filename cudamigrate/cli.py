@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,14 @@ from .report.model import Run
 from .rules.load import builtin_rules_dir, load_rules
 from .rules.schema import parse_version
 from .project_index import ProjectIndex
-from .runner import EngineSpec, display_path, scan_files
+from .runner import EngineSpec, display_path, fix_files, scan_files
+from .cli_fix import FixTally, list_fix_outcome as _list_fix_outcome, record_fix as _record_fix
+from .cli_output import err as _err
+from .cli_semantic import semantic as _semantic, semantic_timed as _semantic_timed, timings as _timings
 from .textsafe import printable
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ["text", "json", "sarif", "github", "json-lines", "junit", "html"]
-
-
-def _err(msg: str) -> None:
-    """One line on stderr; control characters from file names and code are shown escaped."""
-    click.echo(f"cudamigrate: {printable(msg)}", err=True)
 
 
 def _tracebacks(kw: dict[str, Any], tracebacks: list[str]) -> None:
@@ -210,12 +207,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     progress = Progress(len(files))
     findings, errors, sources, unused, tracebacks = [], list(kw["walk_errors"]), {}, [], []
     internal = 0
-    if db is not None:
-        from .semantic import scan_files as sem_scan_files
-
-        results = sem_scan_files(engine, spec, files, db, kw.get("jobs"), progress.update)
-    else:
-        results = scan_files(engine, spec, files, kw.get("jobs"), progress.update)
+    results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db)
     notes: list[str] = []
     for res in results:
         findings += res.findings
@@ -287,42 +279,6 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     sys.exit(EXIT_CLEAN)
 
 
-def _semantic_timed(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
-    """The semantic database (or None) and the seconds it took, for `--timings`."""
-    import time
-
-    t0 = time.perf_counter()
-    db = _semantic(paths, files, kw)
-    return db, time.perf_counter() - t0
-
-
-def _semantic(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
-    """The libclang fact database for semantic mode, or None (tree-sitter only)."""
-    if kw.get("no_semantic"):
-        return None
-    from .semantic import setup_for_cli
-
-    try:
-        return setup_for_cli(list(paths), files, kw.get("compile_commands"), True, kw.get("jobs"),
-                             lambda m: _err(f"warning: {m}"))
-    except Exception as exc:  # semantic mode only refines: like a TU that fails, fall back to tree-sitter
-        from .guard import describe
-
-        _err(f"warning: semantic mode failed ({describe(exc)}); scanning with tree-sitter only")
-        return None
-
-
-def _timings(db, phases: dict[str, float], nfiles: int) -> None:
-    parts = []
-    if db is not None:
-        parts += [f"{k} {v:.2f}s" for k, v in db.timings.phases.items()]
-        parts += [f"{k}={v}" for k, v in db.timings.counts.items()]
-    parts += [f"{k} {v:.2f}s" for k, v in phases.items()]
-    total = sum(phases.values())
-    rate = f", {nfiles / total:.1f} files/s" if total > 0 else ""
-    _err(f"timings: {', '.join(parts)}; files={nfiles}{rate}")
-
-
 def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
     import importlib
 
@@ -366,9 +322,9 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     db, t_sem = _semantic_timed(paths, files, kw)
     t1 = time.perf_counter()
     tally = FixTally()
-    if db is not None:
-        engine.semantic_provider = db.facts_for
     if commit_by is not None:
+        if db is not None:
+            engine.semantic_provider = db.facts_for
         if diff or dry_run:
             raise click.UsageError("--commit-per-rule/--commit-per-family write and commit; not with --diff/--dry-run")
         _commit_per(engine, spec, files, commit_by, unsafe_fixes, show_fixes, exit_zero, display_only)
@@ -376,25 +332,19 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     for e in kw["walk_errors"]:
         _err(e)
         tally.had_error = True
+    unique: list[Path] = []
     seen_real: set[str] = set()
-    cleaned_dirs: set[str] = set()
     for p in files:
         real = os.path.realpath(p)
-        if real in seen_real:  # two names (symlinks) of one file: fix it once
-            continue
-        seen_real.add(real)
-        if write and os.path.dirname(real) not in cleaned_dirs:
-            cleaned_dirs.add(os.path.dirname(real))
-            clean_stale(os.path.dirname(real))  # temporaries a killed run left behind
-        try:
-            _fix_one(engine, spec, p, unsafe_fixes, write, tally, display_only)
-        except Exception as exc:  # never stop half way: the other files are still fixed
-            from .guard import internal_message, trace
-
-            msg = internal_message(display_path(p), None, exc, "internal error while fixing")
-            _err(msg)
-            tally.internal += 1
-            tally.tracebacks.append(f"{msg}\n{trace(exc)}")
+        if real not in seen_real:  # two names (symlinks) of one file: fix it once
+            seen_real.add(real)
+            unique.append(p)
+    if write:  # temporaries a killed run left behind, before any worker reads or the parent writes
+        for d in sorted({os.path.dirname(os.path.realpath(p)) for p in unique}):
+            clean_stale(d)
+    # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
+    for outcome in fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db):
+        _record_fix(outcome, write, tally)
     for d in sorted(tally.written_dirs):
         fsync_dir(d)
     _tracebacks(kw, tally.tracebacks)
@@ -426,94 +376,6 @@ def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
         raise click.UsageError("--apply-display-only needs the rules named by id with --select or --extend-select "
                                "(e.g. --select CM101), and they must have display-only fixes")
     return ids
-
-
-@dataclass
-class FixTally:
-    """What `fix` did, counted only once a file is really written (or, with --diff, would be)."""
-
-    changed: int = 0
-    applied: int = 0
-    remaining: int = 0
-    unsafe_left: int = 0
-    suggested_left: int = 0  # findings with a display-only suggested edit, never applied by --unsafe-fixes
-    not_written: int = 0
-    internal: int = 0
-    had_error: bool = False
-    tracebacks: list[str] = field(default_factory=list)
-    written_dirs: set[str] = field(default_factory=set)
-    fixed_findings: list = field(default_factory=list)  # for --show-fixes
-    left_findings: list = field(default_factory=list)  # what remains, always listed
-
-
-def _fix_one(engine: Engine, spec: EngineSpec, p: Path, unsafe: bool, write: bool, tally: FixTally,
-             display_only: frozenset[str] = frozenset()) -> None:
-    """Fix one file: read (with the stat fix's compare-and-swap needs), fix, write if still unchanged."""
-    from .fix.apply import fix_bytes
-    from .fix.write import Snapshot, WriteRefused, write_checked
-    from .source import DEFAULT_MAX_BYTES, SourceError, load_source
-
-    disp = display_path(p)
-    try:
-        src = load_source(p, spec.max_bytes or DEFAULT_MAX_BYTES)
-    except SourceError as exc:
-        _err(f"{disp}: {exc}")
-        tally.had_error = True
-        return
-    res = fix_bytes(engine, p, src.data, disp, unsafe=unsafe, display_only=display_only)
-    for w in src.warnings:
-        _err(f"note: {disp}: {w}")
-    for e in res.errors:
-        _err(e)
-        tally.had_error = True
-    tally.internal += res.internal
-    tally.tracebacks += res.tracebacks
-    unsafe_left = sum(1 for f in res.remaining if f.applicability == "unsafe")
-    tally.suggested_left += sum(1 for f in res.remaining if f.applicability == "display-only")
-    if res.changed and write:
-        try:
-            tally.written_dirs.add(write_checked(p, res.fixed, Snapshot.of(src.stat, src.data)))
-        except (WriteRefused, OSError) as exc:
-            why = str(exc) if isinstance(exc, WriteRefused) else f"cannot write: {exc.strerror or exc}"
-            _err(f"{disp}: {why}")
-            tally.had_error = True
-            tally.not_written += 1
-            tally.remaining += len(res.applied) + len(res.remaining)  # the file still holds them all
-            tally.unsafe_left += unsafe_left
-            tally.left_findings += res.remaining
-            return
-    tally.fixed_findings += res.applied
-    tally.left_findings += res.remaining
-    tally.applied += len(res.applied)
-    tally.remaining += len(res.remaining)
-    tally.unsafe_left += unsafe_left
-    if res.changed:
-        tally.changed += 1
-        if not write:
-            text = res.diff()
-            if sys.stdout.isatty():  # code's ESC/OSC bytes must not drive the terminal
-                click.echo("\n".join(printable(ln) for ln in text.split("\n")), nl=False)
-            else:  # piped: exact (click.echo would strip ANSI sequences), so `patch` applies it
-                sys.stdout.flush()
-                sys.stdout.buffer.write(text.encode("utf-8"))
-                sys.stdout.buffer.flush()
-
-
-def _list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
-    """What `fix` leaves (always, like ruff's --fix) and, with --show-fixes, what it changed; on stderr."""
-    from .plan import plan_order
-    from .report.text import MARK
-
-    if show_fixes and applied:
-        from .fix.commits import per_file_rules
-
-        click.echo("Fixed:", err=True)
-        for path, rules in sorted(per_file_rules(applied).items()):
-            click.echo(f"  {path}: " + ", ".join(f"{rid} x{n}" for rid, n in sorted(rules.items())), err=True)
-    if left:
-        click.echo("Remaining:", err=True)
-        for f in plan_order(left):
-            click.echo(f"  {f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message}", err=True)
 
 
 def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, unsafe: bool, show_fixes: bool,
@@ -553,12 +415,7 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
     db = _semantic(paths, files, kw)
-    if db is not None:
-        from .semantic import scan_files as sem_scan_files
-
-        results = sem_scan_files(engine, spec, files, db, kw.get("jobs"), None)
-    else:
-        results = scan_files(engine, spec, files, kw.get("jobs"))
+    results = scan_files(engine, spec, files, kw.get("jobs"), facts=db)
     findings, errors = [], []
     for res in results:
         findings += res.findings

@@ -13,17 +13,19 @@ import tree_sitter as ts
 from . import cost as costmod
 from . import unused_suppressions
 from .calibration import lookup as lookup_calibration
-from .findings import Finding, Fix, assign_fingerprints, sort_key
+from .findings import Finding, Fix, assign_fingerprints, finding_for, sort_key
 from .match import builtins
 from .match.conditions import ConditionError, evaluate
 from .match.context import FileContext, reset_scope_cache
 from .match.edits import EditError, build_edits, keep_compat_edits, template_context
+from .match.semantic import SemanticContext
 from .match.matchers import HIT_MATCHERS, Match, identifier_hits, includes, launches, strings
 from .parse.treesitter import (ErrorSpans, Unit, macro_units, parse, query, register_roots, reset_parent_cache,
                                syntax_blocker)
 from .project_index import ProjectIndex
 from .rules.schema import Rule, parse_version
 from .source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
+from .selectors import closest_id
 from .suppress import Suppressions, unknown_ids
 from .templates import TemplateError, render
 from .guard import internal_message, trace
@@ -90,46 +92,48 @@ def guarded_file(display: str, stage: str, exc: BaseException) -> FileResult:
     return res
 
 
-_ALL_IDS: set[str] = set()
-MAX_INTERNAL_LINES = 20  # internal error lines per file; the rest are counted
+MAX_INTERNAL_LINES = 20
+# Passes over a file's filtered findings, once its suppressions are known to be used or not: (rule id for an
+# internal error's line, pass). Each adds findings of its own rule when that rule is selected.
+POST_PASSES = (("CM801", unused_suppressions.post_pass),)  # internal error lines per file; the rest are counted
 
 
-def _selector_hits(rule: Rule, sel: str) -> bool:
-    """ALL, a family, a rule name, a full rule id (exactly: CM101 does not select CM1010) or an id prefix (CM1)."""
+def _selector_hits(rule: Rule, sel: str, all_ids: set[str]) -> bool:
+    """ALL, a family, a rule name, a full rule id (exactly: CM101 does not select CM1010) or an id prefix (CM1).
+    `all_ids`: the ids of the rules loaded for this run (an id of another run must not change this one)."""
     sel = sel.strip()
     if sel == "ALL" or rule.family == sel or rule.name == sel:
         return True
-    if sel in _ALL_IDS:
+    if sel in all_ids:
         return rule.id == sel
     return rule.id.startswith(sel)
 
 
-def suppression_warnings(sups: Suppressions, display: str) -> list[str]:
-    """One note per unknown rule id in a suppression comment, with a did-you-mean."""
-    from .selectors import closest_id
-
+def suppression_warnings(sups: Suppressions, display: str, all_ids: set[str]) -> list[str]:
+    """One note per unknown rule id (not among `all_ids`, the loaded rules) in a suppression comment, with a
+    did-you-mean."""
     out = []
-    for line, rid in unknown_ids(sups, _ALL_IDS):
-        hint = closest_id(rid, _ALL_IDS)
+    for line, rid in unknown_ids(sups, all_ids):
+        hint = closest_id(rid, all_ids)
         out.append(f"{display}:{line}: unknown rule id {rid} in `cudamigrate: ignore[...]`: it suppresses nothing"
                    + (f"; did you mean {hint}?" if hint else ""))
     return out
 
 
 def select_rules(rules: list[Rule], opts: Options) -> list[Rule]:
-    _ALL_IDS.update(r.id for r in rules)
+    all_ids = {r.id for r in rules}
     out = []
     for r in rules:
-        chosen_explicitly = any(_selector_hits(r, s) and s == r.id for s in (opts.select or []) + opts.extend_select)
+        chosen_explicitly = any(_selector_hits(r, s, all_ids) and s == r.id for s in (opts.select or []) + opts.extend_select)
         if opts.select is not None:
-            if not any(_selector_hits(r, s) for s in opts.select):
-                if not any(_selector_hits(r, s) for s in opts.extend_select):
+            if not any(_selector_hits(r, s, all_ids) for s in opts.select):
+                if not any(_selector_hits(r, s, all_ids) for s in opts.extend_select):
                     continue
-        elif opts.extend_select and any(_selector_hits(r, s) for s in opts.extend_select):
+        elif opts.extend_select and any(_selector_hits(r, s, all_ids) for s in opts.extend_select):
             chosen_explicitly = True
         if r.status == "opt-in" and not chosen_explicitly:
             continue
-        if any(_selector_hits(r, s) for s in opts.ignore):
+        if any(_selector_hits(r, s, all_ids) for s in opts.ignore):
             continue
         if not in_window(r, opts.from_version, opts.target):
             continue
@@ -205,6 +209,7 @@ def version_phrase(rule: Rule, target: tuple[int, int]) -> str:
 class Engine:
     def __init__(self, rules: list[Rule], opts: Options | None = None):
         self.opts = opts or Options()
+        self.all_ids = {r.id for r in rules}  # every loaded rule, selected or not: known in suppressions
         self.rules = select_rules(rules, self.opts)
         self.by_keyword: dict[str, list[Rule]] = {}
         self.always: list[Rule] = []
@@ -222,7 +227,7 @@ class Engine:
         self._rules_cache: dict[str, list[Rule]] = {}
         self.prefilter = _keyword_regex([k for k in self.by_keyword if "*" not in k],
                                         [_glob_regex(k) for _, k in self.glob_keywords])
-        # semantic mode: (path, bytes) -> semantic.FileFacts | None (see cudamigrate/semantic.py)
+        # semantic mode: (path, bytes) -> FileFacts | None (parse/clang_facts.py), set by the runner
         self.semantic_provider: Callable[[Path, bytes], Any] | None = None
         # the run's project files (cli sets the discovered files): headers, members, includers
         self.project = ProjectIndex()
@@ -380,12 +385,13 @@ class Engine:
         internal += more
         res.suppressions = Suppressions.scan(data)
         if res.suppressions.items:
-            res.notes += suppression_warnings(res.suppressions, display)
+            res.notes += suppression_warnings(res.suppressions, display, self.all_ids)
             res.findings = [f for f in res.findings if not res.suppressions.suppressed(f.rule_id, f.line, f.end_line)]
-            try:
-                unused_suppressions.post_pass(self, src, display, res)  # CM801, when selected
-            except Exception as exc:
-                internal.append((internal_message(display, "CM801", exc), exc))
+            for rid, post_pass in POST_PASSES:
+                try:
+                    post_pass(self.rules, self.opts.select, self.opts.target, src, display, res)
+                except Exception as exc:
+                    internal.append((internal_message(display, rid, exc), exc))
         seen: set[str] = set()
         for msg, exc in internal:
             if msg not in seen:
@@ -421,8 +427,6 @@ class Engine:
             return None
         if facts is None:
             return None
-        from .semantic import SemanticContext
-
         return SemanticContext(facts)
 
     def _findings(self, matches: list[Match], ctx: FileContext, display: str
@@ -489,7 +493,6 @@ class Engine:
                 errors.append((internal_message(f"{display}:{line}:{col}", r.id, exc, "rule error"), exc))
                 continue
             seen.add(key)
-            eline, ecol = ctx.source.position(end)
             app = "manual" if fix is None else fix.applicability
             measured = None
             calib = lookup_calibration(self.opts.calibration, r)
@@ -505,7 +508,6 @@ class Engine:
                 target=self.opts.target, applicability=app, multipliers=mults,
                 effort_minutes=r.cost.get("effort_minutes"), measured=measured, impact_override=impact_override,
             )
-            snippet = ctx.source.snippet(start, end)
             context = {"in_macro": m.unit.in_macro}
             if m.unit.macro_name:
                 context["macro"] = m.unit.macro_name
@@ -513,12 +515,7 @@ class Engine:
                 context.update(in_macro=True, macro=m.vars["macro"], expanded_at_use=True)
             if blocked:
                 context["fix_blocked"] = blocked
-            f = Finding(
-                rule_id=r.id, rule_name=r.name, family=r.family, severity=r.severity, path=display,
-                line=line, column=col, end_line=eline, end_column=ecol, start_byte=start, end_byte=end,
-                message=displayable(message), snippet=snippet, fix=fix, cost=c, deprecated_in=r.deprecated_in,
-                removed_in=r.removed_in, context=context,
-            )
+            f = finding_for(r, display, ctx.source, start, end, displayable(message), fix, c, context)
             out.append(f)
         out.sort(key=sort_key)
         assign_fingerprints(out, data)

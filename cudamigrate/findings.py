@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .rules.schema import Rule
+    from .source import SourceFile
 
 # ruff's levels: `safe` keeps behaviour and `fix` applies it; `unsafe` may change behaviour and needs
 # `--unsafe-fixes`; `display-only` is a suggested edit that reports show but `fix` never applies (it would change
@@ -97,6 +101,20 @@ class Finding:
         d = asdict(self)
         d["applicability"] = self.applicability
         return d
+
+
+def finding_for(rule: "Rule", path: str, src: "SourceFile", start: int, end: int, message: str, fix: Fix | None,
+                cost: Cost | None, context: dict[str, Any]) -> Finding:
+    """The one way a finding is built (matches in engine.py, CM801's post-pass): the rule's identity and
+    versions, and the position and snippet of bytes [start, end) of `src`, so every finding reads the same."""
+    line, col = src.position(start)
+    eline, ecol = src.position(end)
+    return Finding(
+        rule_id=rule.id, rule_name=rule.name, family=rule.family, severity=rule.severity, path=path,
+        line=line, column=col, end_line=eline, end_column=ecol, start_byte=start, end_byte=end,
+        message=message, snippet=src.snippet(start, end), fix=fix, cost=cost, deprecated_in=rule.deprecated_in,
+        removed_in=rule.removed_in, context=context,
+    )
 
 
 def assign_fingerprints(findings: list[Finding], source: bytes) -> None:

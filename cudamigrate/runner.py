@@ -1,20 +1,42 @@
-"""Running the engine over many files, in parallel when it pays off."""
+"""One pipeline over many files, for `scan`, `plan` and `fix`, in worker processes when it pays off.
+
+Per file there is one entry point for each kind of work, and each is a pure function of (engine, path, bytes):
+
+  scan_file  read (bounded by `--max-file-size`) -> Engine.scan_bytes -> FileResult
+  fix_file   read (bounded) -> fix.apply.fix_bytes (scan, edit, re-scan in passes) -> FixOutcome
+
+`run` maps one of them over the run's files: in this process for small inputs (fewer than
+`PARALLEL_MIN_FILES` files) or `-j 1`, else in a process pool whose workers rebuild the engine from an
+`EngineSpec`. Results come back in input order, so reports and `fix`'s writes (done by the caller, one file at
+a time, through fix/write.py's compare-and-swap) are deterministic whatever the number of workers.
+
+Semantic mode plugs in as an optional facts provider (a `SemanticDB`): for scanning, each file's precomputed
+facts travel with it to the worker that scans it (they are picklable and checked against the bytes' digest
+there); `fix` needs libclang to reparse the edited bytes with translation units kept in this process, so a fix
+run with facts stays in this process.
+"""
 
 from __future__ import annotations
 
 import os
 from concurrent.futures import Executor, ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator, Protocol, TypeVar
 
 from .engine import Engine, FileResult, Options, guarded_file
+from .fix import apply as fix_apply
+from .fix.apply import FixResult
+from .fix.write import Snapshot
+from .guard import internal_message, trace
+from .parse.clang_facts import digest
 from .project_index import ProjectIndex
 from .rules.load import load_rules
+from .source import DEFAULT_MAX_BYTES, SourceError, load_source
 from .textsafe import path_text
 
-_WORKER: Engine | None = None
-_MAX_BYTES: int | None = None
+PARALLEL_MIN_FILES = 64  # below this, starting workers costs more than it saves
+R = TypeVar("R")
 
 
 @dataclass
@@ -33,34 +55,115 @@ class EngineSpec:
         return engine
 
 
-def _init(spec: EngineSpec) -> None:
-    global _WORKER, _MAX_BYTES
-    _WORKER = spec.build()
-    _MAX_BYTES = spec.max_bytes
+@dataclass(frozen=True)
+class FileJob:
+    """One file of the run: its real path, the name reports show, and its shipped semantic facts (or None)."""
+
+    path: str
+    display: str
+    facts: Any = None
 
 
-def _scan_one(item: tuple[str, str]) -> FileResult:
-    path, display = item
-    assert _WORKER is not None
-    return _WORKER.scan_path(Path(path), display, _MAX_BYTES)
+class FactsProvider(Protocol):
+    """Semantic mode's facts (parse/clang_db.SemanticDB): precomputed per file, or recomputed for new bytes."""
+
+    facts: dict[str, Any]
+
+    def facts_for(self, path: Path, data: bytes) -> Any: ...
 
 
-def _scan_chunk(fn: Callable[[Any], FileResult], items: list[Any]) -> list[FileResult]:
-    return [fn(it) for it in items]
+def _shipped(facts: Any) -> Callable[[Path, bytes], Any]:
+    """The provider a worker uses for a file's shipped facts: only for the very bytes they were computed from."""
+    return lambda _p, data: facts if facts is not None and facts.digest == digest(data) else None
 
 
-def pool_map(pool: Executor, fn: Callable[[Any], FileResult], items: list[Any], display: Callable[[Any], str],
-             chunk: int = 16) -> Iterator[FileResult]:
-    """fn over items in the pool, in order. A chunk whose worker fails (died, could not pickle a result)
-    gives each of its files a one-line internal error instead of losing the whole run."""
-    futures = [(items[i : i + chunk], pool.submit(_scan_chunk, fn, items[i : i + chunk]))
-               for i in range(0, len(items), chunk)]
-    for part, fut in futures:
+# --------------------------------------------------------------------------- per-file entry points
+
+
+def scan_file(engine: Engine, job: FileJob, max_bytes: int | None) -> FileResult:
+    """Scan one file: the single place a file's bytes become its FileResult."""
+    try:
+        src = load_source(Path(job.path), max_bytes or DEFAULT_MAX_BYTES)
+    except SourceError as exc:
+        return FileResult(job.display, errors=[f"{job.display}: {exc}"])
+    except Exception as exc:  # an unexpected failure reading one file must not stop the run
+        return guarded_file(job.display, "reading", exc)
+    return engine.scan_guarded(src, job.display)
+
+
+@dataclass
+class FixOutcome:
+    """What fixing one file computed; the caller writes `result.fixed` (compare-and-swap against `snapshot`)."""
+
+    display: str
+    path: str
+    result: FixResult | None = None
+    snapshot: Snapshot | None = None
+    warnings: list[str] = field(default_factory=list)  # notes about the bytes read (non-UTF-8 kept, ...)
+    error: str | None = None  # the file could not be read (bad input: exit 1)
+    internal: str | None = None  # a bug while fixing it (exit 2)
+    traceback: str | None = None
+
+
+def fix_file(engine: Engine, job: FileJob, max_bytes: int | None, unsafe: bool,
+             display_only: frozenset[str] = frozenset()) -> FixOutcome:
+    """Compute one file's fix; writes nothing (the parent writes, in order)."""
+    out = FixOutcome(job.display, job.path)
+    try:
         try:
-            results = fut.result()
-        except Exception as exc:
-            results = [guarded_file(display(it), "scanning in a worker process", exc) for it in part]
-        yield from results
+            src = load_source(Path(job.path), max_bytes or DEFAULT_MAX_BYTES)
+        except SourceError as exc:
+            out.error = f"{job.display}: {exc}"
+            return out
+        out.warnings = list(src.warnings)
+        out.result = fix_apply.fix_bytes(engine, Path(job.path), src.data, job.display, unsafe=unsafe, display_only=display_only)
+        out.snapshot = Snapshot.of(src.stat, src.data)
+    except Exception as exc:  # never stop half way: the other files are still fixed
+        return _fix_failed(job.display, job.path, exc, "internal error while fixing")
+    return out
+
+
+def _fix_failed(display: str, path: str, exc: BaseException, stage: str) -> FixOutcome:
+    msg = internal_message(display, None, exc, stage)
+    return FixOutcome(display, path, internal=msg, traceback=f"{msg}\n{trace(exc)}")
+
+
+# --------------------------------------------------------------------------- the work, as picklable objects
+
+
+class Work(Protocol[R]):
+    def __call__(self, engine: Engine, job: FileJob) -> R: ...
+
+    def failed(self, job: FileJob, exc: BaseException) -> R: ...
+
+
+@dataclass(frozen=True)
+class ScanWork:
+    max_bytes: int | None = None
+    ships_facts = True  # precomputed facts travel with each file
+
+    def __call__(self, engine: Engine, job: FileJob) -> FileResult:
+        return scan_file(engine, job, self.max_bytes)
+
+    def failed(self, job: FileJob, exc: BaseException) -> FileResult:
+        return guarded_file(job.display, "scanning in a worker process", exc)
+
+
+@dataclass(frozen=True)
+class FixWork:
+    max_bytes: int | None = None
+    unsafe: bool = False
+    display_only: frozenset[str] = frozenset()
+    ships_facts = False  # fixing reparses edited bytes: libclang's translation units live in this process
+
+    def __call__(self, engine: Engine, job: FileJob) -> FixOutcome:
+        return fix_file(engine, job, self.max_bytes, self.unsafe, self.display_only)
+
+    def failed(self, job: FileJob, exc: BaseException) -> FixOutcome:
+        return _fix_failed(job.display, job.path, exc, "internal error while fixing in a worker process")
+
+
+# --------------------------------------------------------------------------- running
 
 
 def display_path(p: Path) -> str:
@@ -73,21 +176,78 @@ def display_path(p: Path) -> str:
     return path_text(p if rel.startswith("..") else rel)
 
 
-def scan_files(
-    engine: Engine, spec: EngineSpec, files: list[Path], jobs: int | None = None,
-    progress: Callable[[FileResult], None] | None = None,
-) -> Iterable[FileResult]:
+_WORKER: Engine | None = None
+_WORK: Any = None
+
+
+def _init(spec: EngineSpec, work: Any) -> None:
+    global _WORKER, _WORK
+    _WORKER = spec.build()
+    _WORK = work
+
+
+def _in_worker(job: FileJob) -> Any:
+    assert _WORKER is not None
+    _WORKER.semantic_provider = _shipped(job.facts) if job.facts is not None else None
+    return _WORK(_WORKER, job)
+
+
+def _chunk(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    return [fn(it) for it in items]
+
+
+def pool_map(pool: Executor, fn: Callable[[Any], R], items: list[Any], failed: Callable[[Any, BaseException], R],
+             chunk: int = 16) -> Iterator[R]:
+    """fn over items in the pool, in order. A chunk whose worker fails (died, could not pickle a result)
+    gives each of its files a one-line internal error (`failed`) instead of losing the whole run."""
+    futures = [(items[i : i + chunk], pool.submit(_chunk, fn, items[i : i + chunk]))
+               for i in range(0, len(items), chunk)]
+    for part, fut in futures:
+        try:
+            results = fut.result()
+        except Exception as exc:
+            results = [failed(it, exc) for it in part]
+        yield from results
+
+
+def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: int | None = None,
+        progress: Callable[[Any], None] | None = None, facts: FactsProvider | None = None) -> Iterator[Any]:
+    """`work` (ScanWork, FixWork) over `files`, results in input order; `facts`: semantic mode's provider."""
     jobs = jobs or min(os.cpu_count() or 1, 8)
-    items = [(str(p), display_path(p)) for p in files]
-    if jobs <= 1 or len(items) < 64:
-        for path, disp in items:
-            r = engine.scan_path(Path(path), disp, spec.max_bytes)
-            if progress:
-                progress(r)
-            yield r
+    ship = facts is not None and work.ships_facts
+    items = [FileJob(str(p), display_path(p), facts.facts.get(os.path.realpath(p)) if ship else None)
+             for p in files]
+    if jobs <= 1 or len(items) < PARALLEL_MIN_FILES or (facts is not None and not ship):
+        try:
+            for job in items:
+                if ship:
+                    engine.semantic_provider = _shipped(job.facts)
+                elif facts is not None:
+                    engine.semantic_provider = facts.facts_for
+                r = work(engine, job)
+                if progress:
+                    progress(r)
+                yield r
+        finally:
+            if facts is not None:
+                engine.semantic_provider = None
         return
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(spec,)) as pool:
-        for r in pool_map(pool, _scan_one, items, lambda it: it[1]):
+    with ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(spec, work)) as pool:
+        for r in pool_map(pool, _in_worker, items, work.failed):
             if progress:
                 progress(r)
             yield r
+
+
+def scan_files(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int | None = None,
+               progress: Callable[[FileResult], None] | None = None,
+               facts: FactsProvider | None = None) -> Iterator[FileResult]:
+    """Scan `files` (see `run`)."""
+    return run(engine, spec, files, ScanWork(spec.max_bytes), jobs, progress, facts)
+
+
+def fix_files(engine: Engine, spec: EngineSpec, files: list[Path], unsafe: bool,
+              display_only: frozenset[str] = frozenset(), jobs: int | None = None,
+              facts: FactsProvider | None = None) -> Iterator[FixOutcome]:
+    """Compute the fixes of `files` (see `run`); the caller writes them, in this order."""
+    return run(engine, spec, files, FixWork(spec.max_bytes, unsafe, display_only), jobs, None, facts)

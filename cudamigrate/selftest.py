@@ -20,6 +20,9 @@ Comparison modes (`gpu.compare`, or implied):
   run       (implied when there is no after.*, e.g. manual-only rules) the original must run and exit 0
 Every program's full standard output is saved under OUT/outputs/<case>/ (to review, or to create expected.txt).
 
+Why one module of ~600 lines: the static and GPU stages run the same cases through one build/run/compare
+pipeline whose steps (fix, build both programs, run them, compare outputs, save them) are used only here.
+
 fixture.yaml keys used here:
   compile: {before: compile|fail|none, flags: [...], libs: [cublas, nvrtc, cufft, cusparse, curand, cuda]}
   gpu: {run: true, compare: before|expected|none, libs: [...], tolerance: 1e-5, timeout: 60,

@@ -1,8 +1,9 @@
 """CM801: `cudamigrate: ignore[...]` comments that suppress nothing.
 
 Suppressions are only known to be used after a file's findings are filtered,
-so this is a post-pass of `Engine.scan_source` rather than a matcher; the rule
-file names the builtin `unused-suppression`, whose matcher finds nothing.
+so this is a post-pass (`post_pass`, in the engine's `POST_PASSES`) rather than a
+matcher; the rule file names the builtin `unused-suppression`, whose matcher
+finds nothing. It takes the engine's selected rules and options, not the engine.
 
 Only rule ids the current run checks are judged: a suppression for a rule that
 is not selected (or not in the `--from`/`--target-cuda` window) may well be
@@ -19,14 +20,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import cost as costmod
-from .findings import Edit, Finding, Fix, assign_fingerprints, sort_key
-from .match.builtins import builtin
+from .findings import Edit, Finding, Fix, assign_fingerprints, finding_for, sort_key
+from .match.builtin_registry import builtin
 from .parse.treesitter import parse
+from .rules.schema import Rule
 from .suppress import PATTERN, Suppression, Suppressions
 from .templates import render
 
 if TYPE_CHECKING:
-    from .engine import Engine, FileResult
     from .source import SourceFile
 
 BUILTIN = "unused-suppression"
@@ -37,12 +38,9 @@ def _matcher(rule, ctx, options) -> list:
     return []  # the work happens in post_pass, once suppressions are known
 
 
-def _rule(engine: "Engine"):
-    cached = getattr(engine, "_cm_unused_rule", False)
-    if cached is False:
-        cached = next((r for r in engine.rules if r.kind == "builtin" and r.spec.get("name") == BUILTIN), None)
-        engine._cm_unused_rule = cached
-    return cached
+def unused_rule(rules: list[Rule]) -> Rule | None:
+    """The selected rule that names this builtin (CM801), if any."""
+    return next((r for r in rules if r.kind == "builtin" and r.spec.get("name") == BUILTIN), None)
 
 
 def _blank(b: bytes) -> bool:
@@ -127,11 +125,13 @@ def _ids_span(data: bytes, s: Suppression) -> tuple[int, int, list[str]] | None:
     return m.start(2), m.end(2), [x.strip() for x in raw.split(",") if x.strip()]
 
 
-def unused_findings(engine: "Engine", src: "SourceFile", display: str, sups: Suppressions) -> list[Finding]:
-    rule = _rule(engine)
+def unused_findings(rules: list[Rule], select: list[str] | None, target: tuple[int, int], src: "SourceFile",
+                    display: str, sups: Suppressions) -> list[Finding]:
+    """CM801's findings in one file; `rules`: the run's selected rules; `select`: `--select` (None when unset)."""
+    rule = unused_rule(rules)
     if rule is None:
         return []
-    active = {r.id for r in engine.rules} - {rule.id}
+    active = {r.id for r in rules} - {rule.id}
     data = src.data
     out: list[Finding] = []
     tree = None
@@ -148,7 +148,7 @@ def unused_findings(engine: "Engine", src: "SourceFile", display: str, sups: Sup
         where = "in this file" if s.file_level else ("on this line" if s.trailing else "on the next line")
         directive = data[s.start : s.end].decode("utf-8", "replace")
         if s.ids is None:
-            if s.used or engine.opts.select is not None:
+            if s.used or select is not None:
                 continue
             unused, edit = [], removal_of(s)
             reason = f"no finding of any rule {where}"
@@ -172,25 +172,20 @@ def unused_findings(engine: "Engine", src: "SourceFile", display: str, sups: Sup
             message = f"Unused suppression `{directive}`: {reason}."
         fix = Fix(rule.fix_applicability if rule.fix_applicability != "manual" else "safe",
                   render(str((rule.fix or {}).get("title", "Remove the unused suppression")), tctx), [edit]) if edit else None
-        line, col = src.position(s.start)
-        eline, ecol = src.position(s.end)
         c = costmod.score(declared_impact=rule.cost.get("impact"), deprecated_in=None, removed_in=None,
-                          target=engine.opts.target, applicability="manual" if fix is None else fix.applicability,
+                          target=target, applicability="manual" if fix is None else fix.applicability,
                           multipliers=[], effort_minutes=rule.cost.get("effort_minutes"))
-        out.append(Finding(
-            rule_id=rule.id, rule_name=rule.name, family=rule.family, severity=rule.severity, path=display,
-            line=line, column=col, end_line=eline, end_column=ecol, start_byte=s.start, end_byte=s.end,
-            message=message, snippet=src.snippet(s.start, s.end), fix=fix, cost=c, context={"unused_ids": unused},
-        ))
+        out.append(finding_for(rule, display, src, s.start, s.end, message, fix, c, {"unused_ids": unused}))
     assign_fingerprints(out, data)
     return out
 
 
-def post_pass(engine: "Engine", src: "SourceFile", display: str, res: "FileResult") -> None:
-    """Add CM801 findings to `res` when the rule is selected and the file has suppressions."""
-    if res.suppressions is None or not res.suppressions.items or _rule(engine) is None:
+def post_pass(rules: list[Rule], select: list[str] | None, target: tuple[int, int], src: "SourceFile",
+              display: str, res: Any) -> None:
+    """Add CM801 findings to `res` (a FileResult) when the rule is selected and the file has suppressions."""
+    if res.suppressions is None or not res.suppressions.items:
         return
-    found = unused_findings(engine, src, display, res.suppressions)
+    found = unused_findings(rules, select, target, src, display, res.suppressions)
     keep = []
     for f in found:  # only a suppression naming CM801 hides CM801 (a bare `ignore` must not hide itself)
         by = [s for s in res.suppressions.items

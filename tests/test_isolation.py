@@ -166,13 +166,12 @@ def test_worker_death_is_an_error_per_file_not_a_lost_run(tmp_path, monkeypatch)
 
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_semantic_runner_isolates_files_too(tmp_path, poisoned_call_matcher, jobs):
-    """semantic.scan_files has its own runner (facts shipped to workers); the same guards hold there."""
+    """Semantic mode goes through the one runner (facts shipped to workers); the same guards hold there."""
     from types import SimpleNamespace
 
     from cudamigrate.engine import Engine, Options
     from cudamigrate.rules.load import builtin_rules_dir, load_rules
-    from cudamigrate.runner import EngineSpec
-    from cudamigrate.semantic import scan_files as sem_scan_files
+    from cudamigrate.runner import EngineSpec, scan_files
 
     n = 70 if jobs == 2 else 4
     src = _tree(tmp_path / "src", n)
@@ -181,7 +180,7 @@ def test_semantic_runner_isolates_files_too(tmp_path, poisoned_call_matcher, job
     spec = EngineSpec([builtin_rules_dir()], opts)
     db = SimpleNamespace(facts={})  # no libclang facts: every file falls back to tree-sitter
     files = sorted(src.iterdir())
-    results = list(sem_scan_files(engine, spec, files, db, jobs))
+    results = list(scan_files(engine, spec, files, jobs, facts=db))
     assert len(results) == n + 1
     by_name = {Path(r.path).name: r for r in results}
     assert all(len(by_name[f"g{i:03d}.cu"].findings) == 1 for i in range(n))
@@ -200,7 +199,7 @@ def test_a_bug_hit_at_every_call_is_a_few_lines_not_thousands(tmp_path, poisoned
 
 
 def test_semantic_setup_failure_falls_back_to_tree_sitter(tmp_path, monkeypatch):
-    import cudamigrate.semantic as sem
+    import cudamigrate.cli_semantic as sem
 
     def broken(*a, **k):
         raise KeyError("directory")  # e.g. a compile_commands.json entry without the keys we expect

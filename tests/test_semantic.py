@@ -24,7 +24,8 @@ from cudamigrate.fixtures import expected_findings, load_cases
 from cudamigrate.parse import clang as cl
 from cudamigrate.rules.load import load_rules
 from cudamigrate.rules.schema import parse_version
-from cudamigrate.semantic import SemanticDB, SemanticContext
+from cudamigrate.match.semantic import SemanticContext
+from cudamigrate.parse.clang_db import SemanticDB
 
 from .conftest import FIXTURES, RULES
 
@@ -346,3 +347,25 @@ def test_cli_fix_in_semantic_mode(tmp_path):
                                   "--timings"])
     assert src.read_text() == case.after.read_text(), r.stderr
     assert "libclang-reparse" in r.stderr
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_semantic_scan_keeps_max_file_size_in_worker_processes(tmp_path, jobs):
+    """Semantic mode runs through the same runner as tree-sitter mode: `--max-file-size` holds also with 64+
+    files in worker processes (its own copy of the runner used to pass no limit there)."""
+    from click.testing import CliRunner
+
+    from cudamigrate.cli import main
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    for i in range(70):
+        (proj / f"g{i:03d}.cu").write_text("void f() { cudaThreadSynchronize(); }\n")
+    (proj / "big.cu").write_text("void g() { cudaThreadSynchronize(); }\n" + "// padding\n" * 100)
+    write_db(tmp_path, [proj / "g000.cu"])  # one TU: semantic mode is on, the other files fall back
+    shutil.move(str(tmp_path / "compile_commands.json"), proj / "compile_commands.json")
+    r = CliRunner().invoke(main, ["scan", str(proj), "--format", "json", "--select", "CM501", "-j", jobs,
+                                  "--max-file-size", "500"])
+    out = json.loads(r.stdout)
+    assert "big.cu: file too large" in r.stderr, r.stderr
+    assert sorted({Path(f["path"]).name for f in out["findings"]}) == [f"g{i:03d}.cu" for i in range(70)]

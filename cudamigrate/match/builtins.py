@@ -7,7 +7,7 @@ evaluation, and Thrust container use across declarations and loops.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any
 
 import tree_sitter as ts
 
@@ -17,23 +17,12 @@ from ..rules.schema import Rule
 from .context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
 from .matchers import Match
 from .ppenv import PPEnv, build_env
+from .builtin_registry import REGISTRY, builtin, run  # noqa: F401  (run: the engine's entry point)
+# the builtins defined in modules of their own register on import:
+from . import inline_ptx  # noqa: F401  (non-.sync warp instructions in asm strings)
+from . import npp  # noqa: F401  (NPP functions without a stream context)
+from . import texture  # noqa: F401  (texture/surface reference migration builtins)
 
-REGISTRY: dict[str, Callable[[Rule, FileContext, dict[str, Any]], list[Match]]] = {}
-
-
-def builtin(name: str):
-    def deco(fn):
-        REGISTRY[name] = fn
-        return fn
-
-    return deco
-
-
-def run(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
-    name = rule.spec["name"]
-    if name not in REGISTRY:
-        raise KeyError(f"unknown builtin matcher {name!r}")
-    return REGISTRY[name](rule, ctx, options)
 
 
 # --------------------------------------------------------------------------- version guards
@@ -571,7 +560,3 @@ def namespace_use(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
         out.append(m)
     return out
 
-
-from . import texture  # noqa: E402,F401  (texture/surface reference migration builtins)
-from . import inline_ptx  # noqa: E402,F401  (non-.sync warp instructions in asm strings)
-from . import npp  # noqa: E402,F401  (NPP functions without a stream context)

@@ -12,41 +12,11 @@ from ..parse.treesitter import parent_of
 from .context import FileContext, base_variable, declared_types, named_children, node_text, normalize, scope_of
 from .handles import escapes, handle_key, passed_to_helper_that_calls, same_handle
 from .matchers import Match
-
-NULL_SPELLINGS = {"0", "NULL", "nullptr", "0L", "0UL", "0U", "0LL", "__null", "(void*)0", "((void*)0)"}
-NULL_STREAMS = NULL_SPELLINGS | {
-    "cudaStreamLegacy", "CU_STREAM_LEGACY", "(cudaStream_t)0", "(cudaStream_t)NULL", "(cudaStream_t)nullptr",
-    "static_cast<cudaStream_t>(0)", "static_cast<cudaStream_t>(NULL)", "static_cast<cudaStream_t>(nullptr)",
-    "cudaStream_t(0)", "cudaStream_t()", "cudaStream_t{}", "cudaStream_t{0}", "(CUstream)0", "(CUstream)NULL",
-    "reinterpret_cast<cudaStream_t>(0)", "(cudaStream_t)(0)",
-}
-LITERAL_TYPES = {"number_literal", "string_literal", "char_literal", "true", "false", "null", "concatenated_string"}
-
+from .arg_spelling import LITERAL_TYPES, NULL_SPELLINGS, NULL_STREAMS, ConditionError  # noqa: F401  (re-exported)
+from .arg_spelling import arg_is as _arg_is
+from .semantic import semantic_condition
 
 ARG_KEYS = {"arg", "missing", "present", "is", "is_not", "equals", "matches", "not_matches", "type_matches", "type_not_matches"}
-
-
-class ConditionError(Exception):
-    pass
-
-
-def _arg_is(node: ts.Node, what: str) -> bool:
-    text = normalize(node_text(node))
-    while text.startswith("(") and text.endswith(")") and text.count("(") == 1:
-        text = text[1:-1]
-    if what == "null_stream":
-        return text in NULL_STREAMS
-    if what == "null":
-        return text in NULL_SPELLINGS
-    if what == "literal":
-        return node.type in LITERAL_TYPES
-    if what == "identifier":
-        return node.type == "identifier"
-    if what == "address_of":
-        return node.type == "pointer_expression" and text.startswith("&")
-    if what == "zero":
-        return text in ("0", "0u", "0U", "0L", "0UL")
-    raise ConditionError(f"unknown `is:` value {what!r}")
 
 
 def _arg_is_sem(m: Match, key: Any, node: ts.Node, what: str) -> bool:
@@ -194,8 +164,6 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
         elif key == "role":
             ok = m.vars.get("role") in (val if isinstance(val, list) else [val])
         elif key == "semantic":
-            from ..semantic import semantic_condition
-
             ok = semantic_condition(val, m, ctx)
         elif key == "case_label":
             from .edits import case_of

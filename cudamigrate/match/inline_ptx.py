@@ -17,7 +17,7 @@ import tree_sitter as ts
 
 from ..parse.treesitter import query
 from ..rules.schema import Rule
-from .builtins import builtin
+from .builtin_registry import builtin
 from .context import FileContext, node_text
 from .matchers import Match
 from .ppexpr import Evaluator, PPError

@@ -20,7 +20,7 @@ import tree_sitter as ts
 from ..findings import Edit
 from ..parse.treesitter import query
 from ..rules.schema import Rule
-from .builtins import builtin
+from .builtin_registry import builtin
 from .context import FileContext, named_children, node_text
 from .matchers import Match
 

@@ -23,6 +23,14 @@ the reason in its message.
 A header that declares references is migrated on its own; the declaration it
 leaves carries a marker comment, so files that include it (and are fixed
 later) still know the element type and read mode.
+
+Why one module of ~1,000 lines: this is one transformation, and its stages
+(reading declarations, collecting uses, rewriting declarations, binds, reads and
+unbinds, judging what blocks it in this file and in the project) all read and
+write one per-file `Migration` and decide together whether a reference is
+migrated at all: a partial migration does not compile. Split by stage, each
+module would need the others' private state; the functions are ordered by stage
+instead (declarations, uses, edits, blockers, entry points at the end).
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ import tree_sitter as ts
 from ..findings import Edit
 from ..parse.treesitter import Unit, parse, query
 from ..rules.schema import Rule
-from .builtins import builtin
+from .builtin_registry import builtin
 from .context import FileContext, named_children, node_text, normalize
 from .matchers import Match
 from ..source import read_regular
