@@ -475,15 +475,17 @@ SIGNATURE: dict[str, dict] = {
                         "{% if en not in ['NULL', 'nullptr', '0'] %}{{ en[1:] if en.startswith('&') else '*(' ~ en ~ ')' }} = updateResultInfo.errorNode;\n{% endif %}"
                         "{{ ur[1:] if ur.startswith('&') else '*(' ~ ur ~ ')' }} = updateResultInfo.result;"}],
         caveat="the out-values are copied after the statement; move them if the statement itself reads them"),
+    # C only: cuda_runtime.h:1554 keeps a non-deprecated 4-argument C++ overload ("convenience function to avoid
+    # source breakage in c++ code") that NVIDIA's v13.0 samples still call (jacobi.cu): no change is needed there
     "cudart:cudaGraphExecUpdate": _sig(
-        ["hGraphExec", "hGraph", "hErrorNode_out", "updateResult_out"], where={"argc": 4},
+        ["hGraphExec", "hGraph", "hErrorNode_out", "updateResult_out"], where={"all": [{"argc": 4}, {"lang": "c"}]},
         edits=[{"insert_before": "statement", "with": "cudaGraphExecUpdateResultInfo updateResultInfo = {{ '{0}' if lang == 'c' else '{}' }};"},
                {"replace": "args", "with": "{{ args.hGraphExec }}, {{ args.hGraph }}, &updateResultInfo"},
                {"insert_after": "statement",
                 "with": "{% set en = args.hErrorNode_out %}{% set ur = args.updateResult_out %}"
                         "{% if en not in ['NULL', 'nullptr', '0'] %}{{ en[1:] if en.startswith('&') else '*(' ~ en ~ ')' }} = updateResultInfo.errorNode;\n{% endif %}"
                         "{{ ur[1:] if ur.startswith('&') else '*(' ~ ur ~ ')' }} = updateResultInfo.result;"}],
-        caveat="C++ still has a 4-argument inline overload (cuda_runtime.h); C does not. The out-values are copied after the statement"),
+        caveat="C only (C++ keeps a 4-argument inline overload, cuda_runtime.h:1554, and is not reported). The out-values are copied after the statement"),
     "cub:cub::WARP_ALL": _sig(["predicate", "member_mask"], where={"argc": 2}, app="safe",
                               edits=[{"replace": "node", "with": "__all_sync({{ args.member_mask }}, {{ args.predicate }})"}]),
     "cub:cub::WARP_ANY": _sig(["predicate", "member_mask"], where={"argc": 2}, app="safe",

@@ -69,9 +69,8 @@ TYPED = {
 # Device-side cudaDeviceSynchronize (CDP1): declared for host code, rejected in device code; proven by its own
 # translation unit below.
 CDP1_DEVICE = {"CM1067", "CM532"}
-# Breaks that no compiler sees: the call compiles and fails at run time. Classed build-break by their rules;
-# proven on the GPU by their fixtures, not here. (Whether `build-break` is the right impact class for a run-time
-# failure is a question for the rule: the impact classes have no run-time break.)
+# Breaks that no compiler sees: the call compiles and fails at run time. Their rules say `impact: runtime-break`
+# (so they are not in BB_RULES); proven on the GPU by their fixtures, not here.
 RUNTIME_ONLY = {"CM531": "cudaDeviceSetLimit(cudaLimitDevRuntimeSyncDepth, n) returns cudaErrorUnsupportedLimit on cc 9.0+"}
 # Probe text for names that are members of class templates.
 PROBE_TEXT = {"cub::BinaryOpHasIdxParam::HAS_PARAM": "cub::BinaryOpHasIdxParam<int, int>::HAS_PARAM"}
@@ -260,20 +259,24 @@ def test_cccl_needs_cpp17(tmp_path):
     assert p.returncode != 0 and "requires at least C++17" in p.stdout + p.stderr, (p.stdout + p.stderr)[-2000:]
 
 
-@pytest.mark.parametrize("name,code,impact", [
-    ("g.c", "", "build-break"),  # C: no overload, the call does not compile
-    ("g.cpp", "", "deprecated"),  # C++: the inline 5-argument overload of cuda_runtime.h compiles it
-    ("g.cu", "", "deprecated"),
-    ("g.h", "", "deprecated"),  # a header no .c file includes is compiled as C++ (language.file_language)
+@pytest.mark.parametrize("name,code,expected", [
+    ("g.c", "", [("CM507", "build-break")]),  # C: no overload, the call does not compile
+    # C++: the inline 5-argument overload of cuda_runtime.h:498 compiles it (not deprecated): only the opt-in CM523
+    ("g.cpp", "", [("CM523", "hygiene")]),
+    ("g.cu", "", [("CM523", "hygiene")]),
+    ("g.h", "", [("CM523", "hygiene")]),  # a header no .c file includes is compiled as C++ (language.file_language)
 ])
-def test_cm507_impact_follows_the_language(name, code, impact):
+def test_cm507_follows_the_language(name, code, expected):
     from cudamigrate.engine import Engine, Options
 
     src = (code + "#include <cuda_runtime.h>\nint f(cudaGraphExec_t *e, cudaGraph_t g) {\n"
            "  return (int)cudaGraphInstantiate(e, g, NULL, NULL, 0);\n}\n").encode()
-    eng = Engine(all_rules(), Options(select=["CM507"]))
+    eng = Engine(all_rules(), Options(select=["CM507", "CM523"]))
     res = eng.scan_bytes(Path(name), src)
-    assert [(f.rule_id, f.cost.impact) for f in res.findings] == [("CM507", impact)]
+    assert [(f.rule_id, f.cost.impact) for f in res.findings] == expected
+    # by default (no selection) the C++ call is not reported at all
+    default = Engine(all_rules(), Options()).scan_bytes(Path(name), src)
+    assert [f.rule_id for f in default.findings if f.rule_id in ("CM507", "CM523")] == [r for r, _ in expected if r == "CM507"]
     # the driver API has no overload: cuGraphInstantiate is a build break in every language
     drv = b"#include <cuda.h>\nvoid f(CUgraphExec *e, CUgraph g) { cuGraphInstantiate(e, g, NULL, NULL, 0); }\n"
     assert [f.cost.impact for f in eng.scan_bytes(Path(name), drv).findings] == ["build-break"]

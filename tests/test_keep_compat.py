@@ -45,13 +45,13 @@ def _fix_bytes_again(text, keep, select):
 def test_no_guard_when_the_new_form_is_old_enough():
     res = _fix(PREFETCH, (13, 0), ["CM504"])
     assert "#if CUDART_VERSION" not in res.fixed.decode()
-    res = _fix(GRAPH, (12, 0), ["CM507"])  # the flags form exists since 12.0
+    res = _fix(GRAPH, (12, 0), ["CM523"])  # the flags form exists since 12.0 (C++: the opt-in CM523)
     assert "#if CUDART_VERSION" not in res.fixed.decode()
     assert "cudaGraphInstantiate(&exec, graph, 0)" in res.fixed.decode()
 
 
 def test_graph_instantiate_guard_for_11x():
-    res = _fix(GRAPH, (11, 8), ["CM507"])
+    res = _fix(GRAPH, (11, 8), ["CM523"])
     text = res.fixed.decode()
     assert "#if CUDART_VERSION >= 12000  /* cudamigrate: keep-compat 11.8 */\n  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));" in text
     assert "#else\n  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, &err_node, log, sizeof(log)));" in text
