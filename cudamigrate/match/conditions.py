@@ -180,6 +180,15 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
         elif key == "handle_escapes":
             ok = escapes(m.arg("handle") if m.arg("handle") is not None else (m.args[0] if m.args else None),
                          m.unit, ctx, m.node) == bool(val)
+        elif key == "host_waits_after":
+            from .host_waits import host_waits_after
+
+            ok = host_waits_after(m.node, set(val if isinstance(val, list) else [val]))
+        elif key == "legacy_work_isolated":
+            from .legacy_isolated import legacy_work_isolated
+
+            sc = scope_of(m.node)
+            ok = (not m.unit.in_macro and legacy_work_isolated(m.node, sc.function, m.unit.root, sc.loop_depth > 0)) == bool(val)
         elif key == "meets_blocking_streams":
             from .streams import stream_use
 
