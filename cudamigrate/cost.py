@@ -1,7 +1,8 @@
 """Cost / return-on-investment model.
 
 impact  : what it costs to leave the finding alone
-          build-break 10 (removed at or before the target toolkit), deprecated 5
+          build-break 10 (removed at or before the target toolkit), runtime-break 10 (compiles,
+          fails when run with the target toolkit or GPU, e.g. a CDP1 limit on sm_90), deprecated 5
           (removed later or only deprecated), performance 3, hygiene 1;
           rules may set `cost.impact`, and `cost.adjust` multiplies it in context
           (inside a loop, where the translation unit uses other streams, ...).
@@ -23,7 +24,7 @@ from .textsafe import finite
 
 MAX_SCORE = 1e9  # scores are clamped to +-MAX_SCORE (JSON has no Infinity or NaN)
 
-IMPACT_SCORES = {"build-break": 10.0, "deprecated": 5.0, "performance": 3.0, "hygiene": 1.0}
+IMPACT_SCORES = {"build-break": 10.0, "runtime-break": 10.0, "deprecated": 5.0, "performance": 3.0, "hygiene": 1.0}
 EFFORT_SCORES = {"safe": 1.0, "unsafe": 2.0, "display-only": 4.0, "manual": 5.0}
 EFFORT_MINUTES = {"safe": 1.0, "unsafe": 5.0, "display-only": 20.0, "manual": 30.0}
 
@@ -42,6 +43,8 @@ def base_impact(declared: str | None, deprecated_in: str | None, removed_in: str
     if override:
         return override
     rem = _version(removed_in)
+    if declared == "runtime-break":  # compiles, but fails at run time once the removal is reached
+        return declared if rem is None or rem <= target else "deprecated"
     if rem is not None and rem <= target:
         return "build-break"
     if declared:

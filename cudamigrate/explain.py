@@ -50,7 +50,10 @@ def _score_words(rule: Rule) -> str:
     from .plan import ROI_WORDS
 
     declared = rule.cost.get("impact")
-    if rule.removed_in:
+    if declared == "runtime-break":
+        imp = (f"run-time break ({IMPACT_SCORES['runtime-break']:g}: builds, then fails)"
+               + (f" when --target-cuda >= {rule.removed_in}, else deprecated" if rule.removed_in else ""))
+    elif rule.removed_in:
         imp = f"build break ({IMPACT_SCORES['build-break']:g}) when --target-cuda >= {rule.removed_in}, else deprecated"
     elif declared:
         imp = f"{declared} ({IMPACT_SCORES.get(declared, 1):g})"

@@ -41,7 +41,7 @@ class Fix:
 
 @dataclass
 class Cost:
-    impact: str  # build-break | removal | deprecated | performance | hygiene
+    impact: str  # build-break | runtime-break | removal | deprecated | performance | hygiene
     impact_score: float
     effort: str  # safe | unsafe | manual
     effort_score: float

@@ -20,10 +20,13 @@ from typing import Any, Iterable
 
 from .findings import Finding
 
-IMPACT_ORDER = ("build-break", "deprecated", "performance", "hygiene")
+IMPACT_ORDER = ("build-break", "runtime-break", "deprecated", "performance", "hygiene")
+# must-do impact classes: the code does not build, or it builds and then fails, with the target toolkit
+MUST_IMPACTS = ("build-break", "runtime-break")
 APPLICABILITY_ORDER = ("safe", "unsafe", "display-only", "manual")
 ROI_WORDS = (
-    "ROI = impact / effort. Impact is what leaving the finding costs: build break 10, deprecated 5, "
+    "ROI = impact / effort. Impact is what leaving the finding costs: build break 10, run-time break (builds, then "
+    "fails with the target) 10, deprecated 5, "
     "performance 3, hygiene 1 (multiplied in context, e.g. x4 inside a loop, or by a GPU measurement). "
     "Effort is what fixing it costs: safe automatic fix 1, unsafe fix needing review 2, suggested edit to check "
     "and apply by hand (display-only) 4, manual 5. "
@@ -49,7 +52,7 @@ def fmt_roi(value: float) -> str:
 def plan_key(f: Finding) -> tuple:
     """Sort key: impact class, then (for build breaks) safe -> unsafe -> display-only -> manual, then ROI, place."""
     imp = impact_of(f)
-    app = _app_rank(f.applicability) if imp == "build-break" else 0
+    app = _app_rank(f.applicability) if imp in MUST_IMPACTS else 0
     return (IMPACT_ORDER.index(imp), app, -roi_of(f), f.path, f.line, f.column, f.rule_id, f.end_line,
             f.end_column, f.message)
 
@@ -147,35 +150,37 @@ def _cmd(args: list[str], paths: list[str], extra: list[str] | None = None) -> s
 
 def build_plan(findings: list[Finding], errors: list[str], files_scanned: int, target: str,
                rule_names: dict[str, str], paths: list[str], extra: list[str] | None = None) -> Plan:
-    """Group findings into must-do steps (build breaks) and optional steps (everything else).
+    """Group findings into must-do steps (build breaks, then run-time breaks) and optional steps (everything else).
 
     `extra`: the options the plan was made with that the `fix` commands must repeat (--target-cuda, ...)."""
     groups: dict[tuple[str, str], list[Finding]] = defaultdict(list)
     for f in findings:
         groups[(impact_of(f), f.applicability)].append(f)
     must: list[Step] = []
-    bb = {a: groups.get(("build-break", a), []) for a in APPLICABILITY_ORDER}
-    if bb["safe"]:
-        ids = sorted({f.rule_id for f in bb["safe"]})
-        must.append(Step("automatic fixes that keep behaviour", "build-break", "safe", len(bb["safe"]),
-                         len({f.path for f in bb["safe"]}), _minutes(bb["safe"]),
-                         _cmd(["fix", "--select", ",".join(ids)], paths, extra), _rule_lines(bb["safe"], rule_names)))
-    if bb["unsafe"]:
-        ids = sorted({f.rule_id for f in bb["unsafe"]})
-        must.append(Step("automatic fixes that change behaviour: review each", "build-break", "unsafe",
-                         len(bb["unsafe"]), len({f.path for f in bb["unsafe"]}), _minutes(bb["unsafe"]),
-                         _cmd(["fix", "--unsafe-fixes", "--select", ",".join(ids)], paths, extra),
-                         _rule_lines(bb["unsafe"], rule_names), sorted({f.path for f in bb["unsafe"]})))
-    if bb["display-only"]:
-        must.append(Step("suggested edits to check and apply by hand", "build-break", "display-only",
-                         len(bb["display-only"]), len({f.path for f in bb["display-only"]}), _minutes(bb["display-only"]),
-                         None, _rule_lines(bb["display-only"], rule_names)))
-    if bb["manual"]:
-        must.append(Step("manual changes", "build-break", "manual", len(bb["manual"]),
-                         len({f.path for f in bb["manual"]}), _minutes(bb["manual"]), None,
-                         _rule_lines(bb["manual"], rule_names)))
+    for must_imp in MUST_IMPACTS:
+        bb = {a: groups.get((must_imp, a), []) for a in APPLICABILITY_ORDER}
+        pre = "" if must_imp == "build-break" else "run-time failures: "
+        if bb["safe"]:
+            ids = sorted({f.rule_id for f in bb["safe"]})
+            must.append(Step(pre + "automatic fixes that keep behaviour", must_imp, "safe", len(bb["safe"]),
+                             len({f.path for f in bb["safe"]}), _minutes(bb["safe"]),
+                             _cmd(["fix", "--select", ",".join(ids)], paths, extra), _rule_lines(bb["safe"], rule_names)))
+        if bb["unsafe"]:
+            ids = sorted({f.rule_id for f in bb["unsafe"]})
+            must.append(Step(pre + "automatic fixes that change behaviour: review each", must_imp, "unsafe",
+                             len(bb["unsafe"]), len({f.path for f in bb["unsafe"]}), _minutes(bb["unsafe"]),
+                             _cmd(["fix", "--unsafe-fixes", "--select", ",".join(ids)], paths, extra),
+                             _rule_lines(bb["unsafe"], rule_names), sorted({f.path for f in bb["unsafe"]})))
+        if bb["display-only"]:
+            must.append(Step(pre + "suggested edits to check and apply by hand", must_imp, "display-only",
+                             len(bb["display-only"]), len({f.path for f in bb["display-only"]}),
+                             _minutes(bb["display-only"]), None, _rule_lines(bb["display-only"], rule_names)))
+        if bb["manual"]:
+            must.append(Step(pre + "manual changes", must_imp, "manual", len(bb["manual"]),
+                             len({f.path for f in bb["manual"]}), _minutes(bb["manual"]), None,
+                             _rule_lines(bb["manual"], rule_names)))
     optional: list[Step] = []
-    for imp in IMPACT_ORDER[1:]:
+    for imp in (i for i in IMPACT_ORDER if i not in MUST_IMPACTS):
         for app in APPLICABILITY_ORDER:
             fs = groups.get((imp, app), [])
             if not fs:
@@ -205,9 +210,11 @@ def _files_line(files: list[str]) -> str:
 def render_text(plan: Plan) -> str:
     """The plan as numbered steps that read well pasted into a ticket."""
     out = [f"Migration plan to CUDA {plan.target} ({plan.files_scanned} file(s) scanned)", ""]
-    nbreak = sum(s.findings for s in plan.must)
+    nbreak = sum(s.findings for s in plan.must if s.impact == "build-break")
+    nrun = sum(s.findings for s in plan.must if s.impact == "runtime-break")
     if plan.must:
-        out.append(f"Must do: {nbreak} build break(s) for CUDA {plan.target}, est. {effort_str(plan.must_minutes)}")
+        runs = f" and {nrun} run-time break(s) (builds, then fails)" if nrun else ""
+        out.append(f"Must do: {nbreak} build break(s){runs} for CUDA {plan.target}, est. {effort_str(plan.must_minutes)}")
     else:
         out.append(f"Must do: nothing: no build breaks for CUDA {plan.target} found.")
     n = 0
@@ -223,7 +230,8 @@ def render_text(plan: Plan) -> str:
             out.append(f"{n}. {s.findings} suggested edit(s) in {s.files} file(s) to check and apply by hand "
                        f"(est. {effort_str(s.minutes)}; the reports show each edit), by rule:")
         else:
-            out.append(f"{n}. {s.findings} manual item(s) in {s.files} file(s) (est. {effort_str(s.minutes)}), by rule:")
+            what = " that fail at run time" if s.impact == "runtime-break" else ""
+            out.append(f"{n}. {s.findings} manual item(s){what} in {s.files} file(s) (est. {effort_str(s.minutes)}), by rule:")
         if s.applicability != "unsafe" or s.rules:
             for r in s.rules:
                 out.append(f"   - {r.rule_id} {r.name}: {r.findings} in {r.files} file(s)"

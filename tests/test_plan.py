@@ -133,3 +133,36 @@ def test_plan_commands_repeat_the_options(tmp_path):
     cmds = [s["command"] for s in plan["must"]["steps"] + plan["optional"]["steps"] if s["command"]]
     assert cmds and all("--target-cuda 12.0 --option stream=s app" in c for c in cmds)
     assert plan["target"] == "12.0"
+
+
+CDP1 = ("#include <cuda_runtime.h>\nint main() {\n  cudaThreadSynchronize();\n"
+        "  return (int)cudaDeviceSetLimit(cudaLimitDevRuntimeSyncDepth, 4);\n}\n")
+
+
+def test_runtime_break_is_must_do_after_build_breaks(tmp_path):
+    """CM531 compiles and fails at run time on cc 9.0+: impact `runtime-break`, must-do in plan, text, JSON,
+    SARIF and HTML, listed after the build breaks."""
+    src = tmp_path / "cdp.cu"
+    src.write_text(CDP1)
+    js = json.loads(run("scan", "--format", "json", "--exit-zero", str(src)).stdout)
+    impacts = {f["rule"]: f["cost"]["impact"] for f in js["findings"]}
+    assert impacts == {"CM501": "build-break", "CM531": "runtime-break"}, impacts
+    text = run("scan", "--exit-zero", str(src)).stdout
+    assert "(1 build-breaking, 1 failing at run time for CUDA 13.0)" in text
+    assert text.index("CM501") < text.index("CM531")
+    plan = run("plan", str(src)).stdout
+    assert "Must do: 1 build break(s) and 1 run-time break(s) (builds, then fails) for CUDA 13.0" in plan
+    assert "manual item(s) that fail at run time" in plan and "CM531" in plan.split("Optional")[0]
+    sarif = json.loads(run("scan", "--format", "sarif", "--exit-zero", str(src)).stdout)
+    props = [r["properties"]["impact"] for r in sarif["runs"][0]["results"]]
+    assert sorted(props) == ["build-break", "runtime-break"]
+    html = tmp_path / "r.html"
+    run("scan", "--format", "html", "-o", str(html), "--exit-zero", str(src))
+    page = html.read_text()
+    assert 'id="plan-must-runtime">1</span> run-time break(s)' in page
+    assert '<option value="runtime-break">runtime-break (1)</option>' in page
+    assert impact_order_ok()
+
+
+def impact_order_ok() -> bool:
+    return IMPACT_ORDER.index("build-break") < IMPACT_ORDER.index("runtime-break") < IMPACT_ORDER.index("deprecated")

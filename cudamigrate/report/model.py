@@ -36,6 +36,7 @@ class Run:
             "findings": len(fs),
             "errors": len(self.errors),
             "build_breaking": sum(1 for f in fs if f.cost and f.cost.impact == "build-break"),
+            "runtime_breaking": sum(1 for f in fs if f.cost and f.cost.impact == "runtime-break"),
             "by_applicability": {k: app.get(k, 0) for k in ("safe", "unsafe", "display-only", "manual")},
             "by_rule": dict(sorted(Counter(f.rule_id for f in fs).items())),
             "by_family": dict(sorted(Counter(f.family for f in fs).items())),

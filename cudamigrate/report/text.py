@@ -33,7 +33,9 @@ def render(run: Run, show_source: bool = True, sort: str = "plan") -> str:
         app = s["by_applicability"]
         lines.append(
             f"Found {s['findings']} finding(s) in {len({f.path for f in run.findings})} file(s) "
-            f"({s['build_breaking']} build-breaking for CUDA {run.target_str}). "
+            f"({s['build_breaking']} build-breaking"
+            + (f", {s['runtime_breaking']} failing at run time" if s["runtime_breaking"] else "")
+            + f" for CUDA {run.target_str}). "
             f"{app['safe']} fixable with `cudamigrate fix`, {app['unsafe']} more with `--unsafe-fixes`, "
             + (f"{app['display-only']} with a suggested edit that `fix` does not apply ([?]), " if app["display-only"] else "")
             + f"{app['manual']} manual."

@@ -10,7 +10,7 @@ from typing import Any
 MATCH_KINDS = ("call", "launch", "include", "identifier", "member", "string", "builtin")
 SEVERITIES = ("error", "warning", "info")
 STATUSES = ("stable", "preview", "opt-in")
-IMPACTS = ("build-break", "deprecated", "performance", "hygiene")
+IMPACTS = ("build-break", "runtime-break", "deprecated", "performance", "hygiene")
 ID_RE = re.compile(r"^CM\d{3,4}$")
 VERSION_RE = re.compile(r"^\d+\.\d+$")
 
