@@ -189,6 +189,10 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
 
             sc = scope_of(m.node)
             ok = (not m.unit.in_macro and legacy_work_isolated(m.node, sc.function, m.unit.root, sc.loop_depth > 0)) == bool(val)
+        elif key == "consumes_other_stream_work":
+            from .legacy_isolated import consumes_other_stream_work
+
+            ok = consumes_other_stream_work(m.node, scope_of(m.node).function, m.unit.root) == bool(val)
         elif key == "meets_blocking_streams":
             from .streams import stream_use
 

@@ -14,7 +14,11 @@ inside a loop, or in a macro body):
   file declares as `cudaStream_t`/`CUstream`, arrays included) or `cudaStreamPerThread`, except as the argument
   of `cudaStreamCreate*`;
 - after the match, a legacy-stream wait (`cudaStreamSynchronize` of a null stream, `cudaDeviceSynchronize`,
-  `cuCtxSynchronize`, `cudaThreadSynchronize`) comes before any mention of a stream variable.
+  `cuCtxSynchronize`, `cudaThreadSynchronize`, `cudaEventSynchronize` of an event recorded on the legacy stream
+  after the match, a device-to-host `cudaMemcpy`) comes before any mention of a stream variable.
+
+`consumes_other_stream_work` answers the other case where the line should not change: the legacy-stream call
+reads what earlier work on another stream of the same function wrote, and the implicit barrier orders it.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ CREATE = {"cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWith
           "cuStreamCreateWithPriority"}
 DEVICE_WAITS = {"cudaDeviceSynchronize", "cuCtxSynchronize", "cudaThreadSynchronize"}
 STREAM_WAITS = {"cudaStreamSynchronize", "cuStreamSynchronize"}
+NOT_BUFFERS = {"i", "j", "k", "n", "N", "size", "count", "nbytes", "bytes", "len", "width", "height"}
 NULL_STREAM = {"0", "NULL", "nullptr", "cudaStreamLegacy", "CU_STREAM_LEGACY", "(cudaStream_t)0", "(cudaStream_t)NULL"}
 
 
@@ -82,15 +87,35 @@ def _names_stream(n: ts.Node, streams: set[str]) -> bool:
     return True
 
 
-def _is_legacy_wait(call: ts.Node) -> bool:
+def _args(call: ts.Node) -> list[ts.Node]:
+    args = call.child_by_field_name("arguments")
+    return [a for a in args.named_children if a.type != "comment"] if args is not None else []
+
+
+def _is_legacy_wait(call: ts.Node, recorded: set[str]) -> bool:
+    """The host waits here for all legacy-stream work queued so far. `recorded`: events recorded on the legacy
+    stream after the match (a `cudaEventSynchronize` of one of them waits for the match's work)."""
     name = _callee(call)
+    args = _args(call)
     if name in DEVICE_WAITS:
         return True
     if name in STREAM_WAITS:
-        args = call.child_by_field_name("arguments")
-        first = args.named_children[0] if args is not None and args.named_children else None
-        return first is not None and re.sub(r"\s+", "", _text(first)) in NULL_STREAM
+        return bool(args) and re.sub(r"\s+", "", _text(args[0])) in NULL_STREAM
+    if name in ("cudaEventSynchronize", "cuEventSynchronize"):
+        return bool(args) and re.sub(r"\s+", "", _text(args[0])) in recorded
+    # a device-to-host cudaMemcpy returns once the copy, queued after the legacy stream's work, has completed
+    if name in ("cudaMemcpy", "cudaMemcpy2D", "cudaMemcpyFromSymbol") and args:
+        return "DeviceToHost" in _text(args[-1])
     return False
+
+
+def _records_on_legacy(call: ts.Node) -> str | None:
+    if _callee(call) not in ("cudaEventRecord", "cuEventRecord"):
+        return None
+    args = _args(call)
+    if len(args) == 1 or (len(args) == 2 and re.sub(r"\s+", "", _text(args[1])) in NULL_STREAM):
+        return re.sub(r"\s+", "", _text(args[0]))
+    return None
 
 
 def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node, in_loop: bool) -> bool:
@@ -106,6 +131,7 @@ def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node,
     if body is None:
         return False
     waited = False
+    recorded: set[str] = set()
     for n in _walk(body):
         if n.start_byte < node.start_byte:
             if n.end_byte <= node.start_byte and _names_stream(n, streams):
@@ -115,7 +141,50 @@ def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node,
             continue  # the match itself
         if _names_stream(n, streams):
             return False  # another stream is used before the host waits for this work
-        if n.type == "call_expression" and _is_legacy_wait(n):
-            waited = True
-            break
+        if n.type == "call_expression":
+            ev = _records_on_legacy(n)
+            if ev:
+                recorded.add(ev)
+            if _is_legacy_wait(n, recorded):
+                waited = True
+                break
     return waited
+
+
+def _base_names(n: ts.Node) -> set[str]:
+    """Identifiers of an argument that may name a buffer (`&d_a[2 * i]` -> d_a, i)."""
+    return {_text(x) for x in _walk(n) if x.type == "identifier"}
+
+
+def consumes_other_stream_work(node: ts.Node, function: ts.Node | None, root: ts.Node) -> bool:
+    """The legacy-stream call shares a buffer argument with earlier work, in the same function, that names a
+    stream and that the host has not waited for since (no stream, event or device synchronization in between,
+    in source order): the legacy stream's implicit barrier is what orders this consumer after its producers (cuda-samples'
+    simpleHyperQ sums on stream 0 what kernels on created streams wrote). Moving it off the legacy stream would
+    race, so the line should not change."""
+    if function is None:
+        return False
+    body = function.child_by_field_name("body")
+    if body is None:
+        return False
+    streams = stream_names(root)
+    args = node.child_by_field_name("arguments")
+    mine = set().union(*(_base_names(a) for a in args.named_children)) if args is not None else set()
+    mine -= streams
+    if not mine:
+        return False
+    producers: set[str] = set()  # buffers written (maybe) by other-stream work not yet waited for by the host
+    for n in _walk(body):
+        if n.start_byte >= node.start_byte:
+            break
+        if n.type != "call_expression":
+            continue
+        if _callee(n) in DEVICE_WAITS | STREAM_WAITS | {"cudaEventSynchronize", "cuEventSynchronize"}:
+            producers.clear()  # the host waited: that work is complete, the barrier no longer orders it
+            continue
+        names = set().union(*(_base_names(c) for c in n.children if c.type in ("argument_list", "kernel_call_syntax")))
+        if names & (streams | {"cudaStreamPerThread"}) and _callee(n) not in CREATE:
+            args_n = n.child_by_field_name("arguments")
+            producers |= set().union(*(_base_names(a) for a in args_n.named_children)) if args_n is not None else set()
+    # buffer-like names only: a shared loop index or size alone does not order anything
+    return bool({x for x in mine & producers if x not in NOT_BUFFERS})
