@@ -188,7 +188,7 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             from .legacy_isolated import legacy_work_isolated
 
             sc = scope_of(m.node)
-            ok = (not m.unit.in_macro and legacy_work_isolated(m.node, sc.function, m.unit.root, sc.loop_depth > 0)) == bool(val)
+            ok = (not m.unit.in_macro and legacy_work_isolated(m.node, sc.function, m.unit.root, _loop_of(m.node))) == bool(val)
         elif key == "consumes_other_stream_work":
             from .legacy_isolated import consumes_other_stream_work
 
@@ -244,6 +244,17 @@ def _eval_arg(cond: dict, m: Match, ctx: FileContext | None = None) -> bool:
         if "type_not_matches" in cond and t is not None and re.search(cond["type_not_matches"], t) is not None:
             return False
     return True
+
+
+def _loop_of(node: ts.Node) -> ts.Node | None:
+    """The outermost `for`/`while`/`do` around `node` within its function."""
+    out = None
+    p = parent_of(node)
+    while p is not None and p.type not in ("function_definition", "lambda_expression"):
+        if p.type in ("for_statement", "for_range_loop", "while_statement", "do_statement"):
+            out = p
+        p = parent_of(p)
+    return out
 
 
 def _inside(place: str, m: Match, ctx: FileContext) -> bool:

@@ -8,11 +8,13 @@ is used (cuda-samples' UnifiedMemoryPerf verifies its kernel that way before its
 Nothing of another stream is in flight there, so the implicit barrier costs nothing, and the team's best CUDA
 engineer would leave the line alone.
 
-Decided syntactically and conservatively, inside the function around the match (false outside a function,
-inside a loop, or in a macro body):
-- the function takes no stream parameter, and no statement before the match names a stream variable (a name the
-  file declares as `cudaStream_t`/`CUstream`, arrays included) or `cudaStreamPerThread`, except as the argument
-  of `cudaStreamCreate*`;
+Decided syntactically and conservatively, inside the function around the match (false outside a function or
+in a macro body):
+- the function takes no stream parameter; every statement before the match that names a stream variable (a name
+  the file declares as `cudaStream_t`/`CUstream`, arrays included) or `cudaStreamPerThread`, except as the
+  argument of a call that queues no work (`cudaStreamCreate*`, `cudaStreamDestroy`, `cudaEventRecord`, ...), is followed by a host wait for the legacy stream (below: waiting for the
+  legacy stream waits for all earlier work of the blocking streams) before the match; in a loop, the loop names
+  no stream at all;
 - after the match, a legacy-stream wait (`cudaStreamSynchronize` of a null stream, `cudaDeviceSynchronize`,
   `cuCtxSynchronize`, `cudaThreadSynchronize`, `cudaEventSynchronize` of an event recorded on the legacy stream
   after the match, a device-to-host `cudaMemcpy`) comes before any mention of a stream variable.
@@ -32,6 +34,8 @@ from ..parse.treesitter import parent_of
 STREAM_TYPE = re.compile(r"^(const\s+)?(cudaStream_t|CUstream)$")
 CREATE = {"cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority", "cuStreamCreate",
           "cuStreamCreateWithPriority"}
+NO_WORK = CREATE | {"cudaEventRecord", "cuEventRecord", "cudaEventRecordWithFlags", "cudaStreamQuery", "cuStreamQuery",
+                    "cudaStreamDestroy", "cuStreamDestroy", "cudaStreamGetFlags", "cudaStreamGetPriority"}
 DEVICE_WAITS = {"cudaDeviceSynchronize", "cuCtxSynchronize", "cudaThreadSynchronize"}
 STREAM_WAITS = {"cudaStreamSynchronize", "cuStreamSynchronize"}
 NOT_BUFFERS = {"i", "j", "k", "n", "N", "size", "count", "nbytes", "bytes", "len", "width", "height"}
@@ -81,8 +85,8 @@ def _names_stream(n: ts.Node, streams: set[str]) -> bool:
                           or (p.type == "init_declarator" and p.child_by_field_name("declarator") == n)):
         return False  # the stream's own declaration
     while p is not None and p.type not in ("expression_statement", "declaration", "compound_statement"):
-        if p.type == "call_expression" and _callee(p) in CREATE:
-            return False
+        if p.type == "call_expression" and _callee(p) in NO_WORK:
+            return False  # creating, querying, destroying a stream or recording an event on it queues no work
         p = parent_of(p)
     return True
 
@@ -118,8 +122,8 @@ def _records_on_legacy(call: ts.Node) -> str | None:
     return None
 
 
-def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node, in_loop: bool) -> bool:
-    if function is None or in_loop:
+def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node, loop: ts.Node | None) -> bool:
+    if function is None:
         return False
     streams = stream_names(root)
     decl = function.child_by_field_name("declarator")
@@ -130,15 +134,28 @@ def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node,
     body = function.child_by_field_name("body")
     if body is None:
         return False
-    waited = False
+    if loop is not None and any(_names_stream(n, streams) for n in _walk(loop)):
+        return False  # a later iteration could find this loop's other-stream work in flight
+    pending = False  # other-stream work issued since the host last waited for everything
     recorded: set[str] = set()
     for n in _walk(body):
-        if n.start_byte < node.start_byte:
-            if n.end_byte <= node.start_byte and _names_stream(n, streams):
-                return False  # another stream may hold work when the match runs
-            continue
+        if n.start_byte >= node.start_byte:
+            break
+        if _names_stream(n, streams):
+            pending = True
+        elif n.type == "call_expression":
+            ev = _records_on_legacy(n)
+            if ev:
+                recorded.add(ev)
+            # waiting for the legacy stream waits for all earlier work of the blocking streams too
+            if _is_legacy_wait(n, recorded):
+                pending = False
+    if pending:
+        return False  # another stream may hold work when the match runs
+    recorded = set()
+    for n in _walk(body):
         if n.start_byte < node.end_byte:
-            continue  # the match itself
+            continue
         if _names_stream(n, streams):
             return False  # another stream is used before the host waits for this work
         if n.type == "call_expression":
@@ -146,9 +163,8 @@ def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node,
             if ev:
                 recorded.add(ev)
             if _is_legacy_wait(n, recorded):
-                waited = True
-                break
-    return waited
+                return True
+    return False
 
 
 def _base_names(n: ts.Node) -> set[str]:
