@@ -193,6 +193,10 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
             from .legacy_isolated import consumes_other_stream_work
 
             ok = consumes_other_stream_work(m.node, scope_of(m.node).function, m.unit.root) == bool(val)
+        elif key == "called_once_from_main":
+            from .call_sites import called_once_from_main
+
+            ok = called_once_from_main(scope_of(m.node).function, m.unit.root) == bool(val)
         elif key == "meets_blocking_streams":
             from .streams import stream_use
 
