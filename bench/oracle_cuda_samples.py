@@ -358,6 +358,82 @@ def migration_sites(old_path: str, new_path: str, a: list[str], b: list[str]) ->
     return sites, changed_ranges
 
 
+@dataclasses.dataclass
+class ApiFacts:
+    """What the 13.0 toolkit and NVIDIA's v13.0 tree say about an API element, to tell an API migration (the old
+    form is gone, deprecated or no longer used that way anywhere by NVIDIA) from a refactor NVIDIA chose."""
+    header_tokens: set[str]              # API-shaped tokens in the 13.0 toolkit and wheel headers
+    deprecated: set[str]                 # tokens on or just after a line of those headers that says "deprecated"
+    v13_elements: collections.Counter    # (token, argument count) over every v13.0 source file
+    devprop_fields: set[str]             # the 13.0 `struct cudaDeviceProp` fields
+
+
+def api_facts(header_dirs: list[Path], v13_sources: list[Path]) -> ApiFacts:
+    tokens: set[str] = set()
+    deprecated: set[str] = set()
+    fields: set[str] = set()
+    for d in header_dirs:
+        for h in sorted(d.rglob("*")):
+            if not (h.is_file() and h.suffix in (".h", ".hpp", ".cuh", ".inl")):
+                continue
+            try:
+                text = h.read_text(errors="replace")
+            except OSError:
+                continue
+            tokens.update(m.group(0) for m in API_TOKEN_RE.finditer(text))
+            lines = text.splitlines()
+            for i, ln in enumerate(lines):
+                if "deprecat" in ln.lower():
+                    for nxt in lines[i:i + 4]:
+                        deprecated.update(m.group(0) for m in API_TOKEN_RE.finditer(nxt))
+            if h.name == "driver_types.h":
+                m = re.search(r"struct\s+__device_builtin__\s+cudaDeviceProp\s*\{(.*?)\n\};", text, re.S)
+                if m:
+                    body = strip_strings_and_comments(m.group(1))
+                    fields.update(re.findall(r"(\w+)\s*(?:\[[^\]]*\]\s*)*;", body))
+    v13: collections.Counter = collections.Counter()
+    for f in v13_sources:
+        try:
+            v13.update((t, ar) for _, t, ar in api_elements(f.read_text(errors="replace").splitlines()))
+        except OSError:
+            continue
+    return ApiFacts(tokens, deprecated, v13, fields)
+
+
+_ELEMENT_RE = re.compile(r"^(\+?)([^/]+)(?:/(\d+))?$")
+
+
+def api_migration(site: Site, facts: ApiFacts, old_lines: list[str]) -> tuple[bool, str]:
+    """Is the site an API migration, and why (or why not)?
+
+    An element NVIDIA removed counts when the 13.0 headers no longer have it, mark it deprecated, or NVIDIA's
+    v13.0 tree no longer uses it in that form (name and argument count) anywhere; an element that is still
+    declared, not deprecated and still used that way elsewhere in v13.0 was changed by choice (a refactor, dead
+    code deleted), not because the API changed. A `+name` site (an API brought in, none removed) counts when its
+    hunk read a field that the 13.0 `cudaDeviceProp` no longer has (the new call replaces that read); otherwise
+    it is set-up code around calls that are sites of their own (the `NppStreamContext` of the NPP `_Ctx` calls)."""
+    if any(c.startswith("+") for c in site.changed):
+        props = set(re.findall(r"\b(?:struct\s+)?cudaDeviceProp\s*[*&]?\s*(\w+)", "\n".join(old_lines)))
+        reads = re.findall(r"\b(\w+)\s*(?:\.|->)\s*(\w+)", strip_strings_and_comments("\n".join(site.removed)))
+        gone = sorted({f for r, f in reads if r in props and f not in facts.devprop_fields})
+        if gone:
+            return True, "replaces a read of cudaDeviceProp field(s) removed in 13.0: " + ", ".join(gone)
+        return False, "NVIDIA added " + ", ".join(c[1:] for c in site.changed) + " without removing an API use here"
+    kept: list[str] = []
+    for c in site.changed:
+        m = _ELEMENT_RE.match(c)
+        name, arity = m.group(2), (int(m.group(3)) if m.group(3) else None)
+        if name not in facts.header_tokens:
+            return True, f"{c}: not in the 13.0 headers"
+        if name in facts.deprecated:
+            return True, f"{c}: marked deprecated in the 13.0 headers"
+        n = facts.v13_elements[(name, arity)]
+        if not n:
+            return True, f"{c}: NVIDIA's v13.0 tree no longer uses it in this form"
+        kept.append(f"{c} ({n} uses in v13.0)")
+    return False, "still declared, not deprecated, and used the same way in NVIDIA's v13.0 tree: " + ", ".join(kept)
+
+
 def statement_span(lines: list[str], line: int) -> tuple[int, int]:
     """1-based inclusive span of the statement around `line` in formatted code: back to the line after
     one ending in ; { } or a preprocessor line, forward to a line ending in ; { }."""
@@ -659,6 +735,7 @@ def main(argv: list[str] | None = None) -> int:
     LOCAL_NAMES = local_api_shaped_names([v11 / r for r in rel_files(v11, SOURCE_EXTS)]
                                          + [v13 / r for r in rel_files(v13, SOURCE_EXTS)],
                                          toolkit_inc + [Path(p) for p in wheel_includes()])
+    facts = api_facts(toolkit_inc + [Path(p) for p in wheel_includes()], [v13 / r for r in rel_files(v13, SOURCE_EXTS)])
     style = v13 / ".clang-format"
     by_file: dict[str, list[dict]] = collections.defaultdict(list)
     for f in findings11:
@@ -695,9 +772,11 @@ def main(argv: list[str] | None = None) -> int:
             lo, hi = site_span(s, n_old.lines)
             hits = [f for f in fl if norm_span(f)[0] <= hi and norm_span(f)[1] >= lo]
             verdict, tool_lines = classify_fix(s, n_old.lines, n_fix.lines if n_fix else n_old.lines, bool(hits))
+            is_api, api_why = api_migration(s, facts, n_old.lines)
             sites.append(s)
             site_rows.append({
                 "file": old, "v13_file": new, "norm_line": s.norm_line, "changed": s.changed, "kind": s.kind,
+                "api_migration": is_api, "api_why": api_why,
                 "flagged": bool(hits), "rules": sorted({f["rule"] for f in hits}),
                 "orig_lines": [f["line"] for f in hits],
                 "verdict": verdict, "tool": "\n".join(x.strip() for x in tool_lines),
@@ -736,10 +815,14 @@ def main(argv: list[str] | None = None) -> int:
         "findings_v11.8": len(findings11), "findings_v11.8_unchanged_lines": len(unchanged_findings),
         "findings_v11.8_unpaired_files": unpaired_findings,
         "findings_v13.0": len(findings13), "build_break_findings_v13.0": len(bb13),
-        "migration_sites": len(site_rows), "migration_sites_flagged": n_flagged,
+        "changed_sites": len(site_rows), "changed_sites_flagged": n_flagged,
+        "migration_sites": sum(r["api_migration"] for r in site_rows),
+        "migration_sites_flagged": sum(r["api_migration"] and r["flagged"] for r in site_rows),
         "site_verdicts": dict(verdicts),
-        "migration_sites_replaced": sum(r["kind"] == "replaced" for r in site_rows),
-        "migration_sites_replaced_flagged": sum(r["kind"] == "replaced" and r["flagged"] for r in site_rows),
+        "migration_site_verdicts": dict(collections.Counter(r["verdict"] for r in site_rows if r["api_migration"])),
+        "migration_sites_replaced": sum(r["kind"] == "replaced" and r["api_migration"] for r in site_rows),
+        "migration_sites_replaced_flagged": sum(r["kind"] == "replaced" and r["api_migration"] and r["flagged"]
+                                                for r in site_rows),
         "sample_judged_true": sum(1 for _, v, _ in judged if v == "TP"),
         "sample_judged_false": sum(1 for _, v, _ in judged if v == "FP"),
         "sample_unjudged": sum(1 for _, v, _ in judged if v not in ("TP", "FP")),
@@ -756,6 +839,8 @@ def main(argv: list[str] | None = None) -> int:
         "sample": [{"key": finding_key(f), "rule": f["rule"], "file": f["relpath"], "line": f["line"],
                     "snippet": f.get("snippet", ""), "message": f["message"], "verdict": v, "reason": why}
                    for f, v, why in judged],
+        # the whole pool the sample is drawn from, so that a judge can see which findings enter next
+        "pool": [{"key": k, "rule": f["rule"], "snippet": f.get("snippet", "")} for k, f in sorted(pool_keys.items())],
         "compile_failures_after": [{"file": r, "error": after[r].error, "v13_file": pairs.get(r),
                                     "v13_compiles": res13[(v13, pairs[r])].ok if r in pairs else None,
                                     "compiled_before": before[r].ok}
@@ -901,11 +986,14 @@ def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
         ("… in files with no v13.0 counterpart", s["findings_v11.8_unpaired_files"]),
         ("findings on v13.0", s["findings_v13.0"]),
         ("**build-break findings on v13.0** (all false)", s["build_break_findings_v13.0"]),
-        ("NVIDIA API-migration sites", s["migration_sites"]),
+        ("lines NVIDIA changed that hold a changed CUDA API element (sites) / flagged",
+         f"{s['changed_sites']} / {s['changed_sites_flagged']}"),
+        ("**NVIDIA API-migration sites** (the old form is gone, deprecated or no longer used by NVIDIA)",
+         s["migration_sites"]),
         ("… flagged by the tool", s["migration_sites_flagged"]),
         ("… of which NVIDIA replaced (not deleted) the code: sites / flagged",
          f"{s['migration_sites_replaced']} / {s['migration_sites_replaced_flagged']}"),
-        ("… fix verdicts", ", ".join(f"{k}: {v}" for k, v in sorted(s["site_verdicts"].items()))),
+        ("… fix verdicts", ", ".join(f"{k}: {v}" for k, v in sorted(s["migration_site_verdicts"].items()))),
         ("precision sample (50 default findings on unchanged lines): true / false / unjudged",
          f"{s['sample_judged_true']} / {s['sample_judged_false']} / {s['sample_unjudged']}"),
     ]
@@ -937,10 +1025,23 @@ def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
           "rewrite contains NVIDIA's new text, or the reverse, whitespace-insensitive), `api-match` (the API "
           "elements the tool introduced are among NVIDIA's), `differs` (judge: tool and NVIDIA side by side), "
           "`missing` (flagged, not rewritten), `not-flagged`.", "",
-          "| # | v11.8 file:line (normalised) | changed | kind | flagged (rules) | verdict | v11.8 line | tool | NVIDIA |",
-          "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+          "*API migration* (`api`): whether the change was forced by the API (`bench/oracle_cuda_samples.py` "
+          "`api_migration`). A removed element counts when the 13.0 toolkit and wheel headers no longer have it, "
+          "mark it deprecated (a line saying \"deprecated\" on or up to three lines before it), or NVIDIA's v13.0 "
+          "tree no longer uses it in that form (name and argument count) anywhere. An element that is still "
+          "declared, not deprecated and used the same way elsewhere in v13.0 was changed by NVIDIA's choice — dead "
+          "code deleted (boxFilter's unused buffer), a sample restructured (streamOrderedAllocationIPC's handle "
+          "types, the matrix descriptors conjugateGradientPrecond no longer needs once csrsv2 is gone, the "
+          "`cufftResult status` of a removed license check) — and is listed as `no` with the reason. A `+name` "
+          "site (an API brought in, none removed) counts when its hunk read a field the 13.0 `cudaDeviceProp` "
+          "no longer has; otherwise it is set-up code around calls that are sites of their own (the "
+          "`NppStreamContext` filled for the NPP `_Ctx` calls). Sites in files with no v13.0 counterpart (whole "
+          "samples NVIDIA deleted) are not sites: nothing is paired.", "",
+          "| # | v11.8 file:line (normalised) | changed | api | kind | flagged (rules) | verdict | v11.8 line | tool | NVIDIA |",
+          "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for i, r in enumerate(d["sites"], 1):
-        o.append(f"| {i} | `{r['file']}:{r['norm_line']}` | {', '.join(r['changed'])} | {r['kind']} | "
+        o.append(f"| {i} | `{r['file']}:{r['norm_line']}` | {', '.join(r['changed'])} | "
+                 f"{'yes' if r['api_migration'] else 'no'}: {md_escape(r['api_why'])} | {r['kind']} | "
                  f"{'yes' if r['flagged'] else '**no**'} {' '.join(r['rules'])} | {r['verdict']} | {code(r['old'])} | "
                  f"{code(r['tool']) if r['verdict'] not in ('not-flagged', 'missing') else ''} | "
                  f"{code(r['nvidia']) if r['verdict'] in ('differs', 'not-flagged', 'missing') else ''} |")

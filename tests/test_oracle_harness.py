@@ -110,3 +110,32 @@ def test_self_check_reads_exit_status_and_verdict_lines():
 def test_api_elements_keep_line_numbers_across_blank_lines_before_includes():
     els = oracle.api_elements(["", "", "#include <cuda.h>", "", "cudaFree(p);"])
     assert els == [(4, "cudaFree", 1)]
+
+
+def test_api_migration_tells_api_changes_from_refactors():
+    """A site counts as an API migration when the old element is gone from the 13.0 headers, deprecated there,
+    or no longer used that way in NVIDIA's v13.0 tree; a `+name` site when its hunk read a removed
+    cudaDeviceProp field. Elements still declared and still used the same way were changed by choice."""
+    import collections
+
+    facts = oracle.ApiFacts(
+        header_tokens={"cudaMalloc", "cudaDeviceSetLimit", "cudaLimitDevRuntimeSyncDepth", "cusparseCreateCsrsv2Info",
+                       "cudaDeviceGetAttribute", "cudaGetDeviceProperties", "cudaDeviceProp"},
+        deprecated={"cusparseCreateCsrsv2Info"},
+        v13_elements=collections.Counter({("cudaMalloc", 2): 40, ("cudaDeviceSetLimit", 2): 3,
+                                          ("cudaDeviceGetAttribute", 3): 9}),
+        devprop_fields={"name", "multiProcessorCount"},
+    )
+
+    def site(changed, removed=()):
+        return oracle.Site("a.cu", "a.cu", 1, (1, 2), list(removed), [], changed)
+
+    assert oracle.api_migration(site(["cudaMalloc/2"]), facts, [])[0] is False  # dead code deleted
+    assert oracle.api_migration(site(["cudaThreadSynchronize/0"]), facts, [])[0] is True  # gone from the headers
+    assert oracle.api_migration(site(["cusparseCreateCsrsv2Info/1"]), facts, [])[0] is True  # deprecated
+    # still declared, but NVIDIA no longer uses it anywhere (the CDP1 limit), next to an element still in use
+    assert oracle.api_migration(site(["cudaDeviceSetLimit/2", "cudaLimitDevRuntimeSyncDepth"]), facts, [])[0] is True
+    old = ["cudaDeviceProp prop;", "cudaGetDeviceProperties(&prop, 0);", "int c = prop.clockRate;"]
+    assert oracle.api_migration(site(["+cudaDeviceGetAttribute/3"], ["int c = prop.clockRate;"]), facts, old)[0] is True
+    assert oracle.api_migration(site(["+cudaDeviceGetAttribute/3"], ["int c = prop.multiProcessorCount;"]), facts, old)[0] is False
+    assert oracle.api_migration(site(["+cudaDeviceGetAttribute/3"], ["// set-up"]), facts, old)[0] is False
