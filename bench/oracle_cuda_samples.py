@@ -363,7 +363,7 @@ class ApiFacts:
     """What the 13.0 toolkit and NVIDIA's v13.0 tree say about an API element, to tell an API migration (the old
     form is gone, deprecated or no longer used that way anywhere by NVIDIA) from a refactor NVIDIA chose."""
     header_tokens: set[str]              # API-shaped tokens in the 13.0 toolkit and wheel headers
-    deprecated: set[str]                 # tokens on or just after a line of those headers that says "deprecated"
+    deprecated: set[str]                 # enumerators whose line says "deprecated"; declarations under a DEPRECATED marker
     v13_elements: collections.Counter    # (token, argument count) over every v13.0 source file
     devprop_fields: set[str]             # the 13.0 `struct cudaDeviceProp` fields
 
@@ -383,9 +383,18 @@ def api_facts(header_dirs: list[Path], v13_sources: list[Path]) -> ApiFacts:
             tokens.update(m.group(0) for m in API_TOKEN_RE.finditer(text))
             lines = text.splitlines()
             for i, ln in enumerate(lines):
-                if "deprecat" in ln.lower():
-                    for nxt in lines[i:i + 4]:
-                        deprecated.update(m.group(0) for m in API_TOKEN_RE.finditer(nxt))
+                code = ln.split("//")[0].split("/*")[0]
+                if code.lstrip().startswith("*"):
+                    continue  # documentation prose: a name mentioned there is not declared there
+                # an enumerator whose own line says it is deprecated (`X = 15, /**< ... Deprecated ... */`)
+                m = re.match(r"\s*(\w+)\s*(?:=[^,]*)?,", code)
+                if m and API_TOKEN_RE.fullmatch(m.group(1)) and "deprecat" in ln.lower():
+                    deprecated.add(m.group(1))
+                # a declaration (function, type) with a DEPRECATED marker on its line or the 3 lines before
+                decl = [x.group(1) for x in re.finditer(r"\b(\w+)\s*(?:\(|;|\{|$)", code) if API_TOKEN_RE.fullmatch(x.group(1))]
+                if decl and any(re.search(r"DEPRECATED|deprecated\s*\(", prev.split("//")[0])
+                                for prev in lines[max(0, i - 3):i + 1]):
+                    deprecated.update(decl)
             if h.name == "driver_types.h":
                 m = re.search(r"struct\s+__device_builtin__\s+cudaDeviceProp\s*\{(.*?)\n\};", text, re.S)
                 if m:
@@ -1027,7 +1036,8 @@ def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
           "`missing` (flagged, not rewritten), `not-flagged`.", "",
           "*API migration* (`api`): whether the change was forced by the API (`bench/oracle_cuda_samples.py` "
           "`api_migration`). A removed element counts when the 13.0 toolkit and wheel headers no longer have it, "
-          "mark it deprecated (a line saying \"deprecated\" on or up to three lines before it), or NVIDIA's v13.0 "
+          "mark it deprecated (an enumerator whose line says so, a declaration with a `DEPRECATED` marker on its line or "
+          "the three before), or NVIDIA's v13.0 "
           "tree no longer uses it in that form (name and argument count) anywhere. An element that is still "
           "declared, not deprecated and used the same way elsewhere in v13.0 was changed by NVIDIA's choice — dead "
           "code deleted (boxFilter's unused buffer), a sample restructured (streamOrderedAllocationIPC's handle "
