@@ -1003,7 +1003,8 @@ def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
         ("… of which NVIDIA replaced (not deleted) the code: sites / flagged",
          f"{s['migration_sites_replaced']} / {s['migration_sites_replaced_flagged']}"),
         ("… fix verdicts", ", ".join(f"{k}: {v}" for k, v in sorted(s["migration_site_verdicts"].items()))),
-        ("precision sample (50 default findings on unchanged lines): true / false / unjudged",
+        (f"precision sample ({len(d['sample'])} default findings on unchanged lines"
+         f"{'' if len(d['sample']) >= SAMPLE_SIZE else f': the whole pool, fewer than {SAMPLE_SIZE}'}): true / false / unjudged",
          f"{s['sample_judged_true']} / {s['sample_judged_false']} / {s['sample_unjudged']}"),
     ]
     o += [f"| {k} | {v} |" for k, v in rows]
@@ -1056,7 +1057,8 @@ def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
                  f"{code(r['tool']) if r['verdict'] not in ('not-flagged', 'missing') else ''} | "
                  f"{code(r['nvidia']) if r['verdict'] in ('differs', 'not-flagged', 'missing') else ''} |")
     o += ["", "## Precision sample: default findings on lines NVIDIA left unchanged", "",
-          f"{SAMPLE_SIZE} findings chosen by seeded hash (seed {SAMPLE_SEED}; a finding keeps its place while the "
+          (f"The pool has {len(d['sample'])} findings, fewer than {SAMPLE_SIZE}: all are listed. " if len(d["sample"]) < SAMPLE_SIZE else "")
+          + f"{SAMPLE_SIZE} findings chosen by seeded hash (seed {SAMPLE_SEED}; a finding keeps its place while the "
           "pool shrinks). Verdicts come from `bench/oracle_judgements.tsv` (key, TP/FP, reason); `?` = not yet "
           "judged: add a line there and re-run.", "",
           "| # | rule | file:line | snippet | verdict | reason |", "| --- | --- | --- | --- | --- | --- |"]
