@@ -429,10 +429,10 @@ SIGNATURE: dict[str, dict] = {
     "driver:cuCtxCreate_v3": _sig(
         ["pctx", "paramsArray", "numParams", "flags", "dev"], where={"argc": 5},
         edits=[{"insert_before": "statement",
-                "with": "CUctxCreateParams ctxCreateParams = {{ '{0}' if lang == 'c' else '{}' }};\nctxCreateParams.execAffinityParams = {{ args.paramsArray }};\n"
-                        "ctxCreateParams.numExecAffinityParams = {{ args.numParams }};"},
-               {"replace": "node", "with": "cuCtxCreate({{ args.pctx }}, &ctxCreateParams, {{ args.flags }}, {{ args.dev }})"}],
-        caveat="the fix declares a CUctxCreateParams variable before the statement; rename it if the scope has one"),
+                "with": "CUctxCreateParams {{ fresh('ctxCreateParams') }} = {{ '{0}' if lang == 'c' else '{}' }};\n{{ fresh('ctxCreateParams') }}.execAffinityParams = {{ args.paramsArray }};\n"
+                        "{{ fresh('ctxCreateParams') }}.numExecAffinityParams = {{ args.numParams }};"},
+               {"replace": "node", "with": "cuCtxCreate({{ args.pctx }}, &{{ fresh('ctxCreateParams') }}, {{ args.flags }}, {{ args.dev }})"}],
+        caveat="the fix declares a CUctxCreateParams variable before the statement"),
     "driver:cuStreamGetCaptureInfo_v2": _sig(
         ["hStream", "captureStatus_out", "id_out", "graph_out", "dependencies_out", "numDependencies_out"], app="safe",
         where={"argc": 6},
@@ -468,23 +468,23 @@ SIGNATURE: dict[str, dict] = {
         caveat="the error node and log buffer are no longer filled in"),
     "driver:cuGraphExecUpdate": _sig(
         ["hGraphExec", "hGraph", "hErrorNode_out", "updateResult_out"], where={"argc": 4},
-        edits=[{"insert_before": "statement", "with": "CUgraphExecUpdateResultInfo updateResultInfo = {{ '{0}' if lang == 'c' else '{}' }};"},
-               {"replace": "args", "with": "{{ args.hGraphExec }}, {{ args.hGraph }}, &updateResultInfo"},
+        edits=[{"insert_before": "statement", "with": "CUgraphExecUpdateResultInfo {{ fresh('updateResultInfo') }} = {{ '{0}' if lang == 'c' else '{}' }};"},
+               {"replace": "args", "with": "{{ args.hGraphExec }}, {{ args.hGraph }}, &{{ fresh('updateResultInfo') }}"},
                {"insert_after": "statement",
                 "with": "{% set en = args.hErrorNode_out %}{% set ur = args.updateResult_out %}"
-                        "{% if en not in ['NULL', 'nullptr', '0'] %}{{ en[1:] if en.startswith('&') else '*(' ~ en ~ ')' }} = updateResultInfo.errorNode;\n{% endif %}"
-                        "{{ ur[1:] if ur.startswith('&') else '*(' ~ ur ~ ')' }} = updateResultInfo.result;"}],
+                        "{% if en not in ['NULL', 'nullptr', '0'] %}{{ en[1:] if en.startswith('&') else '*(' ~ en ~ ')' }} = {{ fresh('updateResultInfo') }}.errorNode;\n{% endif %}"
+                        "{{ ur[1:] if ur.startswith('&') else '*(' ~ ur ~ ')' }} = {{ fresh('updateResultInfo') }}.result;"}],
         caveat="the out-values are copied after the statement; move them if the statement itself reads them"),
     # C only: cuda_runtime.h:1554 keeps a non-deprecated 4-argument C++ overload ("convenience function to avoid
     # source breakage in c++ code") that NVIDIA's v13.0 samples still call (jacobi.cu): no change is needed there
     "cudart:cudaGraphExecUpdate": _sig(
         ["hGraphExec", "hGraph", "hErrorNode_out", "updateResult_out"], where={"all": [{"argc": 4}, {"lang": "c"}]},
-        edits=[{"insert_before": "statement", "with": "cudaGraphExecUpdateResultInfo updateResultInfo = {{ '{0}' if lang == 'c' else '{}' }};"},
-               {"replace": "args", "with": "{{ args.hGraphExec }}, {{ args.hGraph }}, &updateResultInfo"},
+        edits=[{"insert_before": "statement", "with": "cudaGraphExecUpdateResultInfo {{ fresh('updateResultInfo') }} = {{ '{0}' if lang == 'c' else '{}' }};"},
+               {"replace": "args", "with": "{{ args.hGraphExec }}, {{ args.hGraph }}, &{{ fresh('updateResultInfo') }}"},
                {"insert_after": "statement",
                 "with": "{% set en = args.hErrorNode_out %}{% set ur = args.updateResult_out %}"
-                        "{% if en not in ['NULL', 'nullptr', '0'] %}{{ en[1:] if en.startswith('&') else '*(' ~ en ~ ')' }} = updateResultInfo.errorNode;\n{% endif %}"
-                        "{{ ur[1:] if ur.startswith('&') else '*(' ~ ur ~ ')' }} = updateResultInfo.result;"}],
+                        "{% if en not in ['NULL', 'nullptr', '0'] %}{{ en[1:] if en.startswith('&') else '*(' ~ en ~ ')' }} = {{ fresh('updateResultInfo') }}.errorNode;\n{% endif %}"
+                        "{{ ur[1:] if ur.startswith('&') else '*(' ~ ur ~ ')' }} = {{ fresh('updateResultInfo') }}.result;"}],
         caveat="C only (C++ keeps a 4-argument inline overload, cuda_runtime.h:1554, and is not reported). The out-values are copied after the statement"),
     "cub:cub::WARP_ALL": _sig(["predicate", "member_mask"], where={"argc": 2}, app="safe",
                               edits=[{"replace": "node", "with": "__all_sync({{ args.member_mask }}, {{ args.predicate }})"}]),

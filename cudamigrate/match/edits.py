@@ -252,6 +252,7 @@ def build_edits(specs: list[dict[str, Any]], m: Match, ctx: FileContext, tctx: d
             where = spec.get("insert_before") or spec.get("insert_after")
             s, e = _target(m, ctx, where)
             ls, le, indent = _line_bounds(data, s, e)
+            _check_insert_site(m, data, where, "insert_before" in spec, s, e, ls, le)
             nl = ctx.source.newline.decode()
             text = render(str(spec["with"]), {**tctx, "indent": indent})
             lines = [indent + ln if ln else ln for ln in text.split("\n")]
@@ -261,6 +262,30 @@ def build_edits(specs: list[dict[str, Any]], m: Match, ctx: FileContext, tctx: d
             else:
                 edits.append(Edit(le, le, block))
     return edits
+
+
+# statements after which control always reaches the next line: code inserted after any other statement
+# (`return f(x);`, `if (f(x) != 0) {...}`, `while (f(x))`, an unbraced `if (c) f(x);`) would run never, too
+# late or when the call did not run
+SEQUENTIAL_STATEMENTS = {"expression_statement", "declaration"}
+
+
+def _check_insert_site(m: Match, data: bytes, where: str, before: bool, s: int, e: int, ls: int, le: int) -> None:
+    """Refuse an insertion whose place would change what runs when, rather than guess.
+
+    Inserted lines go before the target's first line or after its last one, so the target must own those
+    lines: other code sharing the line (`a(); f(x);`) would end up on the wrong side of the insertion.
+    """
+    if before and data[ls:s].strip():
+        raise EditError("the statement shares its first line with other code")
+    if not before:
+        tail = data[e:le].strip()
+        if tail and not tail.startswith((b"//", b"/*")):
+            raise EditError("the statement shares its last line with other code")
+        if where == "statement":
+            kind = statement_of(m.node).type
+            if kind not in SEQUENTIAL_STATEMENTS:
+                raise EditError(f"code inserted after this {kind.replace('_', ' ')} would not run right after the call")
 
 
 _USES_TEXT: dict[int, tuple[Any, bool]] = {}  # id(rule) -> (rule, its templates mention `text`)
@@ -308,7 +333,33 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
         "lang": file_language(ctx.source.path),  # c | cxx: fixes must be valid in the file's language
         "nl": ctx.source.newline.decode(),
         "rule": {"id": m.rule.id, "deprecated_in": m.rule.deprecated_in, "removed_in": m.rule.removed_in},
+        "fresh": _fresh_namer(m, ctx),
     }
+
+
+def _fresh_namer(m: Match, ctx: FileContext):
+    """`{{ fresh('info') }}`: a name for a variable a fix declares that cannot collide with another.
+
+    A fix that declares `info` before each of two calls in one function would declare it twice and stop the
+    file compiling. The plain name is kept when the file never spells it and the enclosing function holds
+    this call only; otherwise the call's line number makes it unique. Every edit of one finding gets the
+    same answer, so the declaration and its uses agree.
+    """
+    def fresh(base: str) -> str:
+        data = ctx.source.data
+        scope = m.node
+        while parent_of(scope) is not None and scope.type != "function_definition":
+            scope = parent_of(scope)
+        s, e = m.abs(scope)
+        calls = len(re.findall(rb"\b" + re.escape(m.name.encode()) + rb"\s*\(", data[s:e]))
+        name = base
+        if calls > 1 or re.search(rb"\b" + re.escape(base.encode()) + rb"\b", data):
+            line = data.count(b"\n", 0, m.report_range[0]) + 1
+            name = f"{base}_{line}"
+        while name != base and re.search(rb"\b" + re.escape(name.encode()) + rb"\b", data):
+            name += "_"
+        return name
+    return fresh
 
 
 COMPAT_STATEMENTS = {"expression_statement", "declaration", "return_statement"}
