@@ -17,9 +17,11 @@ when a calibration for the user's GPU exists (see `measured_factor`).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Callable
 
 from .findings import Cost
+from .registry import Registry, condition, list_of, mapping, nullable, number, one_of, string
 from .textsafe import finite
 
 MAX_SCORE = 1e9  # scores are clamped to +-MAX_SCORE (JSON has no Infinity or NaN)
@@ -108,3 +110,59 @@ def measured_factor(ratio: float | None) -> float | None:
 
 def declared(rule_cost: dict[str, Any]) -> tuple[str | None, float | None]:
     return rule_cost.get("impact"), rule_cost.get("effort_minutes")
+
+
+# --------------------------------------------------------------------------- a rule's `cost:` keys
+Holds = Callable[[Any], bool]  # does this condition hold for the finding at hand?
+
+
+@dataclass
+class Context:
+    """What a rule's context-dependent cost keys say about one finding."""
+
+    impact_override: str | None = None
+    multipliers: list[tuple[float, str]] = field(default_factory=list)
+
+
+# name -> what the key contributes for one finding (None: a declared value that `score` reads directly)
+COST_KEYS: Registry[Callable[[Any, Holds, Context], None] | None] = Registry("cost key")
+
+
+def in_context(rule_cost: dict[str, Any], holds: Holds) -> Context:
+    """The impact override and multipliers that a rule's `cost.impact_when` / `cost.adjust` give one finding."""
+    out = Context()
+    for key, val in rule_cost.items():
+        entry = COST_KEYS.lookup(key)
+        if entry is not None and entry.impl is not None and val:
+            entry.impl(val, holds, out)
+    return out
+
+
+def _impact_when(entries: list[dict[str, Any]], holds: Holds, out: Context) -> None:
+    out.impact_override = next((iw["impact"] for iw in entries if holds(iw["when"])), None)
+
+
+def _adjust(entries: list[dict[str, Any]], holds: Holds, out: Context) -> None:
+    for adj in entries:
+        if holds(adj["when"]):
+            out.multipliers.append((float(adj["multiply"]), adj.get("reason", "context")))
+
+
+IMPACT = one_of(*IMPACT_SCORES)
+COST_KEYS.add("impact", IMPACT, None,
+              "what leaving the finding costs: `build-break` 10 (a removal at or before the target toolkit; a "
+              "declared `build-break` the target has not reached counts as `deprecated`), `runtime-break` 10 "
+              "(compiles, fails when run with the target toolkit or GPU, e.g. a CDP1 limit on sm_90; `deprecated` "
+              "before its `removed_in`), `deprecated` 5, "
+              "`performance` 3, `hygiene` 1. Without it the versions decide.")
+COST_KEYS.add("effort_minutes", nullable(number()), None,
+              "a person's time to fix it by hand; used for manual findings and display-only suggestions.")
+COST_KEYS.add("adjust", nullable(list_of(mapping({"when": condition(), "multiply": number(), "reason": string()},
+                                        required=("when", "multiply")),
+                                form="[{when: CONDITION, multiply: NUMBER, reason: TEXT}, ...]")),
+              _adjust, "each entry whose condition holds multiplies the impact score (`reason` is shown in the "
+                       "finding's cost factors), e.g. `{when: {inside: loop}, multiply: 2, reason: inside a loop}`.")
+COST_KEYS.add("impact_when", nullable(list_of(mapping({"when": condition(), "impact": IMPACT}, required=("when", "impact")),
+                                              form="[{when: CONDITION, impact: IMPACT}, ...]")),
+              _impact_when, "the first entry whose condition holds sets the finding's impact; it wins over "
+                            "`removed_in` (CM507: a removed C signature that C++ still compiles through an overload).")

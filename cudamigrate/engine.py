@@ -19,7 +19,8 @@ from .match.conditions import ConditionError, evaluate
 from .match.context import FileContext, reset_scope_cache
 from .match.edits import EditError, build_edits, keep_compat_edits, template_context
 from .match.semantic import SemanticContext
-from .match.matchers import HIT_MATCHERS, Match, identifier_hits, includes, launches, strings
+from .match.kinds import MATCHER_KINDS, keywords as rule_keywords
+from .match.matchers import Match, identifier_hits
 from .parse.treesitter import (ErrorSpans, Unit, macro_units, parse, query, register_roots, reset_parent_cache,
                                syntax_blocker)
 from .project_index import ProjectIndex
@@ -214,7 +215,7 @@ class Engine:
         self.by_keyword: dict[str, list[Rule]] = {}
         self.always: list[Rule] = []
         for r in self.rules:
-            kws = r.keywords()
+            kws = rule_keywords(r)
             if r.kind == "launch":
                 self.always.append(r)
                 continue
@@ -336,7 +337,7 @@ class Engine:
         matches: list[Match] = []
         hit_rules: dict[str, list[Rule]] = {}
         for k in keys:
-            rs = [r for r in self.rules_for(k) if r.kind in HIT_MATCHERS and r.id in candidates]
+            rs = [r for r in self.rules_for(k) if MATCHER_KINDS.get(r.kind).impl.hit is not None and r.id in candidates]
             if rs:
                 hit_rules[k] = rs
         internal: list[tuple[str, BaseException]] = []
@@ -354,7 +355,7 @@ class Engine:
             text = node.text.decode()
             for r in hit_rules.get(text, []):
                 try:
-                    matcher = HIT_MATCHERS[r.kind]
+                    matcher = MATCHER_KINDS.get(r.kind).impl.hit
                     if semantic is not None:
                         matcher = semantic.wrap(r.kind, matcher)
                     m = matcher(r, ctx, unit, node)
@@ -364,16 +365,14 @@ class Engine:
                 if m is not None:
                     matches.append(m)
         for r in candidates.values():
+            scan = MATCHER_KINDS.get(r.kind).impl.scan  # per-file kinds: launch, include, string, builtin
+            if scan is None:
+                continue
             try:
-                if r.kind == "launch":
-                    got = launches(r, ctx)
-                    matches += semantic.refine_launches(got) if semantic is not None else got
-                elif r.kind == "include":
-                    matches += includes(r, ctx)
-                elif r.kind == "string":
-                    matches += strings(r, ctx)
-                elif r.kind == "builtin":
-                    matches += builtins.run(r, ctx, self.rule_options(r))
+                got = scan(r, ctx, self.rule_options(r))
+                if r.kind == "launch" and semantic is not None:
+                    got = semantic.refine_launches(got)
+                matches += got
             except Exception as exc:
                 internal.append((internal_message(display, r.id, exc, "matcher error"), exc))
         if semantic is not None:
@@ -480,12 +479,8 @@ class Engine:
                     blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx)
                 if blocked:
                     fix = None
-                impact_override = next((iw["impact"] for iw in r.cost.get("impact_when", []) or []
-                                        if evaluate(iw["when"], m, ctx)), None)
-                mults = []
-                for adj in r.cost.get("adjust", []) or []:
-                    if evaluate(adj["when"], m, ctx):
-                        mults.append((float(adj["multiply"]), adj.get("reason", "context")))
+                in_context = costmod.in_context(r.cost, lambda c: evaluate(c, m, ctx))
+                impact_override, mults = in_context.impact_override, in_context.multipliers
             except (TemplateError, ConditionError, EditError) as exc:
                 errors.append((f"{display}:{line}:{col}: {r.id}: {one_line(str(exc))}", exc))
                 continue

@@ -9,6 +9,7 @@ process and in worker processes, for `scan` and `fix`; the exit code is 2.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,7 @@ from click.testing import CliRunner
 
 from cudamigrate import engine as engine_mod
 from cudamigrate.cli import main
-from cudamigrate.match import matchers
+from cudamigrate.match import kinds
 
 GOOD = b"int main() { cudaThreadSynchronize(); return 0; }\n"
 # CM501 (an `identifier` matcher, poisoned below) and CM601 (the texture builtin) in one file
@@ -42,17 +43,23 @@ def _tree(root: Path, n: int, poisoned: bytes | None = POISONED) -> Path:
     return root
 
 
+def _patch_hit(monkeypatch, kind: str, fn) -> None:
+    """Replace one matcher kind's per-identifier function in the registry the engine dispatches through."""
+    entry = kinds.MATCHER_KINDS.get(kind)
+    monkeypatch.setitem(kinds.MATCHER_KINDS.entries, kind, replace(entry, impl=replace(entry.impl, hit=fn)))
+
+
 @pytest.fixture
 def poisoned_call_matcher(monkeypatch):
     """The `identifier` matcher raises on any file holding POISON (fork-started workers inherit it)."""
-    real = matchers.HIT_MATCHERS["identifier"]
+    real = kinds.MATCHER_KINDS.get("identifier").impl.hit
 
     def broken(rule, ctx, unit, node):
         if b"POISON" in ctx.source.data:
             raise RuntimeError("simulated matcher bug")
         return real(rule, ctx, unit, node)
 
-    monkeypatch.setitem(matchers.HIT_MATCHERS, "identifier", broken)
+    _patch_hit(monkeypatch, "identifier", broken)
     return broken
 
 
@@ -149,14 +156,14 @@ def test_fix_with_a_poisoned_matcher_fixes_the_rest(tmp_path, poisoned_call_matc
 
 def test_worker_death_is_an_error_per_file_not_a_lost_run(tmp_path, monkeypatch):
     """A worker that dies (here: os._exit in the matcher) breaks the pool; every file still gets a line."""
-    real = matchers.HIT_MATCHERS["identifier"]
+    real = kinds.MATCHER_KINDS.get("identifier").impl.hit
 
     def dies(rule, ctx, unit, node):
         if b"POISON" in ctx.source.data:
             os._exit(3)
         return real(rule, ctx, unit, node)
 
-    monkeypatch.setitem(matchers.HIT_MATCHERS, "identifier", dies)
+    _patch_hit(monkeypatch, "identifier", dies)
     src = _tree(tmp_path / "src", 70)
     r = run("scan", "-j", "2", "--select", "CM501", str(src))
     assert r.exit_code == 2

@@ -1,32 +1,26 @@
-"""The table of builtin matchers (`match: {builtin: {name: ...}}`): name -> function.
+"""What every builtin matcher (`match: {builtin: {name: ...}}`) shares: its function type and spec schema.
 
-Its own module so that the modules defining builtins (builtins.py, texture.py, npp.py, inline_ptx.py,
-unused_suppressions.py) register into it without importing one another; `match/builtins.py` imports them all,
-so importing it is what makes every builtin available to `run`.
+Each module that defines builtins (builtins.py, texture.py, npp.py, inline_ptx.py, unused_suppressions.py) keeps a
+`BUILTINS` registry of its own, filled by `@BUILTINS.register(name, builtin_schema(...))` above each function;
+`match/kinds.py` joins them by name. Nothing registers by being imported, and none of these modules imports
+another: they all depend only on this one.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..registry import Schema, mapping, string, string_list
+
 if TYPE_CHECKING:
     from ..rules.schema import Rule
     from .context import FileContext
     from .matchers import Match
 
-REGISTRY: dict[str, Callable[["Rule", "FileContext", dict[str, Any]], list["Match"]]] = {}
+BuiltinFn = Callable[["Rule", "FileContext", dict[str, Any]], list["Match"]]
 
 
-def builtin(name: str):
-    def deco(fn):
-        REGISTRY[name] = fn
-        return fn
-
-    return deco
-
-
-def run(rule: "Rule", ctx: "FileContext", options: dict[str, Any]) -> list["Match"]:
-    name = rule.spec["name"]
-    if name not in REGISTRY:
-        raise KeyError(f"unknown builtin matcher {name!r}")
-    return REGISTRY[name](rule, ctx, options)
+def builtin_schema(**extra: Schema) -> Schema:
+    """`match: {builtin: {name: ..., keywords: [...], <the builtin's own keys>}}`."""
+    return mapping({"name": string("NAME"), "keywords": string_list(nonempty=False), **extra}, required=("name",),
+                   form="{name: NAME, keywords: [...]" + "".join(f", {k}: {v.form}" for k, v in extra.items()) + "}")

@@ -17,12 +17,11 @@ from ..rules.schema import Rule
 from .context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
 from .matchers import Match
 from .ppenv import PPEnv, build_env
-from .builtin_registry import REGISTRY, builtin, run  # noqa: F401  (run: the engine's entry point)
-# the builtins defined in modules of their own register on import:
-from . import inline_ptx  # noqa: F401  (non-.sync warp instructions in asm strings)
-from . import npp  # noqa: F401  (NPP functions without a stream context)
-from . import texture  # noqa: F401  (texture/surface reference migration builtins)
+from ..registry import Registry, free_mapping, string_list
+from .builtin_registry import BuiltinFn, builtin_schema
 
+# this module's builtin matchers; `match/kinds.py` joins them with those of texture.py, npp.py, ...
+BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")
 
 
 # --------------------------------------------------------------------------- version guards
@@ -69,7 +68,7 @@ def _decide(ctx: FileContext, env: PPEnv, ctext: str, pos: int, versions: list[t
     return env.decide(ctext, _line_start(ctx.source.data, pos), versions, user_macros=False)
 
 
-@builtin("version_guard")
+@BUILTINS.register("version_guard", builtin_schema())
 def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """`#if`/`#elif`/`#ifdef`/`#ifndef` chains on CUDA version macros whose outcome is the same for the target
     toolkit and every later one; the edit keeps the live branch and drops the dead ones."""
@@ -230,7 +229,7 @@ def _is_read(node: ts.Node) -> bool:
     return True
 
 
-@builtin("device_vector_element_access")
+@BUILTINS.register("device_vector_element_access", builtin_schema())
 def device_vector_element_access(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """`v[i]`, `v.front()`, `v.back()` on a thrust::device_vector in a host loop: one blocking copy each."""
     if not DV_WORDS.search(ctx.source.data):
@@ -271,7 +270,7 @@ def _address_taken(node: ts.Node) -> bool:
 GROWING = ("resize", "reserve", "assign", "push_back", "insert", "shrink_to_fit")
 
 
-@builtin("device_vector_in_loop")
+@BUILTINS.register("device_vector_in_loop", builtin_schema())
 def device_vector_in_loop(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """thrust::device_vector objects constructed, or resized/grown, inside a host loop."""
     if not DV_WORDS.search(ctx.source.data):
@@ -403,7 +402,14 @@ def _semantic_receiver(ctx: FileContext, unit, field: ts.Node, types: list[str])
     return rec is not None and any(rec == t or rec.endswith("::" + t) for t in types)
 
 
-@builtin("filled_struct_field")
+@BUILTINS.register("filled_struct_field", doc=(
+    "`prop.clockRate` with the device from an earlier `cudaGetDeviceProperties(&prop, dev)` in `vars.source`; "
+    "the receiver's type is followed through aliases, pointers, references, `auto` and members declared in "
+    "project headers; `hoist: {field: attribute}` computes the edits that read the field once into a local "
+    "filled by `cudaDeviceGetAttribute` before the statement, `constant: {field: value}` replaces a read by a "
+    "value."), schema=builtin_schema(
+    fields=string_list(), types=string_list(), getters=free_mapping("{GETTER: [ARG, ...]}"),
+    constant=free_mapping("{FIELD: VALUE}"), hoist=free_mapping("{FIELD: ATTRIBUTE}")))
 def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """`recv.field` / `recv->field` where `recv` is declared with one of `types`; when the same function
     filled it earlier with a getter call (`getter(&recv, dev)`), vars.source is that call's argument
@@ -500,7 +506,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
 
 
 # --------------------------------------------------------------------------- namespace uses
-@builtin("namespace_use")
+@BUILTINS.register("namespace_use", builtin_schema(namespaces=string_list()))
 def namespace_use(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """Qualified names through, and `using namespace` of, the namespaces in `spec.namespaces`
     (e.g. `cooperative_groups::experimental`), with namespace aliases resolved. vars.namespace is the
@@ -559,4 +565,3 @@ def namespace_use(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
         m.vars["member"] = ""
         out.append(m)
     return out
-

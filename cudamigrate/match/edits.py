@@ -1,15 +1,21 @@
-"""Turning a rule's `fix.edits` into byte-range edits for one match."""
+"""Turning a rule's `fix.edits` into byte-range edits for one match.
+
+Operations (`EDIT_OPS`: replace, delete_arg, ...) and the targets they name (`EDIT_TARGETS`: name, arg.X, statement,
+...) are registries: name -> (schema, implementation, doc), checked at rule load time (`check_edit`).
+"""
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import tree_sitter as ts
 
 from ..parse.treesitter import parent_of
 
 from ..findings import Edit
+from ..registry import Registry, Schema, SchemaError, anything, condition, did_you_mean, scalar
 from ..templates import render
 from .conditions import evaluate, wrapper_of
 from .context import FileContext, node_text
@@ -44,61 +50,111 @@ def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int, str]:
     return ls, le, indent.decode()
 
 
+TargetFn = Callable[[Match, FileContext, str], tuple[int, int]]
+# what `replace:`, `delete:`, `insert_before:` and `insert_after:` name: a byte range of the match
+EDIT_TARGETS: Registry[TargetFn] = Registry("edit target")
+# what an edit does: `{replace: TARGET, with: TEMPLATE}`, `{delete_arg: stream}`, ...
+EDIT_OPS: Registry["EditOp"] = Registry("edit operation")
+
+
 def _target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
-    if target == "node":
-        return m.report_range
-    if target == "name":
-        if m.name_range is None:
-            raise EditError("match has no name range")
-        return m.name_range
-    if target == "identifier":
-        # the bare identifier: `::cudaThreadExit` keeps its `::`, `thrust::identity` its namespace
-        rng = m.ident_range or m.name_range
+    entry = EDIT_TARGETS.lookup(target)
+    if entry is None:
+        raise EditError(EDIT_TARGETS.unknown(target))
+    return entry.impl(m, ctx, target)
+
+
+def _range_target(name: str, attr: str, doc: str) -> None:
+    def fn(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
+        rng = getattr(m, attr)
         if rng is None:
-            raise EditError("match has no identifier")
+            raise EditError(f"match has no {name} range" if name == "name" else f"match has no {name}")
         return rng
-    if target == "callee":
-        if m.callee is None:
-            raise EditError("match has no callee")
-        return m.abs(m.callee)
-    if target in ("args", "config"):
-        if m.arglist is None:
-            raise EditError("match has no argument list")
-        s, e = m.abs(m.arglist)
-        # inside the parentheses / <<< >>>
-        if m.arglist.type == "kernel_call_syntax":
-            return s + 3, e - 3
-        return s + 1, e - 1
-    if target.startswith(("arg.", "config.")):
-        key = target.split(".", 1)[1]
-        node = m.arg(key)
+
+    EDIT_TARGETS.add(name, TARGET_SCHEMA, fn, doc)
+
+
+def _node_target(name: str, attr: str, doc: str) -> None:
+    def fn(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
+        node = getattr(m, attr)
         if node is None:
-            raise EditError(f"no argument {key!r}")
+            raise EditError(f"match has no {name}")
         return m.abs(node)
-    if target == "field":
-        if m.field_node is None:
-            raise EditError("match has no field")
-        return m.abs(m.field_node)
-    if target == "receiver":
-        if m.receiver is None:
-            raise EditError("match has no receiver")
-        return m.abs(m.receiver)
-    if target == "statement":
-        return m.abs(statement_of(m.node))
-    if target == "base_specifier":
-        return _base_specifier_range(m, ctx)
-    if target == "case":
-        got = case_range(m.node)
-        if got is None:
-            raise EditError("match is not a case label")
-        return m.abs(got[0])[0], m.abs(got[0])[0] + (got[1] - got[0].start_byte)
-    if target.startswith("capture."):
-        key = target.split(".", 1)[1]
-        if key not in m.captures:
-            raise EditError(f"no capture {key!r}")
-        s, e, _ = m.captures[key]
-        return s, e
-    raise EditError(f"unknown edit target {target!r}")
+
+    EDIT_TARGETS.add(name, TARGET_SCHEMA, fn, doc)
+
+
+TARGET_SCHEMA = anything("")
+EDIT_TARGETS.add("node", TARGET_SCHEMA, lambda m, ctx, t: m.report_range, "the whole match (the reported range).")
+_range_target("name", "name_range", "the name as written, with its qualification (`::cudaThreadExit`, `cub::Sum`).")
+
+
+def _identifier(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
+    # the bare identifier: `::cudaThreadExit` keeps its `::`, `thrust::identity` its namespace
+    rng = m.ident_range or m.name_range
+    if rng is None:
+        raise EditError("match has no identifier")
+    return rng
+
+
+EDIT_TARGETS.add("identifier", TARGET_SCHEMA, _identifier,
+                 "only the last identifier of the name, so `::` and namespaces are kept.")
+_node_target("callee", "callee", "the called expression (`obj.f`, `ns::f`).")
+
+
+def _inside_arglist(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
+    if m.arglist is None:
+        raise EditError("match has no argument list")
+    s, e = m.abs(m.arglist)
+    # inside the parentheses / <<< >>>
+    if m.arglist.type == "kernel_call_syntax":
+        return s + 3, e - 3
+    return s + 1, e - 1
+
+
+EDIT_TARGETS.add("args", TARGET_SCHEMA, _inside_arglist, "everything between the call's parentheses.")
+EDIT_TARGETS.add("config", TARGET_SCHEMA, _inside_arglist, "everything between a launch's `<<<` and `>>>`.")
+
+
+def _arg_target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
+    key = target.split(".", 1)[1]
+    node = m.arg(key)
+    if node is None:
+        raise EditError(f"no argument {key!r}")
+    return m.abs(node)
+
+
+EDIT_TARGETS.add("arg.*", TARGET_SCHEMA, _arg_target, "`arg.NAME` / `arg.INDEX`: one argument of the call.")
+EDIT_TARGETS.add("config.*", TARGET_SCHEMA, _arg_target,
+                 "`config.grid|block|shmem|stream`: one launch configuration argument.")
+_node_target("field", "field_node", "the field of a `member` match (`clockRate` in `prop.clockRate`).")
+_node_target("receiver", "receiver", "the object of a `member` match (`prop` in `prop.clockRate`).")
+EDIT_TARGETS.add("statement", TARGET_SCHEMA, lambda m, ctx, t: m.abs(statement_of(m.node)),
+                 "the statement holding the match (`delete: statement` removes whole lines when the statement owns them).")
+EDIT_TARGETS.add("base_specifier", TARGET_SCHEMA, lambda m, ctx, t: _base_specifier_range(m, ctx),
+                 "this class in a base-class list (`: public thrust::unary_function<...>`), with its separator.")
+
+
+def _case_target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
+    got = case_range(m.node)
+    if got is None:
+        raise EditError("match is not a case label")
+    return m.abs(got[0])[0], m.abs(got[0])[0] + (got[1] - got[0].start_byte)
+
+
+EDIT_TARGETS.add("case", TARGET_SCHEMA, _case_target,
+                 "the `case X:` label with its body, or only the label when the previous case falls into the body.")
+
+
+def _capture_target(m: Match, ctx: FileContext, target: str) -> tuple[int, int]:
+    key = target.split(".", 1)[1]
+    if key not in m.captures:
+        raise EditError(f"no capture {key!r}")
+    s, e, _ = m.captures[key]
+    return s, e
+
+
+EDIT_TARGETS.add("capture.*", TARGET_SCHEMA, _capture_target, "`capture.NAME`: a named group of a `string` matcher's regex.")
 
 
 JUMPS = {"break_statement", "return_statement", "continue_statement", "goto_statement", "throw_statement"}
@@ -196,72 +252,141 @@ def _arg_sep(m: Match, ctx: FileContext) -> str:
     return ", "
 
 
+@dataclass(frozen=True)
+class EditOp:
+    """How one edit operation turns its spec into byte-range edits; `needs_with`: the spec must give `with`."""
+
+    build: Callable[[dict[str, Any], Match, FileContext, dict[str, Any]], list[Edit]]
+    needs_with: bool = False
+
+
+def _check_target(v: Any, path: str, checker: Any) -> None:
+    if not isinstance(v, str) or v not in EDIT_TARGETS:
+        raise SchemaError(path, EDIT_TARGETS.unknown(v))
+
+
+TARGET = Schema("TARGET", _check_target)
+TEMPLATE = scalar("TEMPLATE")
+
+
 def build_edits(specs: list[dict[str, Any]], m: Match, ctx: FileContext, tctx: dict[str, Any]) -> list[Edit]:
-    data = ctx.source.data
     edits: list[Edit] = []
     for spec in specs:
         if "when" in spec and not evaluate(spec["when"], m, ctx):
             continue
-        if "replace" in spec:
-            s, e = _target(m, ctx, spec["replace"])
-            edits.append(Edit(s, e, render(str(spec["with"]), tctx)))
-        elif "append_arg" in spec:
-            text = render(str(spec["append_arg"]), tctx)
-            if m.arglist is None:
-                raise EditError("append_arg needs an argument list")
-            if m.args:
-                end = m.abs(m.args[-1])[1]
-                edits.append(Edit(end, end, _arg_sep(m, ctx) + text))
-            else:
-                s, e = _target(m, ctx, "args")
-                edits.append(Edit(s, e, text))
-        elif "insert_arg" in spec:
-            idx = m.arg_index(str(spec["insert_arg"]))
-            text = render(str(spec["with"]), tctx)
-            if idx is None:
-                raise EditError(f"unknown argument {spec['insert_arg']!r}")
-            if idx > len(m.args):  # arguments before it are missing: its position would be a guess
-                raise EditError(f"argument {spec['insert_arg']!r} cannot be placed: the call has {len(m.args)} argument(s)")
-            if idx < len(m.args):
-                s = m.abs(m.args[idx])[0]
-                edits.append(Edit(s, s, text + ", "))
-            elif m.args:
-                end = m.abs(m.args[-1])[1]
-                edits.append(Edit(end, end, ", " + text))
-            else:
-                s, e = _target(m, ctx, "args")
-                edits.append(Edit(s, e, text))
-        elif "delete_arg" in spec:
-            idx = m.arg_index(str(spec["delete_arg"]))
-            if idx is None or idx >= len(m.args):
-                continue
-            s, e = m.abs(m.args[idx])
-            if idx > 0:
-                s = m.abs(m.args[idx - 1])[1]  # drop the preceding comma too
-            elif len(m.args) > 1:
-                e = m.abs(m.args[1])[0]
-            edits.append(Edit(s, e, ""))
-        elif "delete" in spec:
-            s, e = _target(m, ctx, spec["delete"])
-            ls, le, _ = _line_bounds(data, s, e)
-            tail = data[e:le].strip()
-            if data[ls:s].strip() == b"" and (tail == b"" or tail.startswith(b"//")):
-                s, e = ls, le  # the statement owns its lines (and their trailing comment): remove them whole
-            edits.append(Edit(s, e, ""))
-        elif "insert_before" in spec or "insert_after" in spec:
-            where = spec.get("insert_before") or spec.get("insert_after")
-            s, e = _target(m, ctx, where)
-            ls, le, indent = _line_bounds(data, s, e)
-            _check_insert_site(m, data, where, "insert_before" in spec, s, e, ls, le)
-            nl = ctx.source.newline.decode()
-            text = render(str(spec["with"]), {**tctx, "indent": indent})
-            lines = [indent + ln if ln else ln for ln in text.split("\n")]
-            block = nl.join(lines) + nl
-            if "insert_before" in spec:
-                edits.append(Edit(ls, ls, block))
-            else:
-                edits.append(Edit(le, le, block))
+        op = next((EDIT_OPS.entries[k] for k in spec if k in EDIT_OPS.entries), None)
+        if op is None:
+            raise EditError(f"edit names no operation (one of {', '.join(EDIT_OPS.names())})")
+        edits += op.impl.build(spec, m, ctx, tctx)
     return edits
+
+
+def _replace(spec: dict[str, Any], m: Match, ctx: FileContext, tctx: dict[str, Any]) -> list[Edit]:
+    s, e = _target(m, ctx, spec["replace"])
+    return [Edit(s, e, render(str(spec["with"]), tctx))]
+
+
+def _append_arg(spec: dict[str, Any], m: Match, ctx: FileContext, tctx: dict[str, Any]) -> list[Edit]:
+    text = render(str(spec["append_arg"]), tctx)
+    if m.arglist is None:
+        raise EditError("append_arg needs an argument list")
+    if m.args:
+        end = m.abs(m.args[-1])[1]
+        return [Edit(end, end, _arg_sep(m, ctx) + text)]
+    s, e = _target(m, ctx, "args")
+    return [Edit(s, e, text)]
+
+
+def _insert_arg(spec: dict[str, Any], m: Match, ctx: FileContext, tctx: dict[str, Any]) -> list[Edit]:
+    idx = m.arg_index(str(spec["insert_arg"]))
+    text = render(str(spec["with"]), tctx)
+    if idx is None:
+        raise EditError(f"unknown argument {spec['insert_arg']!r}")
+    if idx > len(m.args):  # arguments before it are missing: its position would be a guess
+        raise EditError(f"argument {spec['insert_arg']!r} cannot be placed: the call has {len(m.args)} argument(s)")
+    if idx < len(m.args):
+        s = m.abs(m.args[idx])[0]
+        return [Edit(s, s, text + ", ")]
+    if m.args:
+        end = m.abs(m.args[-1])[1]
+        return [Edit(end, end, ", " + text)]
+    s, e = _target(m, ctx, "args")
+    return [Edit(s, e, text)]
+
+
+def _delete_arg(spec: dict[str, Any], m: Match, ctx: FileContext, tctx: dict[str, Any]) -> list[Edit]:
+    idx = m.arg_index(str(spec["delete_arg"]))
+    if idx is None or idx >= len(m.args):
+        return []
+    s, e = m.abs(m.args[idx])
+    if idx > 0:
+        s = m.abs(m.args[idx - 1])[1]  # drop the preceding comma too
+    elif len(m.args) > 1:
+        e = m.abs(m.args[1])[0]
+    return [Edit(s, e, "")]
+
+
+def _delete(spec: dict[str, Any], m: Match, ctx: FileContext, tctx: dict[str, Any]) -> list[Edit]:
+    data = ctx.source.data
+    s, e = _target(m, ctx, spec["delete"])
+    ls, le, _ = _line_bounds(data, s, e)
+    tail = data[e:le].strip()
+    if data[ls:s].strip() == b"" and (tail == b"" or tail.startswith(b"//")):
+        s, e = ls, le  # the statement owns its lines (and their trailing comment): remove them whole
+    return [Edit(s, e, "")]
+
+
+def _insert_line(spec: dict[str, Any], m: Match, ctx: FileContext, tctx: dict[str, Any]) -> list[Edit]:
+    before = "insert_before" in spec
+    where = spec["insert_before"] if before else spec["insert_after"]
+    s, e = _target(m, ctx, where)
+    ls, le, indent = _line_bounds(ctx.source.data, s, e)
+    _check_insert_site(m, ctx.source.data, where, before, s, e, ls, le)
+    nl = ctx.source.newline.decode()
+    text = render(str(spec["with"]), {**tctx, "indent": indent})
+    lines = [indent + ln if ln else ln for ln in text.split("\n")]
+    block = nl.join(lines) + nl
+    return [Edit(ls, ls, block)] if before else [Edit(le, le, block)]
+
+
+EDIT_OPS.add("replace", TARGET, EditOp(_replace, needs_with=True), "replace the target by the `with` template.")
+EDIT_OPS.add("append_arg", TEMPLATE, EditOp(_append_arg),
+             "add an argument at the end; keeps the call's layout (one argument per line stays so).")
+EDIT_OPS.add("insert_arg", scalar("NAME|INDEX"), EditOp(_insert_arg, needs_with=True),
+             "insert `with` as an argument before this one (or at the end when it is the next); a position past "
+             "the arguments present leaves the finding without a fix.")
+EDIT_OPS.add("delete_arg", scalar("NAME|INDEX"), EditOp(_delete_arg), "remove this argument and its comma (when present).")
+EDIT_OPS.add("delete", TARGET, EditOp(_delete),
+             "remove the target; whole lines when the target owns them (a trailing `//` comment goes too).")
+EDIT_OPS.add("insert_before", TARGET, EditOp(_insert_line, needs_with=True),
+             "insert the `with` lines, indented like the target's line, before that line.")
+EDIT_OPS.add("insert_after", TARGET, EditOp(_insert_line, needs_with=True),
+             "insert the `with` lines, indented like the target's line, after that line.")
+# what an edit may say besides its operation
+EDIT_MODIFIERS = {
+    "with": (TEMPLATE, "the new text (a template) for `replace`, `insert_arg`, `insert_before`, `insert_after`."),
+    "when": (condition(), "the edit is made only when the condition holds."),
+}
+
+
+def check_edit(e: Any, path: str, checker: Any) -> None:
+    """One `fix.edits[]` entry: exactly one operation, `with` where it needs one, known keys and targets."""
+    if not isinstance(e, dict):
+        raise SchemaError(path, "must be a mapping")
+    for k, v in e.items():
+        if k in EDIT_MODIFIERS:
+            EDIT_MODIFIERS[k][0].check(v, f"{path}.{k}", checker)
+        else:
+            allowed = EDIT_OPS.names() + list(EDIT_MODIFIERS)
+            if k not in EDIT_OPS.entries:
+                raise SchemaError(f"{path}.{k}", f"unknown edit key {str(k)[:80]!r}" + did_you_mean(str(k), allowed)
+                                  + f" (allowed: {', '.join(allowed)})")
+            EDIT_OPS.check(k, v, f"{path}.{k}", checker)
+    ops = [k for k in e if k in EDIT_OPS.entries]
+    if len(ops) != 1:
+        raise SchemaError(path, f"needs exactly one of {', '.join(EDIT_OPS.names())}")
+    if EDIT_OPS.entries[ops[0]].impl.needs_with and "with" not in e:
+        raise SchemaError(f"{path}.with", f"`{ops[0]}` needs `with`")
 
 
 # statements after which control always reaches the next line: code inserted after any other statement

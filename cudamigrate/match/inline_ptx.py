@@ -17,7 +17,8 @@ import tree_sitter as ts
 
 from ..parse.treesitter import query
 from ..rules.schema import Rule
-from .builtin_registry import builtin
+from ..registry import Registry
+from .builtin_registry import BuiltinFn, builtin_schema
 from .context import FileContext, node_text
 from .matchers import Match
 from .ppexpr import Evaluator, PPError
@@ -84,7 +85,11 @@ def dead_for_every_arch(node: ts.Node) -> bool:
     return False
 
 
-@builtin("inline_ptx_unsynced_warp_op")
+BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
+
+
+@BUILTINS.register("inline_ptx_unsynced_warp_op", builtin_schema(), doc=(
+    "`shfl`/`vote` without `.sync` in `asm` templates (`cudamigrate/match/inline_ptx.py`)."))
 def inline_ptx_unsynced_warp_op(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     out: list[Match] = []
     q = query("(string_literal) @s")

@@ -20,7 +20,8 @@ import tree_sitter as ts
 from ..findings import Edit
 from ..parse.treesitter import query
 from ..rules.schema import Rule
-from .builtin_registry import builtin
+from ..registry import Registry
+from .builtin_registry import BuiltinFn, builtin_schema
 from .context import FileContext, named_children, node_text
 from .matchers import Match
 
@@ -101,7 +102,12 @@ def _role(ident: ts.Node) -> str | None:
     return "value"
 
 
-@builtin("npp_non_ctx")
+BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
+
+
+@BUILTINS.register("npp_non_ctx", builtin_schema(), doc=(
+    "NPP calls whose `_Ctx` twin replaced them, from `cudamigrate/data/npp_removed_non_ctx.txt` "
+    "(`cudamigrate/match/npp.py`)."))
 def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     names = removed()
     own = ctx.defined_functions

@@ -45,7 +45,8 @@ import tree_sitter as ts
 from ..findings import Edit
 from ..parse.treesitter import Unit, parse, query
 from ..rules.schema import Rule
-from .builtin_registry import builtin
+from ..registry import Registry
+from .builtin_registry import BuiltinFn, builtin_schema
 from .context import FileContext, named_children, node_text, normalize
 from .matchers import Match
 from ..source import read_regular
@@ -1001,17 +1002,24 @@ def _manual(rule: Rule, unit: Unit, node: ts.Node, why: str) -> Match:
     return m
 
 
-@builtin("texture_reference")
+BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
+
+
+@BUILTINS.register("texture_reference", builtin_schema(), doc=(
+    "texture references (`texture<T, dim, mode>`, the removed reference API) with their binds, reads and "
+    "field settings, migrated together to a `cudaTextureObject_t` when every use is understood; otherwise a "
+    "manual finding that says why (`cudamigrate/match/texture.py`)."))
 def texture_reference(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     return _run(rule, ctx, "texture")
 
 
-@builtin("surface_reference")
+@BUILTINS.register("surface_reference", builtin_schema(), doc=(
+    "surface references (`surface<void, dim>`), migrated like `texture_reference` to a `cudaSurfaceObject_t`."))
 def surface_reference(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     return _run(rule, ctx, "surface")
 
 
-@builtin("texture_reference_api")
+@BUILTINS.register("texture_reference_api", builtin_schema())
 def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """Uses of the removed reference API that no CM601/CM602 finding accounts for."""
     _, _, by_name, _ = _refs_in_scope(ctx)

@@ -13,6 +13,7 @@ from ..templates import TemplateError, check_template
 from ..textsafe import one_line
 from . import safety
 from .schema import Rule, RuleError, validate
+from .vocabulary import check_rule
 
 
 def builtin_rules_dir() -> Path:
@@ -60,6 +61,7 @@ def load_rule_file(path: Path) -> Rule:
         raise RuleError(f"{path}: {exc}") from None
     try:
         rule = validate(doc, path)
+        check_rule(rule)  # every condition, edit, matcher and cost key against its registry
     except RuleError:
         raise
     except Exception as exc:  # a shape the schema checks did not foresee: still one line, never a traceback
