@@ -65,8 +65,8 @@ class Registry(Generic[T]):
     """The words of one vocabulary, in the order they were registered (the order of the docs)."""
 
     kind: str  # what a word is, in error messages: "condition", "edit target", ...
+    # words written `prefix.NAME` (`arg.stream`) are registered once as `prefix.*`
     entries: dict[str, Entry[T]] = field(default_factory=dict)
-    prefixes: tuple[str, ...] = ()  # words written `prefix.NAME` (`arg.stream`): registered as `prefix.*`
 
     def add(self, name: str, schema: Schema, impl: T, doc: str) -> T:
         if name in self.entries:
@@ -92,8 +92,10 @@ class Registry(Generic[T]):
         return list(self.entries)
 
     def lookup(self, name: str) -> Entry[T] | None:
+        if name.endswith("*"):
+            return None  # `arg.*` is how a prefix word is registered, not a word
         got = self.entries.get(name)
-        if got is None and "." in name:
+        if got is None and "." in name and not name.endswith("."):
             got = self.entries.get(name.split(".", 1)[0] + ".*")
         return got
 

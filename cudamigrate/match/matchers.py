@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import tree_sitter as ts
 
@@ -366,13 +366,6 @@ def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Matc
     call = parent_of(p)
     m.vars["is_write"] = bool(call is not None and call.type == "assignment_expression" and _same(call.child_by_field_name("left"), p))
     return m
-
-
-HIT_MATCHERS: dict[str, Callable[[Rule, FileContext, Unit, ts.Node], Match | None]] = {
-    "call": match_call,
-    "identifier": match_identifier,
-    "member": match_member,
-}
 
 
 def launches(rule: Rule, ctx: FileContext) -> list[Match]:
