@@ -561,6 +561,35 @@ def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, tim
     sys.exit(EXIT_CLEAN if report.ok else EXIT_FINDINGS)
 
 
+@main.command("test")
+@click.argument("rule_ids", nargs=-1)
+@click.option("--update", is_flag=True, help="Rewrite each case's findings.txt (the pinned messages) first; review the diff.")
+@click.option("--fixtures", "fixtures_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Fixture root (default: the repository's fixtures/).")
+def test_cmd(rule_ids: tuple[str, ...], update: bool, fixtures_dir: Path | None) -> None:
+    """Check the fixture cases of the given rules (all without ids): findings, messages, fix, idempotence, lookalikes.
+
+    A rule's cases are those named after it (fixtures/<family>/<rule stem>[--variant]/) and those whose
+    fixture.yaml selects it (`rules: [...]`). Semantic-mode cases are checked by tests/test_semantic.py."""
+    from . import selftest as st
+
+    fixtures_dir = fixtures_dir or st.default_fixtures_dir()
+    if not fixtures_dir.is_dir():
+        _err(f"{fixtures_dir}: no fixture cases (run inside a cudamigrate checkout or pass --fixtures DIR)")
+        sys.exit(EXIT_ERROR)
+    try:
+        fails, notes, n = st.rule_tests(fixtures_dir, list(rule_ids), update=update)
+    except ValueError as exc:
+        _err(str(exc))
+        sys.exit(EXIT_ERROR)
+    for line in notes:
+        click.echo(line, err=True)
+    for f in fails:
+        click.echo(f"FAIL {f}")
+    click.echo(f"{n} fixture case(s): {'all good' if not fails else f'{len(fails)} failure(s)'}")
+    sys.exit(EXIT_FINDINGS if fails else EXIT_CLEAN)
+
+
 @main.command()
 @click.option("--out", "out_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Calibration file to write (default: print it).")

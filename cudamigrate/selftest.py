@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import build
-from .fixtures import Case, expected_findings, load_cases
+from .fixtures import Case, check_case, engine_for, load_cases
 
 NO_GPU_LINE = "no GPU found: GPU stage skipped"
 LIB_NAMES = {"cublas": "cuBLAS", "nvrtc": "NVRTC", "cufft": "cuFFT", "cusparse": "cuSPARSE", "curand": "cuRAND", "cuda": "the driver library (libcuda.so)"}
@@ -227,15 +227,10 @@ def programs(mode: str) -> list[str]:
 
 def fixed_source(case: Case) -> tuple[bytes, bool | None, list[str]]:
     """fix(before) computed by the engine, whether it equals after.*, and engine errors."""
-    from .engine import Engine, Options
     from .fix.apply import fix_bytes
     from .rules.load import builtin_rules_dir, load_rules
-    from .rules.schema import parse_version
 
-    rs = _rules(builtin_rules_dir, load_rules)
-    opts = Options(target=parse_version(case.target), select=case.rules, extend_select=case.rules or [],
-                   options=case.options)
-    eng = Engine(rs, opts)
+    eng = engine_for(case, _rules(builtin_rules_dir, load_rules))
     assert case.before is not None
     res = fix_bytes(eng, case.before, case.before.read_bytes(), str(case.before), unsafe=case.unsafe,
                     display_only=case.display_only)
@@ -545,41 +540,43 @@ def write_outputs(report: Report, out: Path) -> tuple[Path, Path]:
 
 # --------------------------------------------------------------------------- static selftest
 def static_selftest(fixtures: Path) -> tuple[list[str], int]:
-    """Failures (one line each) of the engine-only checks, and the number of cases."""
-    from .engine import Engine, Options
-    from .fix.apply import fix_bytes
+    """Failures (one line each) of the engine-only checks (`fixtures.check_case`), and the number of cases checked.
+
+    Semantic-mode cases (`semantic: true`) need libclang and are checked by tests/test_semantic.py instead."""
     from .rules.load import builtin_rules_dir, load_rules
-    from .rules.schema import parse_version
 
     rules = _rules(builtin_rules_dir, load_rules)
-    cases = load_cases(fixtures)
+    cases = [c for c in load_cases(fixtures) if not c.semantic]
     fails: list[str] = []
     for case in cases:
-        eng = Engine(rules, Options(target=parse_version(case.target), select=case.rules,
-                                    extend_select=case.rules or [], options=case.options))
-        if case.before:
-            data = case.before.read_bytes()
-            res = eng.scan_bytes(case.before, data)
-            got = Counter((f.line, f.rule_id) for f in res.findings)
-            want = expected_findings(data.decode("utf-8", "replace"))
-            if got != want:
-                fails.append(f"{case.name}: findings: unexpected {dict(got - want)}, missing {dict(want - got)}")
-            if case.after:
-                fixed = fix_bytes(eng, case.before, data, str(case.before), unsafe=case.unsafe,
-                                  display_only=case.display_only).fixed
-                if fixed != case.after.read_bytes():
-                    fails.append(f"{case.name}: fix(before) differs from {case.after.name}")
-        if case.after:
-            data = case.after.read_bytes()
-            if fix_bytes(eng, case.after, data, str(case.after), unsafe=case.unsafe,
-                         display_only=case.display_only).fixed != data:
-                fails.append(f"{case.name}: fixing {case.after.name} again changes it")
-        if case.ok:
-            res = eng.scan_bytes(case.ok, case.ok.read_bytes())
-            if res.findings:
-                fails.append(f"{case.name}: {case.ok.name} is flagged: " +
-                             ", ".join(f"{f.rule_id}@{f.line}" for f in res.findings))
+        fails += check_case(case, rules)
     return fails, len(cases)
+
+
+def rule_tests(fixtures: Path, rule_ids: list[str], update: bool = False) -> tuple[list[str], list[str], int]:
+    """`cudamigrate test [IDS] [--update]`: the static checks of the cases of the given rules (all cases without
+    ids). With `update`, each case's findings.txt is rewritten first (its other checks still run).
+    Returns (failures, notes, cases checked); an id without a case is a failure, an unknown id a ValueError."""
+    from .fixtures import cases_for, update_snapshot
+    from .rules.load import builtin_rules_dir, load_rules
+
+    rules = _rules(builtin_rules_dir, load_rules)
+    known = {r.id for r in rules}
+    all_cases = [c for c in load_cases(fixtures) if not c.semantic]
+    fails: list[str] = []
+    notes: list[str] = []
+    unknown = [rid for rid in rule_ids if rid.upper() not in known]
+    if unknown:
+        raise ValueError(f"no such rule: {', '.join(unknown)}")
+    for rid in rule_ids:
+        if not cases_for(all_cases, [rid]):
+            fails.append(f"{rid}: no fixture case exercises it (fixtures/<family>/<rule stem>/)")
+    cases = cases_for(all_cases, rule_ids)
+    for case in cases:
+        if update and update_snapshot(case, rules):
+            notes.append(f"wrote {case.snapshot}")
+        fails += check_case(case, rules)
+    return fails, notes, len(cases)
 
 
 def default_fixtures_dir(cwd: Path | None = None) -> Path:

@@ -70,8 +70,8 @@ def _error_lines(output: str, src) -> set[int]:
 
 # Findings the compile of their fixture cannot show, with the reason; each rule is proven elsewhere.
 UNPROVABLE = {
-    ("texture/manual-cases", 16): "a dependent call in a template that the fixture never instantiates",
-    ("removals/CM509-driver-api-c", 23): "C: gcc 12 only warns about the implicit declaration of the undeclared "
+    ("texture/CM603-texture-reference-api--manual-cases", 16): "a dependent call in a template that the fixture never instantiates",
+    ("removals/CM509-cuctxcreate-params--c", 23): "C: gcc 12 only warns about the implicit declaration of the undeclared "
                                          "cuCtxCreate_v3, so `-c` succeeds; whether the link fails is not checked here",
     ("catalog/manual-findings", 9): "device code: nvcc stops at the host-side errors before the device pass "
                                     "(CM532 is proven by test_build_break_proof.py)",
