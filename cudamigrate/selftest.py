@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections import Counter
@@ -45,69 +44,10 @@ from typing import Any, Callable
 
 from . import build
 from .fixtures import Case, check_case, engine_for, load_cases
+from .gpu import GpuInfo, RunOutput, detect_gpu, nvcc_version, resolve_arch, run_program  # noqa: F401 (re-exported)
 
 NO_GPU_LINE = "no GPU found: GPU stage skipped"
 LIB_NAMES = {"cublas": "cuBLAS", "nvrtc": "NVRTC", "cufft": "cuFFT", "cusparse": "cuSPARSE", "curand": "cuRAND", "cuda": "the driver library (libcuda.so)"}
-
-
-# --------------------------------------------------------------------------- GPU detection
-@dataclass
-class GpuInfo:
-    name: str
-    driver: str
-    compute_cap: str  # "9.0"
-    count: int = 1
-
-    @property
-    def arch(self) -> str:
-        return "sm_" + self.compute_cap.replace(".", "")
-
-
-def _smi(*args: str, timeout: float = 20) -> str | None:
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None
-    try:
-        p = subprocess.run([smi, *args], capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return p.stdout if p.returncode == 0 else None
-
-
-def detect_gpu() -> GpuInfo | None:
-    """The first GPU nvidia-smi reports (CUDAMIGRATE_NO_GPU=1 hides it), or None."""
-    if os.environ.get("CUDAMIGRATE_NO_GPU"):
-        return None
-    out = _smi("--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader")
-    if not out or not out.strip():
-        return None
-    rows = [[x.strip() for x in line.split(",")] for line in out.strip().splitlines() if line.strip()]
-    rows = [r for r in rows if len(r) >= 3]
-    if not rows:
-        return None
-    name, driver, cap = rows[0][:3]
-    if not re.fullmatch(r"\d+\.\d+", cap):
-        cap = "9.0"
-    return GpuInfo(name, driver, cap, len(rows))
-
-
-def resolve_arch(arch: str, gpu: GpuInfo | None) -> str:
-    """`auto` -> the GPU's sm_XY (sm_90 without a GPU); nvcc 13.0 needs sm_75 or newer."""
-    if arch and arch != "auto":
-        return arch if arch.startswith(("sm_", "compute_")) else f"sm_{arch.replace('.', '')}"
-    return gpu.arch if gpu is not None else "sm_90"
-
-
-def nvcc_version() -> str | None:
-    nv = build.nvcc_path()
-    if not nv:
-        return None
-    try:
-        out = subprocess.run([nv, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(r"release (\d+\.\d+), V([\d.]+)", out)
-    return m.group(2) if m else None
 
 
 # --------------------------------------------------------------------------- comparing outputs
@@ -167,15 +107,6 @@ def compare_outputs(got: str, want: str, tolerance: float | None = None, ignore:
 
 
 # --------------------------------------------------------------------------- one case
-@dataclass
-class RunOutput:
-    rc: int | None
-    stdout: str
-    stderr: str
-    seconds: float
-    timed_out: bool = False
-
-
 @dataclass
 class CaseResult:
     name: str
@@ -337,19 +268,6 @@ def build_all(jobs: list[Job], workers: int, timeout: float = 600, deadline: flo
 
     with ThreadPoolExecutor(max(1, workers)) as pool:
         list(pool.map(one, jobs))
-
-
-def run_program(exe: Path, timeout: float, args: list[str] | None = None, cwd: Path | None = None) -> RunOutput:
-    t0 = time.monotonic()
-    try:
-        p = subprocess.run([str(exe), *(args or [])], capture_output=True, text=True, timeout=timeout,
-                           env=build.run_env(), cwd=str(cwd or exe.parent), errors="replace")
-        return RunOutput(p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return RunOutput(None, out, f"timed out after {timeout}s", time.monotonic() - t0, timed_out=True)
-    except OSError as exc:
-        return RunOutput(None, "", f"cannot run: {exc}", time.monotonic() - t0)
 
 
 def judge(r: CaseResult, case: Case, outputs: dict[str, RunOutput]) -> None:
