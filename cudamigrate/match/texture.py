@@ -1059,8 +1059,46 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
     q2 = query('((type_identifier) @t (#any-of? @t "textureReference" "surfaceReference"))')
     for unit in ctx.units:
         for node in ts.QueryCursor(q2).captures(unit.root).get("t", []):
+            if _project_type_use(node, _project_types(unit.root)):
+                continue
             m = Match(rule=rule, unit=unit, node=node, name=node_text(node), written=node_text(node))
             m.vars.update({"function": node_text(node),
                            "reason": f"the `{node_text(node)}` type is gone from the CUDA 13.0 headers"})
             out.append(m)
     return out
+
+
+_TYPE_DECLS = ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier")
+
+
+def _project_types(root: ts.Node) -> dict[str, bool]:
+    """Type names the file declares itself (`struct textureReference {...}`, `typedef ... surfaceReference;`),
+    mapped to whether one such declaration is at file scope (outside any namespace or class)."""
+    out: dict[str, bool] = {}
+    q = query("(struct_specifier name: (type_identifier) @n body: (_)) (class_specifier name: (type_identifier) @n body: (_)) "
+              "(union_specifier name: (type_identifier) @n body: (_)) (type_definition declarator: (type_identifier) @n)")
+    for node in ts.QueryCursor(q).captures(root).get("n", []):
+        anc, file_scope = node.parent, True
+        while anc is not None:
+            if anc.type in ("namespace_definition", "field_declaration_list"):
+                file_scope = False
+            anc = anc.parent
+        name = node_text(node)
+        out[name] = out.get(name, False) or file_scope
+    return out
+
+
+def _project_type_use(node: ts.Node, declared: dict[str, bool]) -> bool:
+    """The CUDA type is not meant: `node` names the project's own declaration of a type with that name, a use
+    qualified by a namespace or class (`legacy::textureReference`; the CUDA type is global), or an unqualified use
+    where the file declares the name at file scope."""
+    name = node_text(node)
+    if name not in declared:
+        return False
+    parent = node.parent
+    if parent is not None and parent.type in (*_TYPE_DECLS, "type_definition"):
+        return True
+    if parent is not None and parent.type == "qualified_identifier":
+        scope = parent.child_by_field_name("scope")
+        return scope is not None and node_text(scope) not in ("", "::")
+    return declared[name]
