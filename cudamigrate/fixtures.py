@@ -128,7 +128,7 @@ def load_cases(root: Path) -> list[Case]:
         has = any((d / f"{stem}{ext}").is_file() for stem in ("before", "ok") for ext in SOURCE_EXTS)
         if not has:
             continue
-        settings = {}
+        settings: dict[str, Any] = {}
         y = d / "fixture.yaml"
         if y.is_file():
             settings = yaml.safe_load(y.read_text(encoding="utf-8")) or {}
@@ -165,8 +165,10 @@ def engine_for(case: Case, rules: list[Rule]) -> Engine:
     from .engine import Engine, Options
     from .rules.schema import parse_version
 
-    return Engine(rules, Options(target=parse_version(case.target), select=case.rules,
-                                 extend_select=case.rules or [], options=case.options))
+    target = parse_version(case.target)
+    assert target is not None  # Case.target defaults to "13.0"
+    return Engine(rules, Options(target=target, select=case.rules, extend_select=case.rules or [],
+                                 options=case.options))
 
 
 def fix_case_file(engine: Engine, case: Case, path: Path) -> bytes:
