@@ -80,7 +80,8 @@ def selection_options(fn):
         click.option("--ignore", multiple=True, help="Rule ids, id prefixes or families to disable."),
         click.option("--extend-select", multiple=True, help="Enable more rules (including opt-in rules) on top of the defaults."),
         click.option("--target-cuda", "--to", "target", default=None, help="CUDA version the code must build with (default 13.0)."),
-        click.option("--from", "from_version", default=None, help="CUDA version the code builds with today: rules for changes before it are skipped."),
+        click.option("--from", "from_version", default=None,
+                     help="CUDA version the code builds with today: rules for changes before it are skipped."),
         click.option("--keep-compat", "keep_compat", default=None,
                      help="Oldest CUDA version the fixed code must still build with: rewrites to APIs introduced after it "
                           "are wrapped in `#if CUDART_VERSION >= ...` / `#else` (old form) / `#endif`."),
@@ -433,7 +434,7 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     extra += ["--no-semantic"] if kw.get("no_semantic") else []
     for o in kw.get("cli_options") or ():
         extra += ["--option", o]
-    plan = build_plan(findings, errors, len(files), "%d.%d" % engine.opts.target, {r.id: r.name for r in engine.rules},
+    plan = build_plan(findings, errors, len(files), f"{engine.opts.target[0]}.{engine.opts.target[1]}", {r.id: r.name for r in engine.rules},
                       [str(p) for p in paths], extra)
     click.echo(json.dumps(plan.to_dict(), indent=2) if fmt == "json" else render_text(plan), nl=fmt != "text")
     if rule_errors:

@@ -17,11 +17,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from .textsafe import one_line, printable
+
 KNOWN = {"select", "ignore", "extend-select", "exclude", "target-cuda", "from-cuda", "options", "rule-options",
          "rules-dirs", "max-file-size", "respect-gitignore", "calibration", "keep-compat"}
-
-
-from .textsafe import one_line, printable
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 

@@ -44,10 +44,12 @@ from typing import Any, Callable
 
 from . import build
 from .fixtures import Case, check_case, engine_for, load_cases
-from .gpu import GpuInfo, RunOutput, detect_gpu, nvcc_version, resolve_arch, run_program  # noqa: F401 (re-exported)
+# re-exported: callers of the GPU stage (cli.py, the tests) reach these through selftest
+from .gpu import GpuInfo, RunOutput, detect_gpu, nvcc_version, resolve_arch, run_program  # noqa: F401
 
 NO_GPU_LINE = "no GPU found: GPU stage skipped"
-LIB_NAMES = {"cublas": "cuBLAS", "nvrtc": "NVRTC", "cufft": "cuFFT", "cusparse": "cuSPARSE", "curand": "cuRAND", "cuda": "the driver library (libcuda.so)"}
+LIB_NAMES = {"cublas": "cuBLAS", "nvrtc": "NVRTC", "cufft": "cuFFT", "cusparse": "cuSPARSE", "curand": "cuRAND",
+             "cuda": "the driver library (libcuda.so)"}
 
 
 # --------------------------------------------------------------------------- comparing outputs
@@ -73,7 +75,7 @@ def lines_match(a: str, b: str, tolerance: float | None) -> bool:
     pa, pb = NUMBER.split(a), NUMBER.split(b)
     if len(pa) != len(pb):
         return False
-    for i, (x, y) in enumerate(zip(pa, pb)):
+    for i, (x, y) in enumerate(zip(pa, pb, strict=True)):
         if i % 2 == 0:
             if x != y:
                 return False
@@ -96,7 +98,7 @@ def compare_outputs(got: str, want: str, tolerance: float | None = None, ignore:
         return [ln for ln in text.splitlines() if not any(r.search(ln) for r in rx)]
 
     g, w = keep(got), keep(want)
-    for i, (x, y) in enumerate(zip(g, w), start=1):
+    for i, (x, y) in enumerate(zip(g, w, strict=False), start=1):  # lengths are compared below
         if not lines_match(x, y, tolerance):
             tol = f" (tolerance {tolerance:g})" if tolerance is not None else ""
             return Comparison(False, f"line {i} differs{tol}: expected {y!r}, got {x!r}")

@@ -198,7 +198,7 @@ def decide(state: PPState, ctext: str, versions: list[tuple[int, int]], user_mac
         versions = versions[:1]  # no version macro: one toolkit decides for all
     seen: set[bool] = set()
     for defined_groups in itertools.product((True, False), repeat=len(maybe)):
-        present = {g for g in used_groups if state.toolkit.get(g)} | {g for g, d in zip(maybe, defined_groups) if d}
+        present = {g for g in used_groups if state.toolkit.get(g)} | {g for g, d in zip(maybe, defined_groups, strict=True) if d}
         for v in versions:
             vals = _values(v)
 

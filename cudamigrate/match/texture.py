@@ -417,7 +417,8 @@ class Migration:
                 return Use(ident, unit, "bind", (call, fn, addr))
             if fn in REF_APIS:
                 return Use(ident, unit, "other", f"it is addressed through `{fn}` (line {self.line(unit, call)})")
-            return Use(ident, unit, "other", f"it is passed to `{fn or normalize_spaces(self.text(unit, call.child_by_field_name('function')))}` (line {self.line(unit, call)})")
+            callee = fn or normalize_spaces(self.text(unit, call.child_by_field_name("function")))
+            return Use(ident, unit, "other", f"it is passed to `{callee}` (line {self.line(unit, call)})")
         if p is not None and p.type == "field_expression" and not addr and p.child_by_field_name("argument") is not None \
                 and p.child_by_field_name("argument").start_byte == ident.start_byte:
             fld = node_text(p.child_by_field_name("field"))
@@ -646,7 +647,8 @@ def _bind_edit(mig: Migration, ref: Ref, unit: Unit, call: ts.Node, fn: str, add
         elif n == 4 and not _is_channel_desc(mig.ctx, args[3], ref):
             d, size = f"cudaCreateChannelDesc<{ref.elem}>()", args[3]
         else:
-            return None, f"`cudaBindTexture` at line {mig.line(unit, call)} leaves the size to its default (the whole address space), which a texture object cannot take: pass the size in bytes"
+            return None, (f"`cudaBindTexture` at line {mig.line(unit, call)} leaves the size to its default (the whole "
+                          "address space), which a texture object cannot take: pass the size in bytes")
         return Edit(s, e, f"cudamigrateBindTexture({args[0]}, {obj}, {sym}, {args[2]}, {d}, {size}, {desc})"), None
     if fn == "cudaBindTexture2D":
         if n == 7:
@@ -832,7 +834,7 @@ def _refs_in_scope(ctx: FileContext):
         return cached
     res = _compute_scope(ctx)
     try:
-        setattr(ctx, "_texture_scope", res)
+        ctx._texture_scope = res  # type: ignore[attr-defined]  # a per-file cache on the context
     except AttributeError:
         pass
     return res
