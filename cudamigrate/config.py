@@ -79,9 +79,9 @@ def load_config(path: Path, section: tuple[str, ...] | None) -> Config:
         if k not in KNOWN:
             raise ConfigError(f"{printable(str(path))}: unknown key {printable(repr(k))} (known: {', '.join(sorted(KNOWN))})")
     for k, v in doc.items():
-        why = _type_problem(k, v)
-        if why:
-            raise ConfigError(f"{printable(str(path))}: `{k}` {why}")
+        problem = _type_problem(k, v)
+        if problem:
+            raise ConfigError(f"{printable(str(path))}: `{k}` {problem}")
     from .config_check import ConfigValueError, check_values
 
     try:

@@ -116,6 +116,12 @@ def _normalize_newlines(text: str, newline: bytes) -> str:
     return text
 
 
+def _edits(f: Finding) -> list[Edit]:
+    """The edits of a fixable finding (`fixable` only passes findings with a fix)."""
+    assert f.fix is not None
+    return f.fix.edits
+
+
 def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool = False,
               display_only: frozenset[str] = frozenset()) -> FixResult:
     """Fix one file's bytes in passes; the result converges (fixing it again changes nothing).
@@ -166,7 +172,7 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
         if n == MAX_PASSES:
             exhausted = True
             break
-        groups = [[Edit(e.start, e.end, _normalize_newlines(e.text, newline)) for e in f.fix.edits] for f in todo]
+        groups = [[Edit(e.start, e.end, _normalize_newlines(e.text, newline)) for e in _edits(f)] for f in todo]
         while True:
             new, applied = apply_edits(current, groups)
             if not applied:
