@@ -371,6 +371,7 @@ class Use:
 class Migration:
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
+        self.refs: dict[str, Ref] = {}  # the references of one kind being migrated (set by _run)
         self.data = ctx.source.data
         self.nl = ctx.source.newline.decode()
 
