@@ -16,7 +16,7 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-LIBS = {"cublas": "-l:libcublas.so.13", "nvrtc": "-l:libnvrtc.so.13", "cufft": "-l:libcufft.so.12",
+LIBS: dict[str, str | list[str]] = {"cublas": "-l:libcublas.so.13", "nvrtc": "-l:libnvrtc.so.13", "cufft": "-l:libcufft.so.12",
         "cusparse": "-l:libcusparse.so.12", "curand": "-l:libcurand.so.10", "cuda": "-lcuda",
         # NPP is split by function group; nppc is the core every group needs
         "npp": [f"-l:lib{n}.so.13" for n in ("nppial", "nppicc", "nppidei", "nppif", "nppig", "nppim", "nppist",
@@ -142,7 +142,7 @@ def nvcc_command(src: Path, out: Path, *, link: bool, libs: list[str] | None = N
             cmd += ["-L", str(root / "lib"), f"-Xlinker=-rpath={root / 'lib'}"]
         for lib in libs or []:
             if lib == "cuda":
-                cmd += libcuda_link() or [LIBS["cuda"]]  # the stub links; the driver's libcuda.so.1 runs
+                cmd += libcuda_link() or ["-lcuda"]  # the stub links; the driver's libcuda.so.1 runs
             else:
                 v = LIBS.get(lib, f"-l{lib}")
                 cmd += v if isinstance(v, list) else [v]

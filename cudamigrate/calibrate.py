@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from . import build
 from .calibration import normalize_gpu, read_doc
-from .selftest import GpuInfo, nvcc_version, resolve_arch, run_program
+from .gpu import GpuInfo, nvcc_version, resolve_arch, run_program
 
 # calibration key -> rule ids it backs (in addition to the ids a benchmark prints itself)
 KEY_RULES: dict[str, list[str]] = {

@@ -20,33 +20,17 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
-import subprocess
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from .gpu import first_gpu_name
 
 DEFAULT_FILE = Path(__file__).resolve().parent / "calibration.json"
 
 
-@lru_cache(maxsize=1)
-def _smi_name() -> str | None:
-    if os.environ.get("CUDAMIGRATE_NO_GPU"):
-        return None
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None
-    try:
-        p = subprocess.run([smi, "--query-gpu=name", "--format=csv,noheader"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    names = [x.strip() for x in p.stdout.splitlines() if x.strip()] if p.returncode == 0 else []
-    return names[0] if names else None
-
-
 def current_gpu() -> str | None:
     """The user's GPU name: CUDAMIGRATE_GPU_NAME, else nvidia-smi's first GPU, else None."""
-    return os.environ.get("CUDAMIGRATE_GPU_NAME") or _smi_name()
+    return os.environ.get("CUDAMIGRATE_GPU_NAME") or first_gpu_name()
 
 
 def normalize_gpu(name: str) -> str:

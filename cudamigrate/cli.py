@@ -80,7 +80,8 @@ def selection_options(fn):
         click.option("--ignore", multiple=True, help="Rule ids, id prefixes or families to disable."),
         click.option("--extend-select", multiple=True, help="Enable more rules (including opt-in rules) on top of the defaults."),
         click.option("--target-cuda", "--to", "target", default=None, help="CUDA version the code must build with (default 13.0)."),
-        click.option("--from", "from_version", default=None, help="CUDA version the code builds with today: rules for changes before it are skipped."),
+        click.option("--from", "from_version", default=None,
+                     help="CUDA version the code builds with today: rules for changes before it are skipped."),
         click.option("--keep-compat", "keep_compat", default=None,
                      help="Oldest CUDA version the fixed code must still build with: rewrites to APIs introduced after it "
                           "are wrapped in `#if CUDART_VERSION >= ...` / `#else` (old form) / `#endif`."),
@@ -433,7 +434,7 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     extra += ["--no-semantic"] if kw.get("no_semantic") else []
     for o in kw.get("cli_options") or ():
         extra += ["--option", o]
-    plan = build_plan(findings, errors, len(files), "%d.%d" % engine.opts.target, {r.id: r.name for r in engine.rules},
+    plan = build_plan(findings, errors, len(files), f"{engine.opts.target[0]}.{engine.opts.target[1]}", {r.id: r.name for r in engine.rules},
                       [str(p) for p in paths], extra)
     click.echo(json.dumps(plan.to_dict(), indent=2) if fmt == "json" else render_text(plan), nl=fmt != "text")
     if rule_errors:
@@ -572,6 +573,35 @@ def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, tim
         j, _ = st.write_outputs(report, out_dir)
         click.echo(f"results: {j}", err=True)
     sys.exit(EXIT_CLEAN if report.ok else EXIT_FINDINGS)
+
+
+@main.command("test")
+@click.argument("rule_ids", nargs=-1)
+@click.option("--update", is_flag=True, help="Rewrite each case's findings.txt (the pinned messages) first; review the diff.")
+@click.option("--fixtures", "fixtures_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Fixture root (default: the repository's fixtures/).")
+def test_cmd(rule_ids: tuple[str, ...], update: bool, fixtures_dir: Path | None) -> None:
+    """Check the fixture cases of the given rules (all without ids): findings, messages, fix, idempotence, lookalikes.
+
+    A rule's cases are those named after it (fixtures/<family>/<rule stem>[--variant]/) and those whose
+    fixture.yaml selects it (`rules: [...]`). Semantic-mode cases are checked by tests/test_semantic.py."""
+    from . import selftest as st
+
+    fixtures_dir = fixtures_dir or st.default_fixtures_dir()
+    if not fixtures_dir.is_dir():
+        _err(f"{fixtures_dir}: no fixture cases (run inside a cudamigrate checkout or pass --fixtures DIR)")
+        sys.exit(EXIT_ERROR)
+    try:
+        fails, notes, n = st.rule_tests(fixtures_dir, list(rule_ids), update=update)
+    except ValueError as exc:
+        _err(str(exc))
+        sys.exit(EXIT_ERROR)
+    for line in notes:
+        click.echo(line, err=True)
+    for f in fails:
+        click.echo(f"FAIL {f}")
+    click.echo(f"{n} fixture case(s): {'all good' if not fails else f'{len(fails)} failure(s)'}")
+    sys.exit(EXIT_FINDINGS if fails else EXIT_CLEAN)
 
 
 @main.command()

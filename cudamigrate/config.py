@@ -17,11 +17,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
+from .textsafe import one_line, printable
+
 KNOWN = {"select", "ignore", "extend-select", "exclude", "target-cuda", "from-cuda", "options", "rule-options",
          "rules-dirs", "max-file-size", "respect-gitignore", "calibration", "keep-compat"}
-
-
-from .textsafe import one_line, printable
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -80,9 +79,9 @@ def load_config(path: Path, section: tuple[str, ...] | None) -> Config:
         if k not in KNOWN:
             raise ConfigError(f"{printable(str(path))}: unknown key {printable(repr(k))} (known: {', '.join(sorted(KNOWN))})")
     for k, v in doc.items():
-        why = _type_problem(k, v)
-        if why:
-            raise ConfigError(f"{printable(str(path))}: `{k}` {why}")
+        problem = _type_problem(k, v)
+        if problem:
+            raise ConfigError(f"{printable(str(path))}: `{k}` {problem}")
     from .config_check import ConfigValueError, check_values
 
     try:

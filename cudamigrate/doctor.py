@@ -206,7 +206,7 @@ def library_checks(locations: list[Location]) -> list[Check]:
 def gather(target: tuple[int, int], require_cuda: tuple[int, int] | None = None,
            require_driver: int | None = None) -> list[Check]:
     checks: list[Check] = []
-    tstr = "%d.%d" % target
+    tstr = f"{target[0]}.{target[1]}"
     # -- toolkit
     nvcc = shutil.which("nvcc")
     nv = parse_nvcc_version(run_text([nvcc, "--version"]) or "") if nvcc else None
@@ -337,5 +337,5 @@ def render_table(checks: list[Check]) -> str:
 
 
 def to_json(checks: list[Check], target: tuple[int, int]) -> dict[str, Any]:
-    return {"target": "%d.%d" % target, "ok": not blockers(checks), "blockers": [c.name for c in blockers(checks)],
+    return {"target": f"{target[0]}.{target[1]}", "ok": not blockers(checks), "blockers": [c.name for c in blockers(checks)],
             "checks": [asdict(c) for c in checks], "driver_source": COMPAT_SOURCE}

@@ -196,7 +196,8 @@ def _keyword_regex(words: list[str], patterns: list[str]) -> re.Pattern[bytes] |
 
 
 def version_phrase(rule: Rule, target: tuple[int, int]) -> str:
-    if rule.removed_in and parse_version(rule.removed_in) <= target:
+    removed = parse_version(rule.removed_in) if rule.removed_in else None
+    if removed is not None and removed <= target:
         return f"removed in CUDA {rule.removed_in}"
     if rule.deprecated_in and rule.removed_in:
         return f"deprecated since CUDA {rule.deprecated_in}, removed in {rule.removed_in}"
@@ -392,11 +393,11 @@ class Engine:
                 except Exception as exc:
                     internal.append((internal_message(display, rid, exc), exc))
         seen: set[str] = set()
-        for msg, exc in internal:
+        for msg, err in internal:
             if msg not in seen:
                 seen.add(msg)
                 if len(seen) <= MAX_INTERNAL_LINES:
-                    res.add_internal(msg, exc)
+                    res.add_internal(msg, err)
         res.errors = sorted(set(res.errors))
         if len(seen) > MAX_INTERNAL_LINES:  # one bug hit at every call: a few lines tell it, not thousands
             res.errors.append(f"{display}: ... and {len(seen) - MAX_INTERNAL_LINES} more internal error(s) in this file")

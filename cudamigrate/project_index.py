@@ -98,28 +98,29 @@ class ProjectIndex:
         cand = _key(includer.parent / name)
         if cand.is_file():
             return cand
-        self._by_basename_map()
+        by_name = self._by_basename_map()
         suffix = "/" + name.lstrip("./")
-        hits = [f for f in self._by_basename.get(Path(name).name, []) if str(f).endswith(suffix)]
+        hits = [f for f in by_name.get(Path(name).name, []) if str(f).endswith(suffix)]
         return hits[0] if len(hits) == 1 else None
 
     def resolve_in_run(self, includer: Path, name: str) -> Path | None:
         """`#include <name>` when it is a file of the run (next to the includer, or the one whose path ends
         with `name`); toolkit and system headers never are."""
-        self._by_basename_map()
+        by_name = self._by_basename_map()
         cand = _key(includer.parent / name)
-        if cand in self._by_basename.get(cand.name, []):
+        if cand in by_name.get(cand.name, []):
             return cand
         suffix = "/" + name.lstrip("./")
-        hits = [f for f in self._by_basename.get(Path(name).name, []) if str(f).endswith(suffix)]
+        hits = [f for f in by_name.get(Path(name).name, []) if str(f).endswith(suffix)]
         return hits[0] if len(hits) == 1 else None
 
-    def _by_basename_map(self) -> None:
+    def _by_basename_map(self) -> dict[str, list[Path]]:
         if self._by_basename is None:
             self._by_basename = {}
             for f in self.files:
                 k = _key(f)
                 self._by_basename.setdefault(k.name, []).append(k)
+        return self._by_basename
 
     def includes(self, path: Path, data: bytes | None = None) -> list[Path]:
         """Project headers `path` includes directly, in order."""
@@ -173,7 +174,8 @@ class ProjectIndex:
         if data is None and key in self._macros:
             return self._macros[key]
         data = self.read(key) if data is None else data
-        stmt, other = set(), set()
+        stmt: set[str] = set()
+        other: set[str] = set()
         if data and b"define" in data:
             for m in _OBJECT_DEFINE.finditer(data):
                 body = m.group(2)
@@ -188,7 +190,8 @@ class ProjectIndex:
     def statement_macros(self, path: Path, data: bytes) -> frozenset[str]:
         """Statement-like object macros visible in `path` (its own and its project headers'), without those
         that another visible `#define` makes an expression (`#ifdef DEBUG ... { ... } #else ... f() #endif`)."""
-        stmt, other = set(), set()
+        stmt: set[str] = set()
+        other: set[str] = set()
         for p, d in [(path, data)] + [(h, None) for h in self.reachable(path, data)]:
             s, o = self._own_macros(p, d)
             stmt |= s

@@ -37,6 +37,7 @@ from .textsafe import path_text
 
 PARALLEL_MIN_FILES = 64  # below this, starting workers costs more than it saves
 R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)  # what a Work returns (a protocol only produces it)
 
 
 @dataclass
@@ -117,6 +118,7 @@ def fix_file(engine: Engine, job: FileJob, max_bytes: int | None, unsafe: bool,
             return out
         out.warnings = list(src.warnings)
         out.result = fix_apply.fix_bytes(engine, Path(job.path), src.data, job.display, unsafe=unsafe, display_only=display_only)
+        assert src.stat is not None  # load_source fstat()s the file it reads
         out.snapshot = Snapshot.of(src.stat, src.data)
     except Exception as exc:  # never stop half way: the other files are still fixed
         return _fix_failed(job.display, job.path, exc, "internal error while fixing")
@@ -131,10 +133,10 @@ def _fix_failed(display: str, path: str, exc: BaseException, stage: str) -> FixO
 # --------------------------------------------------------------------------- the work, as picklable objects
 
 
-class Work(Protocol[R]):
-    def __call__(self, engine: Engine, job: FileJob) -> R: ...
+class Work(Protocol[R_co]):
+    def __call__(self, engine: Engine, job: FileJob) -> R_co: ...
 
-    def failed(self, job: FileJob, exc: BaseException) -> R: ...
+    def failed(self, job: FileJob, exc: BaseException) -> R_co: ...
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,7 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
     """`work` (ScanWork, FixWork) over `files`, results in input order; `facts`: semantic mode's provider."""
     jobs = jobs or min(os.cpu_count() or 1, 8)
     ship = facts is not None and work.ships_facts
-    items = [FileJob(str(p), display_path(p), facts.facts.get(os.path.realpath(p)) if ship else None)
+    items = [FileJob(str(p), display_path(p), facts.facts.get(os.path.realpath(p)) if ship and facts is not None else None)
              for p in files]
     if jobs <= 1 or len(items) < PARALLEL_MIN_FILES or (facts is not None and not ship):
         try:

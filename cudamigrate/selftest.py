@@ -34,7 +34,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections import Counter
@@ -44,70 +43,13 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import build
-from .fixtures import Case, expected_findings, load_cases
+from .fixtures import Case, check_case, engine_for, load_cases
+# re-exported: callers of the GPU stage (cli.py, the tests) reach these through selftest
+from .gpu import GpuInfo, RunOutput, detect_gpu, nvcc_version, resolve_arch, run_program  # noqa: F401
 
 NO_GPU_LINE = "no GPU found: GPU stage skipped"
-LIB_NAMES = {"cublas": "cuBLAS", "nvrtc": "NVRTC", "cufft": "cuFFT", "cusparse": "cuSPARSE", "curand": "cuRAND", "cuda": "the driver library (libcuda.so)"}
-
-
-# --------------------------------------------------------------------------- GPU detection
-@dataclass
-class GpuInfo:
-    name: str
-    driver: str
-    compute_cap: str  # "9.0"
-    count: int = 1
-
-    @property
-    def arch(self) -> str:
-        return "sm_" + self.compute_cap.replace(".", "")
-
-
-def _smi(*args: str, timeout: float = 20) -> str | None:
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None
-    try:
-        p = subprocess.run([smi, *args], capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return p.stdout if p.returncode == 0 else None
-
-
-def detect_gpu() -> GpuInfo | None:
-    """The first GPU nvidia-smi reports (CUDAMIGRATE_NO_GPU=1 hides it), or None."""
-    if os.environ.get("CUDAMIGRATE_NO_GPU"):
-        return None
-    out = _smi("--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader")
-    if not out or not out.strip():
-        return None
-    rows = [[x.strip() for x in line.split(",")] for line in out.strip().splitlines() if line.strip()]
-    rows = [r for r in rows if len(r) >= 3]
-    if not rows:
-        return None
-    name, driver, cap = rows[0][:3]
-    if not re.fullmatch(r"\d+\.\d+", cap):
-        cap = "9.0"
-    return GpuInfo(name, driver, cap, len(rows))
-
-
-def resolve_arch(arch: str, gpu: GpuInfo | None) -> str:
-    """`auto` -> the GPU's sm_XY (sm_90 without a GPU); nvcc 13.0 needs sm_75 or newer."""
-    if arch and arch != "auto":
-        return arch if arch.startswith(("sm_", "compute_")) else f"sm_{arch.replace('.', '')}"
-    return gpu.arch if gpu is not None else "sm_90"
-
-
-def nvcc_version() -> str | None:
-    nv = build.nvcc_path()
-    if not nv:
-        return None
-    try:
-        out = subprocess.run([nv, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(r"release (\d+\.\d+), V([\d.]+)", out)
-    return m.group(2) if m else None
+LIB_NAMES = {"cublas": "cuBLAS", "nvrtc": "NVRTC", "cufft": "cuFFT", "cusparse": "cuSPARSE", "curand": "cuRAND",
+             "cuda": "the driver library (libcuda.so)"}
 
 
 # --------------------------------------------------------------------------- comparing outputs
@@ -133,7 +75,7 @@ def lines_match(a: str, b: str, tolerance: float | None) -> bool:
     pa, pb = NUMBER.split(a), NUMBER.split(b)
     if len(pa) != len(pb):
         return False
-    for i, (x, y) in enumerate(zip(pa, pb)):
+    for i, (x, y) in enumerate(zip(pa, pb, strict=True)):
         if i % 2 == 0:
             if x != y:
                 return False
@@ -156,7 +98,7 @@ def compare_outputs(got: str, want: str, tolerance: float | None = None, ignore:
         return [ln for ln in text.splitlines() if not any(r.search(ln) for r in rx)]
 
     g, w = keep(got), keep(want)
-    for i, (x, y) in enumerate(zip(g, w), start=1):
+    for i, (x, y) in enumerate(zip(g, w, strict=False), start=1):  # lengths are compared below
         if not lines_match(x, y, tolerance):
             tol = f" (tolerance {tolerance:g})" if tolerance is not None else ""
             return Comparison(False, f"line {i} differs{tol}: expected {y!r}, got {x!r}")
@@ -167,15 +109,6 @@ def compare_outputs(got: str, want: str, tolerance: float | None = None, ignore:
 
 
 # --------------------------------------------------------------------------- one case
-@dataclass
-class RunOutput:
-    rc: int | None
-    stdout: str
-    stderr: str
-    seconds: float
-    timed_out: bool = False
-
-
 @dataclass
 class CaseResult:
     name: str
@@ -227,15 +160,10 @@ def programs(mode: str) -> list[str]:
 
 def fixed_source(case: Case) -> tuple[bytes, bool | None, list[str]]:
     """fix(before) computed by the engine, whether it equals after.*, and engine errors."""
-    from .engine import Engine, Options
     from .fix.apply import fix_bytes
     from .rules.load import builtin_rules_dir, load_rules
-    from .rules.schema import parse_version
 
-    rs = _rules(builtin_rules_dir, load_rules)
-    opts = Options(target=parse_version(case.target), select=case.rules, extend_select=case.rules or [],
-                   options=case.options)
-    eng = Engine(rs, opts)
+    eng = engine_for(case, _rules(builtin_rules_dir, load_rules))
     assert case.before is not None
     res = fix_bytes(eng, case.before, case.before.read_bytes(), str(case.before), unsafe=case.unsafe,
                     display_only=case.display_only)
@@ -342,19 +270,6 @@ def build_all(jobs: list[Job], workers: int, timeout: float = 600, deadline: flo
 
     with ThreadPoolExecutor(max(1, workers)) as pool:
         list(pool.map(one, jobs))
-
-
-def run_program(exe: Path, timeout: float, args: list[str] | None = None, cwd: Path | None = None) -> RunOutput:
-    t0 = time.monotonic()
-    try:
-        p = subprocess.run([str(exe), *(args or [])], capture_output=True, text=True, timeout=timeout,
-                           env=build.run_env(), cwd=str(cwd or exe.parent), errors="replace")
-        return RunOutput(p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-        return RunOutput(None, out, f"timed out after {timeout}s", time.monotonic() - t0, timed_out=True)
-    except OSError as exc:
-        return RunOutput(None, "", f"cannot run: {exc}", time.monotonic() - t0)
 
 
 def judge(r: CaseResult, case: Case, outputs: dict[str, RunOutput]) -> None:
@@ -545,41 +460,43 @@ def write_outputs(report: Report, out: Path) -> tuple[Path, Path]:
 
 # --------------------------------------------------------------------------- static selftest
 def static_selftest(fixtures: Path) -> tuple[list[str], int]:
-    """Failures (one line each) of the engine-only checks, and the number of cases."""
-    from .engine import Engine, Options
-    from .fix.apply import fix_bytes
+    """Failures (one line each) of the engine-only checks (`fixtures.check_case`), and the number of cases checked.
+
+    Semantic-mode cases (`semantic: true`) need libclang and are checked by tests/test_semantic.py instead."""
     from .rules.load import builtin_rules_dir, load_rules
-    from .rules.schema import parse_version
 
     rules = _rules(builtin_rules_dir, load_rules)
-    cases = load_cases(fixtures)
+    cases = [c for c in load_cases(fixtures) if not c.semantic]
     fails: list[str] = []
     for case in cases:
-        eng = Engine(rules, Options(target=parse_version(case.target), select=case.rules,
-                                    extend_select=case.rules or [], options=case.options))
-        if case.before:
-            data = case.before.read_bytes()
-            res = eng.scan_bytes(case.before, data)
-            got = Counter((f.line, f.rule_id) for f in res.findings)
-            want = expected_findings(data.decode("utf-8", "replace"))
-            if got != want:
-                fails.append(f"{case.name}: findings: unexpected {dict(got - want)}, missing {dict(want - got)}")
-            if case.after:
-                fixed = fix_bytes(eng, case.before, data, str(case.before), unsafe=case.unsafe,
-                                  display_only=case.display_only).fixed
-                if fixed != case.after.read_bytes():
-                    fails.append(f"{case.name}: fix(before) differs from {case.after.name}")
-        if case.after:
-            data = case.after.read_bytes()
-            if fix_bytes(eng, case.after, data, str(case.after), unsafe=case.unsafe,
-                         display_only=case.display_only).fixed != data:
-                fails.append(f"{case.name}: fixing {case.after.name} again changes it")
-        if case.ok:
-            res = eng.scan_bytes(case.ok, case.ok.read_bytes())
-            if res.findings:
-                fails.append(f"{case.name}: {case.ok.name} is flagged: " +
-                             ", ".join(f"{f.rule_id}@{f.line}" for f in res.findings))
+        fails += check_case(case, rules)
     return fails, len(cases)
+
+
+def rule_tests(fixtures: Path, rule_ids: list[str], update: bool = False) -> tuple[list[str], list[str], int]:
+    """`cudamigrate test [IDS] [--update]`: the static checks of the cases of the given rules (all cases without
+    ids). With `update`, each case's findings.txt is rewritten first (its other checks still run).
+    Returns (failures, notes, cases checked); an id without a case is a failure, an unknown id a ValueError."""
+    from .fixtures import cases_for, update_snapshot
+    from .rules.load import builtin_rules_dir, load_rules
+
+    rules = _rules(builtin_rules_dir, load_rules)
+    known = {r.id for r in rules}
+    all_cases = [c for c in load_cases(fixtures) if not c.semantic]
+    fails: list[str] = []
+    notes: list[str] = []
+    unknown = [rid for rid in rule_ids if rid.upper() not in known]
+    if unknown:
+        raise ValueError(f"no such rule: {', '.join(unknown)}")
+    for rid in rule_ids:
+        if not cases_for(all_cases, [rid]):
+            fails.append(f"{rid}: no fixture case exercises it (fixtures/<family>/<rule stem>/)")
+    cases = cases_for(all_cases, rule_ids)
+    for case in cases:
+        if update and update_snapshot(case, rules):
+            notes.append(f"wrote {case.snapshot}")
+        fails += check_case(case, rules)
+    return fails, notes, len(cases)
 
 
 def default_fixtures_dir(cwd: Path | None = None) -> Path:

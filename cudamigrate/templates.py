@@ -29,7 +29,7 @@ class BoundedSandbox(SandboxedEnvironment):
 
     intercepted_binops = frozenset(["*", "**", "+", "%", "//"])
 
-    def call_binop(self, context, operator, left, right):  # type: ignore[override]
+    def call_binop(self, context, operator, left, right):
         if operator == "**" and isinstance(right, (int, float)) and abs(right) > 64:
             raise jinja2.sandbox.SecurityError("exponent too large")
         if operator == "%" and isinstance(left, str):
@@ -45,7 +45,7 @@ class BoundedSandbox(SandboxedEnvironment):
             raise jinja2.sandbox.SecurityError("value too large")
         return out
 
-    def call(__self, __context, __obj, *args, **kwargs):  # type: ignore[override]
+    def call(__self, __context, __obj, *args, **kwargs):
         for a in list(args) + list(kwargs.values()):
             if isinstance(a, int) and not isinstance(a, bool) and abs(a) > MAX_SIZE:
                 raise jinja2.sandbox.SecurityError(f"argument {a} too large")  # center(10**9), wordwrap, ...

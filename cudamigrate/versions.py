@@ -29,7 +29,7 @@ def check(target: tuple[int, int], from_v: tuple[int, int] | None, keep_compat: 
     """One message per problem; empty when the versions make sense together."""
     out = []
     rng = known_range(rules)
-    fmt = lambda v: "%d.%d" % v  # noqa: E731
+    fmt = lambda v: f"{v[0]}.{v[1]}"  # noqa: E731
     if rng is not None:
         lo, hi = rng
         for flag, v in ((target_flag, target), ("--from", from_v), ("--keep-compat", keep_compat)):

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from cudamigrate import calibrate as cal
 from cudamigrate.calibration import all_measurements, load_calibration, lookup, normalize_gpu, select_entry
 from cudamigrate.cli import main
-from cudamigrate.selftest import GpuInfo
+from cudamigrate.gpu import GpuInfo
 
 from .helpers import engine_for
 
@@ -54,11 +54,11 @@ def test_no_matching_gpu_falls_back(calfile, monkeypatch):
     assert load_calibration(calfile.name, calfile.parent, gpu="NVIDIA GeForce RTX 4090") is None
     monkeypatch.delenv("CUDAMIGRATE_GPU_NAME", raising=False)
     monkeypatch.setenv("CUDAMIGRATE_NO_GPU", "1")
-    from cudamigrate import calibration
+    from cudamigrate import gpu
 
-    calibration._smi_name.cache_clear()
+    gpu.first_gpu_name.cache_clear()
     assert load_calibration(calfile.name, calfile.parent) is None  # no GPU: declared estimates
-    calibration._smi_name.cache_clear()
+    gpu.first_gpu_name.cache_clear()
 
 
 def test_gpu_from_environment(calfile, monkeypatch):

@@ -1,56 +1,44 @@
-"""Every fixture case: expected findings, golden fix, idempotence, clean negatives."""
+"""Every fixture case: expected findings, pinned messages, golden fix, idempotence, clean negatives; and every
+hand-written rule has a case named after it. The checks themselves live in `cudamigrate.fixtures.check_case`
+(shared with `cudamigrate selftest`, `cudamigrate test` and scripts/regen_fixture.py)."""
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 
-from cudamigrate.fixtures import expected_findings, load_cases
+from cudamigrate.fixtures import CHECKS, check_case, hand_written_stems, load_cases, naming_problems
 
 from .conftest import FIXTURES
-from .helpers import engine_for, fix_text
+from .helpers import all_rules
 
-CASES = [c for c in load_cases(FIXTURES) if not c.settings.get("semantic")]  # semantic cases: test_semantic.py
-IDS = [c.name for c in CASES]
+CASES = [c for c in load_cases(FIXTURES) if not c.semantic]  # semantic cases: test_semantic.py
+JOBS = [(c, check) for c in CASES for check in CHECKS]
 
 
 def test_there_are_fixtures():
     assert len(CASES) >= 4
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.before], ids=[c.name for c in CASES if c.before])
-def test_expected_findings(case):
-    eng = engine_for(case)
-    data = case.before.read_bytes()
-    res = eng.scan_bytes(case.before, data)
-    assert not res.errors, res.errors
-    got = Counter((f.line, f.rule_id) for f in res.findings)
-    want = expected_findings(data.decode("utf-8", "replace"))  # a Latin-1 fixture too
-    assert want, f"{case.before} has no `// expect:` annotations"
-    assert got == want, f"unexpected: {dict(got - want)}; missing: {dict(want - got)}"
+@pytest.mark.parametrize("case,check", JOBS, ids=[f"{c.name}:{check}" for c, check in JOBS])
+def test_case(case, check):
+    assert check_case(case, all_rules(), checks=(check,)) == []
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.before and c.after], ids=[c.name for c in CASES if c.before and c.after])
-def test_fix_matches_golden(case):
-    eng = engine_for(case)
-    fixed = fix_text(eng, case.before, case.before.read_bytes(), unsafe=case.unsafe, display_only=case.display_only)
-    expected = case.after.read_bytes()
-    # bytes, not text: a fixture with Latin-1 bytes must come back with exactly those bytes
-    assert fixed.decode("utf-8", "replace") == expected.decode("utf-8", "replace")
-    assert fixed == expected
+def test_every_rule_has_a_case_named_after_it():
+    assert naming_problems(load_cases(FIXTURES), FIXTURES, hand_written_stems(all_rules())) == []
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.after], ids=[c.name for c in CASES if c.after])
-def test_fix_is_idempotent(case):
-    eng = engine_for(case)
-    data = case.after.read_bytes()
-    assert fix_text(eng, case.after, data, unsafe=case.unsafe, display_only=case.display_only) == data
+def test_naming_problems_are_reported(tmp_path):
+    """The naming check can fail: a rule without a case, a case of an unknown rule, a misnamed case."""
+    from cudamigrate.fixtures import Case
 
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.ok], ids=[c.name for c in CASES if c.ok])
-def test_lookalikes_are_not_flagged(case):
-    eng = engine_for(case)
-    res = eng.scan_bytes(case.ok, case.ok.read_bytes())
-    assert not res.errors, res.errors
-    assert [(f.line, f.rule_id, f.message) for f in res.findings] == []
+    root = tmp_path / "fixtures"
+    dirs = [root / "removals" / "CM501-cudathread-to-cudadevice--latin1", root / "removals" / "CM599-nothing",
+            root / "removals" / "CM501-short", root / "texture" / "forms", root / "catalog" / "CM598-x"]
+    cases = [Case(d, {}) for d in dirs]
+    probs = naming_problems(cases, root, {"CM501": "CM501-cudathread-to-cudadevice", "CM502": "CM502-warp"})
+    assert probs == ["removals/CM599-nothing: not named after a rule file (`<rule stem>` or `<rule stem>--variant`)",
+                     "removals/CM501-short: not named after a rule file (`<rule stem>` or `<rule stem>--variant`)",
+                     "texture/forms: not named after a rule file (`<rule stem>` or `<rule stem>--variant`)",
+                     "catalog/CM598-x: names unknown rule CM598",
+                     "CM502-warp: no case named after it (fixtures/<family>/CM502-warp/)"]

@@ -15,8 +15,8 @@ from cudamigrate.fix.apply import fix_bytes
 from .conftest import FIXTURES
 from .helpers import all_rules
 
-PREFETCH = FIXTURES / "removals" / "CM504-prefetch-advise" / "before.cu"
-GRAPH = FIXTURES / "removals" / "CM508-graph-runtime" / "before.cu"
+PREFETCH = FIXTURES / "removals" / "CM504-prefetch-advise-int-device" / "before.cu"
+GRAPH = FIXTURES / "removals" / "CM508-graph-edge-data" / "before.cu"
 
 
 def _fix(path, keep, select):

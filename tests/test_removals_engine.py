@@ -3,21 +3,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from cudamigrate.engine import Options
 
-from .helpers import engine_for, fix_text
-
-
-def _scan(code: str, select: list[str], name: str = "t.cu"):
-    eng = engine_for(select=select)
-    return eng.scan_bytes(Path(name), code.encode())
-
-
-def _fix(code: str, select: list[str], **kw) -> str:
-    eng = engine_for(select=select, **kw)
-    return fix_text(eng, Path("t.cu"), code.encode(), unsafe=True).decode()
+from .helpers import assert_findings, fix_code
 
 
 def test_dead_version_branches_are_not_flagged():
@@ -38,12 +26,11 @@ void f() {
 #endif
 }
 """
-    res = _scan(code, ["CM501"])
-    assert sorted(f.line for f in res.findings) == [11, 14]
+    assert_findings(code, ["CM501"], [11, 14])
 
 
 def test_identifier_target_keeps_qualification():
-    assert _fix("void f() { ::cudaThreadSynchronize(); }\n", ["CM501"]) == "void f() { ::cudaDeviceSynchronize(); }\n"
+    assert fix_code("void f() { ::cudaThreadSynchronize(); }\n", ["CM501"]) == "void f() { ::cudaDeviceSynchronize(); }\n"
 
 
 def test_case_label_removal_keeps_fallthrough_body():
@@ -63,7 +50,7 @@ const char *s(cufftResult r) {
   }
 }
 """
-    out = _fix(code, ["CM512"])
+    out = fix_code(code, ["CM512"])
     assert "parse" not in out  # its own body goes with it
     assert 'case CUFFT_INVALID_PLAN:\n      return "plan";' in out  # fall-through body stays with the previous label
     # an empty case falls into the next label: removing it alone keeps that label's body
@@ -75,13 +62,13 @@ def test_cufft_uses_outside_case_take_the_old_value():
     """`if (res == CUFFT_PARSE_ERROR)` keeps comparing against 0xC, the value the enumerator had (safe fix)."""
     code = ("#include <cufft.h>\nbool f(cufftResult r) { if (r == CUFFT_PARSE_ERROR || ::CUFFT_LICENSE_ERROR != r)"
             " return true; return r == CUFFT_INCOMPLETE_PARAMETER_LIST; }\n")
-    res = _scan(code, ["CM512"])
-    assert len(res.findings) == 3 and all(f.fix is not None and f.fix.applicability == "safe" for f in res.findings)
-    out = _fix(code, ["CM512"])
+    found = assert_findings(code, ["CM512"], [2, 2, 2])
+    assert all(f.fix is not None and f.fix.applicability == "safe" for f in found)
+    out = fix_code(code, ["CM512"])
     assert "r == ((cufftResult)0xC /* CUFFT_PARSE_ERROR, removed in cuFFT 12 */)" in out
     assert "((cufftResult)0xF /* CUFFT_LICENSE_ERROR, removed in cuFFT 12 */) != r" in out
     assert "r == ((cufftResult)0xA /* CUFFT_INCOMPLETE_PARAMETER_LIST, removed in cuFFT 12 */)" in out
-    assert _fix(out, ["CM512"]) == out
+    assert fix_code(out, ["CM512"]) == out
 
 
 def test_base_specifier_removal():
@@ -89,7 +76,7 @@ def test_base_specifier_removal():
             "struct A : public thrust::unary_function<int, int> {};\n"
             "struct B : Base, thrust::binary_function<int, int, int> {};\n"
             "struct C : thrust::binary_function<int, int, int>, private Base {};\n")
-    out = _fix(code, ["CM517"])
+    out = fix_code(code, ["CM517"])
     assert "struct A {};" in out
     assert "struct B : Base {};" in out
     assert "struct C : private Base {};" in out
@@ -102,8 +89,7 @@ void f(char *p, cudaMemLocation where, int dev, cudaStream_t s) {
   cudaMemPrefetchAsync(p, 16, dev, s);
 }
 """
-    res = _scan(code, ["CM504"])
-    assert [f.line for f in res.findings] == [4]
+    assert_findings(code, ["CM504"], [(4, "CM504")])
 
 
 def test_device_prop_needs_known_device_for_a_fix():
@@ -115,8 +101,7 @@ int f(int d) {
 }
 int g(const cudaDeviceProp &p) { return p.clockRate; }
 """
-    res = _scan(code, ["CM503"])
-    fixes = {f.line: f.fix for f in res.findings}
+    fixes = {f.line: f.fix for f in assert_findings(code, ["CM503"], [5, 7])}
     assert fixes[5] is not None and "cudaDevAttrClockRate, d)" in fixes[5].edits[0].text
     assert fixes[7] is None
 
@@ -128,8 +113,7 @@ __global__ void k() { __shared__ cg::experimental::block_tile_memory<4, 256> m; 
 namespace other { namespace experimental { int x; } }
 int y = other::experimental::x;
 """
-    res = _scan(code, ["CM520"])
-    assert [f.line for f in res.findings] == [3]
+    assert_findings(code, ["CM520"], [(3, "CM520")])
 
 
 def test_keep_compat_option_is_read_from_options():

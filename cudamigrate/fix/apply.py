@@ -107,13 +107,19 @@ def apply_edits(data: bytes, groups: list[list[Edit]]) -> tuple[bytes, list[int]
 def _self_overlapping(group: list[Edit]) -> bool:
     """A finding whose own edits overlap cannot be applied in any order (a rule bug): never apply it."""
     es = sorted(set(group), key=lambda e: (e.start, e.end))
-    return any(a.overlaps(b) or a.end > b.start for a, b in zip(es, es[1:]))
+    return any(a.overlaps(b) or a.end > b.start for a, b in zip(es, es[1:], strict=False))
 
 
 def _normalize_newlines(text: str, newline: bytes) -> str:
     if newline == b"\r\n":
         return text.replace("\r\n", "\n").replace("\n", "\r\n")
     return text
+
+
+def _edits(f: Finding) -> list[Edit]:
+    """The edits of a fixable finding (`fixable` only passes findings with a fix)."""
+    assert f.fix is not None
+    return f.fix.edits
 
 
 def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool = False,
@@ -166,7 +172,7 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
         if n == MAX_PASSES:
             exhausted = True
             break
-        groups = [[Edit(e.start, e.end, _normalize_newlines(e.text, newline)) for e in f.fix.edits] for f in todo]
+        groups = [[Edit(e.start, e.end, _normalize_newlines(e.text, newline)) for e in _edits(f)] for f in todo]
         while True:
             new, applied = apply_edits(current, groups)
             if not applied:
@@ -176,7 +182,7 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
             made = guard.new_errors(errors_now, errors_new, shift)
             if not made:
                 break
-            for i in guard.blame(made, guard.output_spans([(e, i) for i in applied for e in groups[i]])):
+            for i in guard.blame(made, guard.output_spans([(e, k) for k in applied for e in groups[k]])):
                 f = todo[i]
                 withdrawn.add((f.rule_id, f.fingerprint))
                 notes.append(f"{display}:{f.line}: {f.rule_id}: fix refused: it would make a syntax error; left unchanged")

@@ -52,7 +52,7 @@ class Shift:
 
 def output_spans(pairs: list[tuple[Edit, int]]) -> list[tuple[int, int, int]]:
     """(start, end, group) in the output of each applied (edit, group), sorted."""
-    out = []
+    out: list[tuple[int, int, int]] = []
     d = 0
     last: Edit | None = None
     for e, g in sorted(pairs, key=lambda p: (p[0].start, p[0].end, p[1])):

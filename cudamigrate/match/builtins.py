@@ -421,7 +421,6 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     field once into a local filled by `cudaDeviceGetAttribute(&v, attribute, source)` before the statement
     (vars.hoisted, vars.variable), or vars.not_hoisted says why there is no place for it.
     """
-    from .context import normalize
     from .matchers import _declared_type
     from ..project_index import member_expression_type, project_member_type
     from .deviceprop import hoist_edits, receiver_is

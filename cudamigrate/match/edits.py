@@ -453,7 +453,7 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
         "data": m.rule.data,
         "vars": m.vars,
         "groups": m.vars.get("groups", {}),
-        "target_cuda": "%d.%d" % ctx.target,
+        "target_cuda": f"{ctx.target[0]}.{ctx.target[1]}",
         "file_ext": ctx.ext,
         "lang": file_language(ctx.source.path),  # c | cxx: fixes must be valid in the file's language
         "nl": ctx.source.newline.decode(),

@@ -52,8 +52,10 @@ def _arch_value(cond: str) -> list[bool] | None:
         return None
     out = []
     for arch in ARCHS:
-        ev = Evaluator(lambda n, a=arch: a if n == "__CUDA_ARCH__" else None,
-                       lambda n: True if n == "__CUDA_ARCH__" else None)
+        def lookup(n: str, a: int = arch) -> int | None:
+            return a if n == "__CUDA_ARCH__" else None
+
+        ev = Evaluator(lookup, lambda n: True if n == "__CUDA_ARCH__" else None)
         try:
             v = ev.eval(cond)
         except PPError:

@@ -12,7 +12,8 @@ Decided syntactically and conservatively, inside the function around the match (
 in a macro body):
 - the function takes no stream parameter; every statement before the match that names a stream variable (a name
   the file declares as `cudaStream_t`/`CUstream`, arrays included) or `cudaStreamPerThread`, except as the
-  argument of a call that queues no work (`cudaStreamCreate*`, `cudaStreamDestroy`, `cudaEventRecord`, ...), is followed by a host wait for the legacy stream (below: waiting for the
+  argument of a call that queues no work (`cudaStreamCreate*`, `cudaStreamDestroy`, `cudaEventRecord`, ...), is
+  followed by a host wait for the legacy stream (below: waiting for the
   legacy stream waits for all earlier work of the blocking streams) before the match; in a loop, the loop names
   no stream at all;
 - after the match, a legacy-stream wait (`cudaStreamSynchronize` of a null stream, `cudaDeviceSynchronize`,

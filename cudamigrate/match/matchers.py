@@ -241,7 +241,7 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
             outer = parent_of(outer)
         if outer is hit or "type" not in roles:
             return None
-        written = normalize_name(outer.text[: hit.end_byte - outer.start_byte].decode("utf-8", "replace"))
+        written = normalize_name((outer.text or b"")[: hit.end_byte - outer.start_byte].decode("utf-8", "replace"))
         name = _resolve_name(ctx, written, [n for n in rule.spec["names"] if not n.endswith("::*")])
         if name is None:
             return None
@@ -264,7 +264,7 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
         if outer is None:
             return None
         s, e = unit.abs(outer)[0], unit.abs(top)[1]
-        written = normalize_name(outer.text[: top.end_byte - outer.start_byte].decode("utf-8", "replace"))
+        written = normalize_name((outer.text or b"")[: top.end_byte - outer.start_byte].decode("utf-8", "replace"))
         name = _resolve_name(ctx, written, rule.spec["names"])
         if name is None:
             return None
@@ -298,7 +298,7 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
         return None
     if role == "call" and _is_user_definition(ctx, written, name):
         return None
-    m = Match(rule=rule, unit=unit, node=top if role != "call" else call[0], name=name, written=written,
+    m = Match(rule=rule, unit=unit, node=call[0] if role == "call" and call is not None else top, name=name, written=written,
               name_range=(unit.abs(qual_top)[0], unit.abs(hit)[1]), ident_range=unit.abs(hit))
     m.vars["role"] = role
     if call is not None:
@@ -359,7 +359,7 @@ def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Matc
             rtype = rtype.replace("struct", "").replace("const", "")
             if not any(t == rtype or rtype.endswith(t) for t in types):
                 return None
-        elif re.search(rb"struct\s+\w+\s*\{[^}]*\b" + re.escape(hit.text) + rb"\b", ctx.source.data):
+        elif re.search(rb"struct\s+\w+\s*\{[^}]*\b" + re.escape(hit.text or b"") + rb"\b", ctx.source.data):
             return None  # unknown receiver, and the file declares its own field of that name
     m = Match(rule=rule, unit=unit, node=p, name=node_text(hit), written=node_text(hit), field_node=hit, receiver=recv,
               name_range=unit.abs(hit), ident_range=unit.abs(hit))

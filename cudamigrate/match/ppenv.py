@@ -198,7 +198,7 @@ def decide(state: PPState, ctext: str, versions: list[tuple[int, int]], user_mac
         versions = versions[:1]  # no version macro: one toolkit decides for all
     seen: set[bool] = set()
     for defined_groups in itertools.product((True, False), repeat=len(maybe)):
-        present = {g for g in used_groups if state.toolkit.get(g)} | {g for g, d in zip(maybe, defined_groups) if d}
+        present = {g for g in used_groups if state.toolkit.get(g)} | {g for g, d in zip(maybe, defined_groups, strict=True) if d}
         for v in versions:
             vals = _values(v)
 
@@ -327,6 +327,7 @@ class _Walker:
             if k in ("if", "ifdef", "ifndef"):
                 outer = live()
                 cond = d.text if k == "if" else ("!" if k == "ifndef" else "") + f"defined({d.text.split()[0] if d.text.split() else ''})"
+                val: bool | None
                 if guard is not None and i == guard[0]:  # an include guard: its macro is ours, not a -D
                     val = state.macros.get(guard[1], UNDEF) in (UNDEF, UNKNOWN) if outer is not False else False
                 else:
@@ -339,7 +340,7 @@ class _Walker:
                 f = frames[-1]
                 taken = f[1]
                 if k == "else":
-                    val: bool | None = True
+                    val = True
                 elif k == "elif":
                     val = decide(state, d.text, self.versions)
                 else:
@@ -433,7 +434,7 @@ class PPEnv:
 
 
 def build_env(data: bytes, path: Path | str, cuda_file: bool, roots: tuple[str, ...], versions: list[tuple[int, int]],
-              assume: set[str] = frozenset()) -> PPEnv:  # type: ignore[assignment]
+              assume: set[str] = frozenset()) -> PPEnv:
     """Walk `data` (the file at `path`) and its project headers. `cuda_file`: nvcc compiles it as CUDA, so
     CUDART_VERSION (cuda_runtime.h is force-included) and the `__CUDACC_VER_*__`/`__CUDA_API_VER_*__` macros
     are defined. `assume`: macros the user declares defined everywhere (CM410's `assume_defined`)."""

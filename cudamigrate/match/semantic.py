@@ -211,6 +211,8 @@ class SemanticContext:
         data = ctx.source.data
         root = ctx.main.root
         for fact in self.facts.expansions:
+            if fact.use_range is None:  # every expansion fact has one (clang_facts sets it with the fact)
+                continue
             s, e = fact.use_range
             if e <= s or e > len(data):
                 continue

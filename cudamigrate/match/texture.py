@@ -372,6 +372,7 @@ class Use:
 class Migration:
     def __init__(self, ctx: FileContext):
         self.ctx = ctx
+        self.refs: dict[str, Ref] = {}  # the references of one kind being migrated (set by _run)
         self.data = ctx.source.data
         self.nl = ctx.source.newline.decode()
 
@@ -418,7 +419,8 @@ class Migration:
                 return Use(ident, unit, "bind", (call, fn, addr))
             if fn in REF_APIS:
                 return Use(ident, unit, "other", f"it is addressed through `{fn}` (line {self.line(unit, call)})")
-            return Use(ident, unit, "other", f"it is passed to `{fn or normalize_spaces(self.text(unit, call.child_by_field_name('function')))}` (line {self.line(unit, call)})")
+            callee = fn or normalize_spaces(self.text(unit, call.child_by_field_name("function")))
+            return Use(ident, unit, "other", f"it is passed to `{callee}` (line {self.line(unit, call)})")
         if p is not None and p.type == "field_expression" and not addr and p.child_by_field_name("argument") is not None \
                 and p.child_by_field_name("argument").start_byte == ident.start_byte:
             fld = node_text(p.child_by_field_name("field"))
@@ -647,7 +649,8 @@ def _bind_edit(mig: Migration, ref: Ref, unit: Unit, call: ts.Node, fn: str, add
         elif n == 4 and not _is_channel_desc(mig.ctx, args[3], ref):
             d, size = f"cudaCreateChannelDesc<{ref.elem}>()", args[3]
         else:
-            return None, f"`cudaBindTexture` at line {mig.line(unit, call)} leaves the size to its default (the whole address space), which a texture object cannot take: pass the size in bytes"
+            return None, (f"`cudaBindTexture` at line {mig.line(unit, call)} leaves the size to its default (the whole "
+                          "address space), which a texture object cannot take: pass the size in bytes")
         return Edit(s, e, f"cudamigrateBindTexture({args[0]}, {obj}, {sym}, {args[2]}, {d}, {size}, {desc})"), None
     if fn == "cudaBindTexture2D":
         if n == 7:
@@ -833,7 +836,7 @@ def _refs_in_scope(ctx: FileContext):
         return cached
     res = _compute_scope(ctx)
     try:
-        setattr(ctx, "_texture_scope", res)
+        ctx._texture_scope = res  # type: ignore[attr-defined]  # a per-file cache on the context
     except AttributeError:
         pass
     return res
@@ -1067,8 +1070,46 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
     q2 = query('((type_identifier) @t (#any-of? @t "textureReference" "surfaceReference"))')
     for unit in ctx.units:
         for node in ts.QueryCursor(q2).captures(unit.root).get("t", []):
+            if _project_type_use(node, _project_types(unit.root)):
+                continue
             m = Match(rule=rule, unit=unit, node=node, name=node_text(node), written=node_text(node))
             m.vars.update({"function": node_text(node),
                            "reason": f"the `{node_text(node)}` type is gone from the CUDA 13.0 headers"})
             out.append(m)
     return out
+
+
+_TYPE_DECLS = ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier")
+
+
+def _project_types(root: ts.Node) -> dict[str, bool]:
+    """Type names the file declares itself (`struct textureReference {...}`, `typedef ... surfaceReference;`),
+    mapped to whether one such declaration is at file scope (outside any namespace or class)."""
+    out: dict[str, bool] = {}
+    q = query("(struct_specifier name: (type_identifier) @n body: (_)) (class_specifier name: (type_identifier) @n body: (_)) "
+              "(union_specifier name: (type_identifier) @n body: (_)) (type_definition declarator: (type_identifier) @n)")
+    for node in ts.QueryCursor(q).captures(root).get("n", []):
+        anc, file_scope = node.parent, True
+        while anc is not None:
+            if anc.type in ("namespace_definition", "field_declaration_list"):
+                file_scope = False
+            anc = anc.parent
+        name = node_text(node)
+        out[name] = out.get(name, False) or file_scope
+    return out
+
+
+def _project_type_use(node: ts.Node, declared: dict[str, bool]) -> bool:
+    """The CUDA type is not meant: `node` names the project's own declaration of a type with that name, a use
+    qualified by a namespace or class (`legacy::textureReference`; the CUDA type is global), or an unqualified use
+    where the file declares the name at file scope."""
+    name = node_text(node)
+    if name not in declared:
+        return False
+    parent = node.parent
+    if parent is not None and parent.type in (*_TYPE_DECLS, "type_definition"):
+        return True
+    if parent is not None and parent.type == "qualified_identifier":
+        scope = parent.child_by_field_name("scope")
+        return scope is not None and node_text(scope) not in ("", "::")
+    return declared[name]

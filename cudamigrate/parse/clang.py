@@ -29,7 +29,7 @@ import os
 import re
 import shlex
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -184,7 +185,7 @@ class SemanticDB:
         self._index = None
         self.use_pch = True
         self._pch: dict[str, str] = {}  # TU -> PCH file
-        self._pch_dir = None
+        self._pch_dir: tempfile.TemporaryDirectory[str] | None = None
         self._pch_by_key: dict[tuple, str | None] = {}
 
     # scanning: all TUs in parallel, facts shipped back

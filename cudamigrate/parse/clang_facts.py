@@ -87,7 +87,8 @@ _CAST_KINDS = {"UNEXPOSED_EXPR", "PAREN_EXPR", "CSTYLE_CAST_EXPR", "CXX_STATIC_C
 _WRITE_PARENTS_OK = {"UNEXPOSED_EXPR", "MEMBER_REF_EXPR", "ARRAY_SUBSCRIPT_EXPR"}
 _TOOLKIT_HEADERS = ("cuda_runtime_api.h", "cuda.h", "cublas_api.h", "cublas_v2.h", "cublas.h", "nvrtc.h", "cufft.h",
                     "curand.h", "cusparse.h", "cusolverDn.h", "cudnn.h", "nccl.h", "thrust", "cub", "cuda")
-_TOOLKIT_MARKERS = ("/site-packages/nvidia/", "/dist-packages/nvidia/", "/usr/local/cuda", "/opt/nvidia/", "/nvhpc/", "/include/c++/", "/usr/include/", "/usr/lib/llvm", "/lib/clang/")
+_TOOLKIT_MARKERS = ("/site-packages/nvidia/", "/dist-packages/nvidia/", "/usr/local/cuda", "/opt/nvidia/", "/nvhpc/",
+                    "/include/c++/", "/usr/include/", "/usr/lib/llvm", "/lib/clang/")
 
 
 class _Extractor:
@@ -116,11 +117,12 @@ class _Extractor:
         import ctypes
 
         f = self.ci.c_object_p()
-        l, c, o = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
-        getattr(self.lib, fn)(sl, ctypes.byref(f), ctypes.byref(l), ctypes.byref(c), ctypes.byref(o))
+        line, col, o = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+        getattr(self.lib, fn)(sl, ctypes.byref(f), ctypes.byref(line), ctypes.byref(col), ctypes.byref(o))
         if not f:
             return None, 0
         ptr = ctypes.cast(f, ctypes.c_void_p).value
+        assert ptr is not None  # f is a non-null CXFile
         real = self.ptr_cache.get(ptr)
         if real is None:
             real = self.ptr_cache[ptr] = self.real(self.ci.File(f).name)

@@ -22,7 +22,7 @@ class Run:
 
     @property
     def target_str(self) -> str:
-        return "%d.%d" % self.target
+        return f"{self.target[0]}.{self.target[1]}"
 
     def by_roi(self) -> list[Finding]:
         return sorted(self.findings, key=lambda f: (-(f.cost.roi if f.cost else 0), f.path, f.line, f.column, f.rule_id,

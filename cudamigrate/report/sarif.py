@@ -129,7 +129,7 @@ def region(pos: Positions | None, start: int, end: int) -> dict:
 
 
 def result(f: Finding, rule_index: dict[str, int], pos: Positions | None) -> dict:
-    reg = {"startLine": f.line, "startColumn": f.column, "endLine": f.end_line, "endColumn": f.end_column,
+    reg: dict = {"startLine": f.line, "startColumn": f.column, "endLine": f.end_line, "endColumn": f.end_column,
            "byteOffset": f.start_byte, "byteLength": f.end_byte - f.start_byte}
     phys: dict = {"artifactLocation": artifact_location(f.path), "region": reg}
     if pos is not None and f.end_byte <= len(pos.data) and f.end_byte - f.start_byte <= 4096:  # bounded output

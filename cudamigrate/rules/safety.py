@@ -16,10 +16,10 @@ from typing import Any
 
 try:  # Python 3.11+
     import re._parser as sre_parse  # type: ignore[import-not-found]
-    from re._constants import BRANCH, MAX_REPEAT, MAXREPEAT, MIN_REPEAT, POSSESSIVE_REPEAT, SUBPATTERN  # type: ignore
+    from re._constants import BRANCH, MAX_REPEAT, MIN_REPEAT, POSSESSIVE_REPEAT, SUBPATTERN  # type: ignore
 except ImportError:  # pragma: no cover
-    import sre_parse  # type: ignore[no-redef]
-    from sre_constants import BRANCH, MAX_REPEAT, MAXREPEAT, MIN_REPEAT, SUBPATTERN  # type: ignore
+    import sre_parse
+    from sre_constants import BRANCH, MAX_REPEAT, MIN_REPEAT, SUBPATTERN
 
     POSSESSIVE_REPEAT = None
 

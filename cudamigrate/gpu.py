@@ -1,0 +1,120 @@
+"""The GPU and its toolchain, asked in one place: nvidia-smi, the GPU's architecture, the nvcc version, and
+running a built program with a timeout.
+
+`selftest --gpu`, `calibrate`, the calibration lookup (which GPU's figures to show) and the test suite's
+`gpu_available()` all go through here, so `CUDAMIGRATE_NO_GPU=1` hides the GPU from every one of them alike.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from . import build
+
+NO_GPU_ENV = "CUDAMIGRATE_NO_GPU"
+
+
+@dataclass
+class GpuInfo:
+    name: str
+    driver: str
+    compute_cap: str  # "9.0"
+    count: int = 1
+
+    @property
+    def arch(self) -> str:
+        return "sm_" + self.compute_cap.replace(".", "")
+
+
+def smi(*args: str, timeout: float = 20) -> str | None:
+    """nvidia-smi's standard output, or None when it is missing, fails or hangs."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return None
+    try:
+        p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return p.stdout if p.returncode == 0 else None
+
+
+def detect_gpu() -> GpuInfo | None:
+    """The first GPU nvidia-smi reports (CUDAMIGRATE_NO_GPU=1 hides it), or None."""
+    if os.environ.get(NO_GPU_ENV):
+        return None
+    out = smi("--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader")
+    if not out or not out.strip():
+        return None
+    rows = [[x.strip() for x in line.split(",")] for line in out.strip().splitlines() if line.strip()]
+    rows = [r for r in rows if len(r) >= 3]
+    if not rows:
+        return None
+    name, driver, cap = rows[0][:3]
+    if not re.fullmatch(r"\d+\.\d+", cap):
+        cap = "9.0"
+    return GpuInfo(name, driver, cap, len(rows))
+
+
+def gpu_available() -> bool:
+    """A GPU that programs can run on (the test suite's skip condition)."""
+    return detect_gpu() is not None
+
+
+@lru_cache(maxsize=1)
+def first_gpu_name() -> str | None:
+    """The first GPU's name, asked once per process (the calibration lookup runs per scan)."""
+    if os.environ.get(NO_GPU_ENV):
+        return None
+    out = smi("--query-gpu=name", "--format=csv,noheader")
+    names = [x.strip() for x in (out or "").splitlines() if x.strip()]
+    return names[0] if names else None
+
+
+def resolve_arch(arch: str, gpu: GpuInfo | None) -> str:
+    """`auto` -> the GPU's sm_XY (sm_90 without a GPU); nvcc 13.0 needs sm_75 or newer."""
+    if arch and arch != "auto":
+        return arch if arch.startswith(("sm_", "compute_")) else f"sm_{arch.replace('.', '')}"
+    return gpu.arch if gpu is not None else "sm_90"
+
+
+def nvcc_version() -> str | None:
+    """`13.0.88` from `nvcc --version`, or None without nvcc."""
+    nv = build.nvcc_path()
+    if not nv:
+        return None
+    try:
+        out = subprocess.run([nv, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"release (\d+\.\d+), V([\d.]+)", out)
+    return m.group(2) if m else None
+
+
+@dataclass
+class RunOutput:
+    rc: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+
+def run_program(exe: Path, timeout: float, args: list[str] | None = None, cwd: Path | None = None) -> RunOutput:
+    """Run a built program with the toolkit's libraries on the path; a timeout or an OS error is an output too."""
+    t0 = time.monotonic()
+    try:
+        p = subprocess.run([str(exe), *(args or [])], capture_output=True, text=True, timeout=timeout,
+                           env=build.run_env(), cwd=str(cwd or exe.parent), errors="replace")
+        return RunOutput(p.returncode, p.stdout, p.stderr, time.monotonic() - t0)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        return RunOutput(None, out, f"timed out after {timeout}s", time.monotonic() - t0, timed_out=True)
+    except OSError as exc:
+        return RunOutput(None, "", f"cannot run: {exc}", time.monotonic() - t0)
