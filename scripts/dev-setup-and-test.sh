@@ -38,4 +38,4 @@ set -e
 if [ "$rc" -ne 0 ]; then
   exit "$rc"
 fi
-scripts/check-test-log.sh "$LOG"
+bash scripts/check-test-log.sh "$LOG"

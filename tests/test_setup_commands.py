@@ -31,11 +31,11 @@ def test_readme_names_the_two_commands():
 
 def test_ci_runs_the_readme_script():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
-    assert re.search(r"^VENV=.* exec scripts/dev-setup-and-test\.sh", ci, re.M)
+    assert re.search(r"^VENV=.* exec bash scripts/dev-setup-and-test\.sh", ci, re.M)
     for f in (ROOT / ".ci" / "run", SCRIPT, GUARDS):
         assert os.access(f, os.X_OK), f"{f} is not executable"
     script = SCRIPT.read_text(encoding="utf-8")
-    assert "scripts/check-test-log.sh \"$LOG\"" in script and ".ci/apt-packages" in script
+    assert "bash scripts/check-test-log.sh \"$LOG\"" in script and ".ci/apt-packages" in script
     for wheel in ("nvidia-cublas==", "nvidia-cuda-nvrtc==", "nvidia-cufft==", "nvidia-npp==", "nvidia-cusparse=="):
         assert wheel in script
     apt = [ln.strip() for ln in (ROOT / ".ci" / "apt-packages").read_text().splitlines()
