@@ -227,7 +227,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
 
     Each finding shows `(roi N)`: impact / effort. Impact is what leaving it costs (build break 10, deprecated 5,
     performance 3, hygiene 1, scaled in context, e.g. x4 inside a loop); effort what fixing it costs (safe
-    automatic fix 1, unsafe fix to review 2, manual 5). `cudamigrate plan` turns the findings into steps.
+    automatic fix 1, unsafe fix to review 2, suggested edit to apply by hand 4, manual 5). Build breaks come
+    first whatever their ROI. `cudamigrate plan` turns the findings into steps.
     """
     fmt = report_fmt or fmt
     for flag, target in (("--output", output), ("--write-baseline", write_baseline)):
