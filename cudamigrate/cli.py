@@ -433,8 +433,15 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
     A buffer whose name `exclude` covers comes back unchanged, as ruff does, so an editor never loses text."""
     from .fix.apply import fix_bytes
 
-    res = fix_bytes(engine, stdin.path, stdin.data, display_path(stdin.path), unsafe=unsafe,
-                    display_only=display_only) if files else None
+    try:
+        res = fix_bytes(engine, stdin.path, stdin.data, display_path(stdin.path), unsafe=unsafe,
+                        display_only=display_only) if files else None
+    except Exception as exc:  # a bug in a rule: the editor gets its buffer back, the error is one line, exit 2
+        from .guard import internal_message
+
+        _err(internal_message(display_path(stdin.path), None, exc, "internal error while fixing"))
+        sys.stdout.buffer.write(stdin.data)
+        sys.exit(EXIT_ERROR)
     sys.stdout.flush()
     out = sys.stdout.buffer
     for e in (res.errors if res is not None else []):

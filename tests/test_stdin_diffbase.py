@@ -136,3 +136,15 @@ def test_parse_diff_quoted_names_and_pure_deletions():
             b"diff --git a/y.cu b/y.cu\n--- a/y.cu\n+++ b/y.cu\n@@ -5 +4,0 @@\n-gone\n@@ -9 +9 @@\n-o\n+n\n"
             b"diff --git a/z.cu b/z.cu\n--- a/z.cu\n+++ /dev/null\n@@ -1 +0,0 @@\n-z\n")
     assert parse_diff(diff) == {b"x\tb.cu": {4, 5}, b"y.cu": {9}}
+
+
+def test_fix_stdin_internal_error_returns_the_buffer(tmp_path, monkeypatch):
+    import cudamigrate.fix.apply as apply
+
+    def boom(*a, **k):
+        raise RuntimeError("rule bug")
+
+    monkeypatch.setattr(apply, "fix_bytes", boom)
+    r = cli(["fix", "-", "--stdin-filename", "k.cu"], tmp_path, LEGACY)
+    assert (r.exit_code, r.stdout_bytes) == (2, LEGACY)
+    assert "k.cu: internal error while fixing: RuntimeError: rule bug" in r.stderr
