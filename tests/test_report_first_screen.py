@@ -86,7 +86,7 @@ def test_first_screen_shows_the_plan(tmp_path):
     attr = dict(re.findall(r'([\w-]+)="([^"]*)"', body))
     assert attr.get("data-ready") == "1", p.stderr[-1500:]
     main = dom[dom.index("<main>"):]
-    assert main.lstrip("<main>").lstrip().startswith('<section id="plan">')  # the plan is the first section
+    assert main[len("<main>"):].lstrip().startswith('<section id="plan">')  # the plan is the first section
     vw, vh = map(int, attr["data-viewport"].split("x"))
     assert 0 <= int(attr["data-plan-top"]) < vh // 4, attr  # the plan starts near the top...
     assert int(attr["data-plan-first-bottom"]) <= vh, attr  # ...and its first step is on the first screen
