@@ -113,8 +113,9 @@ def _synthetic_run(n_rules: int) -> Run:
         app = ("safe", "unsafe", None)[i % 3]
         fix = Fix(app, "replace `int` by `long`", [Edit(0, 3, "long")]) if app else None
         imp, score = (("build-break", 10.0), ("deprecated", 5.0), ("performance", 3.0))[i % 3]
-        cost = Cost(imp, score, app or "manual", {"safe": 1.0, "unsafe": 2.0}.get(app or "", 5.0), 5.0,
-                    score / {"safe": 1.0, "unsafe": 2.0}.get(app or "", 5.0), ["x4 inside a loop"] if i == 0 else [])
+        effort = {"safe": 1.0, "unsafe": 2.0}.get(app or "", 5.0)
+        cost = Cost(impact=imp, impact_score=score, effort=app or "manual", effort_score=effort, effort_minutes=5.0,
+                    roi=score / effort, factors=["x4 inside a loop"] if i == 0 else [])
         msg = f"`{r.id}Call` is gone; use `<img src=x onerror=document.body.setAttribute('data-pwned',1)>` & a `tick"
         findings.append(Finding(r.id, r.name, r.family, r.severity, f"src/f{i}.cu", 1, 1, 1, 4, 0, 3, msg, "int",
                                 fix=fix, cost=cost))
