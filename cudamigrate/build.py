@@ -1,8 +1,8 @@
 """Compiling fixture programs with nvcc (tests and `cudamigrate selftest`).
 
-cuBLAS and NVRTC are not part of the toolkit install here; the pip wheels
-`nvidia-cublas` and `nvidia-cuda-nvrtc` put headers and versioned libraries in
-`<site-packages>/nvidia/cu13/{include,lib}` (see shared/cuda/README.md §4).
+cuBLAS, NVRTC, cuFFT, NPP and cuSPARSE are not part of the toolkit install here; their 13.0-matched pip
+wheels (`nvidia-cublas`, `nvidia-cuda-nvrtc`, `nvidia-cufft`, `nvidia-npp`, `nvidia-cusparse`) put headers
+and versioned libraries in `<site-packages>/nvidia/cu13/{include,lib}`.
 """
 
 from __future__ import annotations

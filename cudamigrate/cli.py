@@ -105,6 +105,39 @@ def selection_options(fn):
     return fn
 
 
+def stdin_option(fn):
+    """`--stdin-filename`: the path a buffer piped to `-` stands for (editors)."""
+    return click.option("--stdin-filename", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        help="With `-` as the path: read the source from stdin and treat it as this file (config, "
+                             "exclude and reports use this name; the file itself is not read or written).")(fn)
+
+
+def _stdin_input(paths: tuple[Path, ...], kw: dict[str, Any]):
+    """The buffer for `scan -`/`fix -` (a StdinInput), or None for ordinary paths. Semantic mode is off for
+    it: libclang reads files from disk, and the buffer is not on disk."""
+    from .stdin import StdinUsageError, read_stdin, wants_stdin
+
+    try:
+        if not wants_stdin(paths, kw.get("stdin_filename")):
+            return None
+    except StdinUsageError as exc:
+        raise click.UsageError(str(exc)) from None
+    kw["no_semantic"] = True
+    return read_stdin(sys.stdin.buffer, kw.get("stdin_filename"))
+
+
+def _diff_base(paths: tuple[Path, ...], ref: str | None):
+    """The lines changed since `--diff-base REF` (cudamigrate/diffbase.py), or None without the flag."""
+    if ref is None:
+        return None
+    from .diffbase import DiffBaseError, changed_lines
+
+    try:
+        return changed_lines(ref, paths[0] if paths else Path("."))
+    except DiffBaseError as exc:
+        raise click.UsageError(printable(str(exc))) from None
+
+
 def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineSpec, list[Path], Config, list[str]]:
     if kw.get("compile_commands") is not None:
         _check_regular(kw["compile_commands"], "--compile-commands")
@@ -185,20 +218,30 @@ def main() -> None:
                    "roi: by ROI alone; file: by place.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Only report findings not in this baseline.")
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Record current findings as the baseline.")
+@click.option("--diff-base", metavar="REF", default=None,
+              help="Only report findings on lines added or changed since git revision REF (`git diff -U0 REF`; "
+                   "untracked files count as wholly changed).")
+@stdin_option
 def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path | None, exit_zero: bool,
          statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, **kw: Any) -> None:
     """Report findings in PATHS (files or directories).
 
     Each finding shows `(roi N)`: impact / effort. Impact is what leaving it costs (build break 10, deprecated 5,
     performance 3, hygiene 1, scaled in context, e.g. x4 inside a loop); effort what fixing it costs (safe
-    automatic fix 1, unsafe fix to review 2, manual 5). `cudamigrate plan` turns the findings into steps.
+    automatic fix 1, unsafe fix to review 2, suggested edit to apply by hand 4, manual 5). Build breaks come
+    first whatever their ROI. `cudamigrate plan` turns the findings into steps.
     """
     fmt = report_fmt or fmt
     for flag, target in (("--output", output), ("--write-baseline", write_baseline)):
         _check_writable(target, flag)
     if baseline is not None:
         _check_regular(baseline, "--baseline")
+    stdin = _stdin_input(paths, kw)
+    paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    changed = _diff_base(paths, kw.get("diff_base"))
+    if changed is not None:  # unchanged files cannot hold a changed line: not even scanned
+        files = [p for p in files if changed.has_file(p)]
     from .progress import Progress
 
     import time
@@ -208,7 +251,11 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     progress = Progress(len(files))
     findings, errors, sources, unused, tracebacks = [], list(kw["walk_errors"]), {}, [], []
     internal = 0
-    results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db)
+    if stdin is not None:  # the buffer, reported under its name; nothing when excludes cover that name
+        results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
+        sources.update({display_path(p): stdin.data for p in files})
+    else:
+        results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db)
     notes: list[str] = []
     for res in results:
         findings += res.findings
@@ -236,6 +283,9 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
                     sources[f.path] = Path(real.get(f.path, f.path)).read_bytes()
                 except OSError:
                     sources[f.path] = b""
+    if changed is not None:
+        real_of = {display_path(p): p for p in files}
+        findings = [f for f in findings if changed.covers(real_of.get(f.path, Path(f.path)), f.line, f.end_line)]
     if write_baseline is not None:
         from .baseline import write_baseline as wb
 
@@ -310,13 +360,23 @@ def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
               help="On a clean git work tree: one commit per rule, with a generated message; the final tree equals "
                    "a single `fix` run.")
 @click.option("--commit-per-family", "commit_by", flag_value="family", help="Like --commit-per-rule, one commit per family.")
+@stdin_option
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
         exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
-    """Rewrite PATHS in place, applying automatic fixes; list the findings that remain."""
+    """Rewrite PATHS in place, applying automatic fixes; list the findings that remain.
+
+    With `-` (and --stdin-filename): fix the source read from stdin and print the fixed text (or, with
+    --diff, the diff) on stdout; no file is touched."""
     from .fix.write import clean_stale, fsync_dir
 
+    stdin = _stdin_input(paths, kw)
+    if stdin is not None and commit_by is not None:
+        raise click.UsageError("--commit-per-rule/--commit-per-family commit files; not with `-` (stdin)")
+    paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
     display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
+    if stdin is not None:
+        _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)
 
     import time
 
@@ -366,6 +426,38 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if (tally.remaining or tally.had_error) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: bool, exit_zero: bool, show_fixes: bool,
+               display_only: frozenset[str], rule_errors: list[str]) -> None:
+    """`fix -`: the fixed buffer (or its diff) on stdout, exactly as bytes; what remains on stderr; exit.
+    A buffer whose name `exclude` covers comes back unchanged, as ruff does, so an editor never loses text."""
+    from .fix.apply import fix_bytes
+
+    try:
+        res = fix_bytes(engine, stdin.path, stdin.data, display_path(stdin.path), unsafe=unsafe,
+                        display_only=display_only) if files else None
+    except Exception as exc:  # a bug in a rule: the editor gets its buffer back, the error is one line, exit 2
+        from .guard import internal_message
+
+        _err(internal_message(display_path(stdin.path), None, exc, "internal error while fixing"))
+        sys.stdout.buffer.write(stdin.data)
+        sys.exit(EXIT_ERROR)
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    for e in (res.errors if res is not None else []):
+        _err(e)
+    if res is None:  # excluded: the input, unchanged
+        out.write(b"" if diff else stdin.data)
+    else:
+        out.write(res.diff().encode("utf-8", "surrogateescape") if diff else res.fixed)
+    out.flush()
+    applied, left = (res.applied, res.remaining) if res is not None else ([], [])
+    _list_fix_outcome(applied, left, show_fixes)
+    click.echo(f"{'Would fix' if diff else 'Fixed'} {len(applied)} finding(s) in stdin; {len(left)} remaining.", err=True)
+    if rule_errors or (res is not None and res.internal):
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if (left or (res is not None and res.errors)) and not exit_zero else EXIT_CLEAN)
 
 
 def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:

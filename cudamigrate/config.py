@@ -77,7 +77,12 @@ def load_config(path: Path, section: tuple[str, ...] | None) -> Config:
         raise ConfigError(f"{path}: configuration must be a table")
     for k in doc:
         if k not in KNOWN:
-            raise ConfigError(f"{printable(str(path))}: unknown key {printable(repr(k))} (known: {', '.join(sorted(KNOWN))})")
+            import difflib
+
+            near = difflib.get_close_matches(str(k), sorted(KNOWN), n=1)
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise ConfigError(f"{printable(str(path))}: unknown key {printable(repr(k))}{hint} "
+                              f"(known: {', '.join(sorted(KNOWN))})")
     for k, v in doc.items():
         problem = _type_problem(k, v)
         if problem:

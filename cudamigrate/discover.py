@@ -49,6 +49,14 @@ def _named_file_ignored(p: Path) -> bool:
         d = d.parent
 
 
+def named_file_excluded(p: Path, excl: pathspec.PathSpec, base: Path | None, respect_gitignore: bool) -> bool:
+    """A file named on the command line (or by --stdin-filename; it need not exist) that `exclude` or an
+    ignore file covers: patterns anchored at `base` (the configuration's directory), else at the cwd."""
+    rel = _rel_to(p, base)
+    rel = rel if rel is not None else (_rel_to(p, Path.cwd()) or p.name)
+    return bool(excl.match_file(rel)) or (respect_gitignore and _named_file_ignored(p))
+
+
 def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[str] | None = None,
              respect_gitignore: bool = True, errors: list[str] | None = None, base: Path | None = None
              ) -> Iterator[Path]:
@@ -71,11 +79,8 @@ def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[
     for root in paths:
         try:
             is_dir = root.is_dir()
-            if not is_dir and root.is_file():
-                rel = _rel_to(root, base)
-                rel = rel if rel is not None else (_rel_to(root, Path.cwd()) or root.name)
-                if excl.match_file(rel) or (respect_gitignore and _named_file_ignored(root)):
-                    continue
+            if not is_dir and named_file_excluded(root, excl, base, respect_gitignore):
+                continue
         except OSError as exc:
             problem(root, "cannot read", exc)
             continue

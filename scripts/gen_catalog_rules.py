@@ -562,6 +562,82 @@ def ref_of(src: str) -> str:
     return re.sub(r":\d+(-\d+)?$", "", s)
 
 
+# NVIDIA's documentation of each catalog library: where a user reads the API's current contract.
+NVIDIA_DOCS = {
+    "cudart": "CUDA Runtime API: https://docs.nvidia.com/cuda/cuda-runtime-api/index.html",
+    "driver": "CUDA Driver API: https://docs.nvidia.com/cuda/cuda-driver-api/index.html",
+    "device": "CUDA C++ Programming Guide: https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html",
+    "cublas": "cuBLAS: https://docs.nvidia.com/cuda/cublas/index.html",
+    "cufft": "cuFFT: https://docs.nvidia.com/cuda/cufft/index.html",
+    "cusparse": "cuSPARSE: https://docs.nvidia.com/cuda/cusparse/index.html",
+    "nvrtc": "NVRTC: https://docs.nvidia.com/cuda/nvrtc/index.html",
+    "thrust": "CCCL (Thrust): https://nvidia.github.io/cccl/",
+    "cub": "CCCL (CUB): https://nvidia.github.io/cccl/",
+    "libcudacxx": "CCCL (libcu++): https://nvidia.github.io/cccl/",
+}
+RELEASE_NOTES = "CUDA Toolkit release notes: https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
+SHIPPED_CSV = "cudamigrate/data/cuda_api_changes.csv (ships with cudamigrate)"
+MAX_HEADER_REFS = 6
+
+
+def cite(part: str) -> str | None:
+    """One `source` entry of the catalog as a reference a user can follow: toolkit and wheel headers with
+    their version and line, public repositories and pages as URLs. None for notes that name no place a user
+    can open (a search tool's file id)."""
+    part = part.strip()
+    if not part or "read_file id" in part:
+        return None
+    m = re.match(r"cuda-13\.0 include/(\S+)( \(.*\))?$", part)
+    if m:
+        return f"CUDA 13.0 toolkit header include/{m.group(1)}{m.group(2) or ''}"
+    m = re.match(r"absent: cuda-13\.0 include/ \((.*)\)$", part)
+    if m:
+        return f"not declared in the CUDA 13.0 toolkit headers (include/; {m.group(1)})"
+    m = re.match(r"(nvidia-[\w-]+)==([\d.]+) nvidia/[\w]+/(\S+)( \(.*\))?$", part)
+    if m:
+        return f"{m.group(1)} {m.group(2)} wheel (matched to CUDA 13.0) header {m.group(3)}{m.group(4) or ''}"
+    m = re.match(r"HIPIFY (docs/tables/\S+) \(ROCm/HIPIFY@(\w+), (.*)\)(:\d+(?:-\d+)?)?$", part)
+    if m:
+        line = f" line {m.group(4)[1:]}" if m.group(4) else ""
+        return f"HIPIFY https://github.com/ROCm/HIPIFY/blob/{m.group(2)}/{m.group(1)}{line} ({m.group(3)})"
+    m = re.match(r"NVIDIA/cccl (docs/\S+?)(:\d+(?:-\d+)?)?$", part)
+    if m:
+        return f"https://github.com/NVIDIA/cccl/blob/main/{m.group(1)}"
+    m = re.match(r"absent: (nvidia-[\w-]+)==([\d.]+) headers$", part)
+    if m:
+        return f"not declared in the {m.group(1)} {m.group(2)} wheel's headers (matched to CUDA 13.0)"
+    if re.match(r"(github\.com|gitlab\.com|rocm\.docs\.amd\.com|docs\.nvidia\.com)/", part):
+        return "https://" + part
+    return part.replace("cuda-13.0 include/", "CUDA 13.0 toolkit header include/")
+
+
+def references(rows: list[dict]) -> list[str]:
+    """A generated rule's references: the toolkit/wheel header lines (or their absence) of its first rows,
+    the other public sources, NVIDIA's documentation for the library, and the shipped catalog rows."""
+    headers: list[str] = []
+    other: list[str] = []
+    for r in rows:
+        for part in re.split(r"\s;\s|;\s", r["source"]):
+            c = cite(part)
+            if c is None:
+                continue
+            bucket = headers if "CUDA 13.0 toolkit header" in c or c.startswith(("not declared", "nvidia-")) else other
+            key = c if bucket is headers else re.sub(r" line \d+(-\d+)?", "", c)
+            if key not in bucket:
+                bucket.append(key)
+    refs = headers[:MAX_HEADER_REFS]
+    if len(headers) > MAX_HEADER_REFS:
+        refs.append(f"and {len(headers) - MAX_HEADER_REFS} more header citations: the `source` column of the rows below")
+    refs += other
+    libs = list(dict.fromkeys(r["library"] for r in rows))
+    refs += [NVIDIA_DOCS[lib] for lib in libs if lib in NVIDIA_DOCS]
+    if any(r["removed_in"].strip() or r["deprecated_in"].strip() for r in rows):
+        refs.append(RELEASE_NOTES)
+    names = [f"{r['library']}:{r['api']}" for r in rows]
+    refs.append(f"{SHIPPED_CSV}, rows " + ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else ""))
+    return refs
+
+
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
@@ -914,13 +990,7 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
     ex = g.names[ex_name]
     if ex.get("rename") and "*" not in ex_name:
         doc["docs"]["example"] = f"{ex_name}  ->  {ex['rename']}"
-    refs = []
-    for r in rows:
-        ref = ref_of(r["source"])
-        if ref not in refs:
-            refs.append(ref)
-    refs.append("cudamigrate/data/cuda_api_changes.csv (shared/cuda/cuda_api_changes.csv)")
-    doc["references"] = refs
+    doc["references"] = references(rows)
     doc["tags"] = ["catalog", "generated", g.fix_kind]
     doc["catalog"] = [f"{r['library']}:{r['api']}" for r in rows]
     header = ("# GENERATED by scripts/gen_catalog_rules.py from cudamigrate/data/cuda_api_changes.csv -- do not edit;\n"

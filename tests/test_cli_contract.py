@@ -179,3 +179,11 @@ def test_selftest_finds_fixtures_from_an_installed_tool(tmp_path, monkeypatch):
     assert not st.default_fixtures_dir(cwd=tmp_path).is_dir()
     r = run("selftest", cwd=tmp_path)
     assert r.exit_code == 2 and "run it inside a checkout of cudamigrate or pass --fixtures DIR" in r.stderr
+
+
+def test_unknown_config_key_is_an_error_with_a_suggestion(src):
+    (src / ".cudamigrate.toml").write_text('selct = ["streams"]\n')
+    for cmd in ("scan", "fix", "plan"):
+        r = run(cmd, "a.cu", cwd=src)
+        assert r.exit_code == 2 and "unknown key 'selct'; did you mean 'select'?" in r.stderr, (cmd, r.output)
+    assert (src / "a.cu").read_bytes() == LEGACY

@@ -101,17 +101,32 @@ def _directory(path: str) -> str:
     return d or "."
 
 
-def _bars(counts: dict[str, int], limit: int = 15) -> list[dict[str, Any]]:
+def _bars(counts: dict[str, int], labels: dict[str, str] | None = None, limit: int = 15) -> list[dict[str, Any]]:
+    """Bars of a chart, largest first. `key` is the table filter value a click on the bar applies (None for the
+    "N more" bar, which stands for several); `label` what the bar says (full text in its tooltip)."""
     items = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    top = items[:limit]
+    top: list[tuple[str | None, str, int]] = [(k, (labels or {}).get(k, k), v) for k, v in items[:limit]]
     if len(items) > limit:
-        top.append((f"{len(items) - limit} more", sum(v for _, v in items[limit:])))
-    peak = max((v for _, v in top), default=1) or 1
-    return [{"label": k, "value": v, "width": round(300 * v / peak, 1)} for k, v in top]
+        top.append((None, f"{len(items) - limit} more", sum(v for _, v in items[limit:])))
+    peak = max((v for _, _, v in top), default=1) or 1
+    return [{"key": k, "label": lbl, "value": v, "width": round(300 * v / peak, 1)} for k, lbl, v in top]
+
+
+def roi_why(f: Finding) -> str:
+    """The finding's ROI in words: what the impact and effort are and where the numbers come from."""
+    c = f.cost
+    if c is None:
+        return ""
+    from ..plan import fmt_roi, impact_of
+
+    ctx = f"; {', '.join(c.factors)}" if c.factors else ""
+    measured = f"; {c.measured}" if c.measured else ""
+    return (f"ROI {fmt_roi(c.roi)} = impact {c.impact_score:g} ({impact_of(f)}{ctx}{measured}) / effort "
+            f"{c.effort_score:g} ({c.effort}, about {c.effort_minutes:g} min). Higher ROI: more value per unit of work.")
 
 
 def build_data(run: Run) -> dict[str, Any]:
-    from ..plan import plan_order
+    from ..plan import impact_of, plan_order
 
     findings = plan_order(run.findings)  # the plan's order: build breaks first (safe, unsafe, manual), then by impact
     rules_by_id = {r.id: r for r in run.rules}
@@ -153,17 +168,18 @@ def build_data(run: Run) -> dict[str, Any]:
         if fl is not None:  # the page takes the old lines from the source excerpt
             wanted[f.path].update(range(fl[0], fl[0] + fl[1]))
         c = f.cost
+        wi = messages.setdefault(roi_why(f), len(messages))
         rows.append([
             rule_index[f.rule_id], file_index[f.path], f.line, f.column, f.end_line, f.end_column,
             f.severity, f.applicability, c.roi if c else 0, c.effort_minutes if c else 0,
-            c.impact if c else "", mi, list(fl) if fl else None, ti, f.fingerprint,
+            impact_of(f) if c else "", mi, list(fl) if fl else None, ti, f.fingerprint, wi,
         ])
     src = {str(file_index[p]): _segments(parsed[p][1], wanted[p]) for p in files if parsed[p][1]}
     return {
         "version": __version__,
         "target": run.target_str,
         "fields": ["rule", "file", "line", "col", "endLine", "endCol", "severity", "applicability", "roi",
-                   "effortMinutes", "impact", "message", "fix", "fixTitle", "fingerprint"],
+                   "effortMinutes", "impact", "message", "fix", "fixTitle", "fingerprint", "roiWhy"],
         "rules": rules_out,
         "files": files,
         "messages": list(messages),  # string table for message and fixTitle
@@ -173,6 +189,8 @@ def build_data(run: Run) -> dict[str, Any]:
 
 
 def summary_view(run: Run) -> dict[str, Any]:
+    from ..plan import impact_of
+
     s = run.summary()
     fs = run.findings
     n = len(fs) or 1
@@ -194,7 +212,7 @@ def summary_view(run: Run) -> dict[str, Any]:
                         "hours": round(v["minutes"] / 60, 1)} for k, v in dirs.items()),
                       key=lambda r: (-r["roi"], r["dir"]))
     rule_names = {r.id: r.name for r in run.rules}
-    by_rule = {f"{k} {rule_names.get(k, '')}".strip(): v for k, v in s["by_rule"].items()}
+    rule_labels = {k: f"{k} {rule_names.get(k, '')}".strip() for k in s["by_rule"]}
     colors = {"safe": "#1a7f37", "unsafe": "#b35900", "display-only": "#6f42c1", "manual": "#8a8f98"}
     share = [{"key": k, "value": app[k], "pct": round(100 * app[k] / n, 1), "color": colors[k]}
              for k in ("safe", "unsafe", "display-only", "manual")]
@@ -209,9 +227,9 @@ def summary_view(run: Run) -> dict[str, Any]:
         "hours": round(s["effort_minutes"] / 60, 1),
         "share": share,
         "family_bars": _bars(s["by_family"]),
-        "rule_bars": _bars(by_rule),
+        "rule_bars": _bars(s["by_rule"], rule_labels),
         "severity_bars": _bars(s["by_severity"]),
-        "impact_bars": _bars(dict(Counter(f.cost.impact for f in fs if f.cost))),
+        "impact_bars": _bars(dict(Counter(impact_of(f) for f in fs if f.cost))),
         "fixable_pct": round(100 * (app["safe"] + app["unsafe"]) / n, 1),
         "dirs": dir_rows[:25],
         "dirs_more": max(0, len(dir_rows) - 25),

@@ -40,10 +40,15 @@ def render(run: Run, show_source: bool = True, sort: str = "plan") -> str:
             + (f"{app['display-only']} with a suggested edit that `fix` does not apply ([?]), " if app["display-only"] else "")
             + f"{app['manual']} manual."
         )
+        lines.append(ROI_LINE)
     else:
         errs = f" ({len(run.errors)} error(s) reported on stderr)" if run.errors else ""
         lines.append(f"No findings in {run.files_scanned} file(s){errs}.")
     return "\n".join(lines) + "\n"
+
+
+ROI_LINE = ("(roi N) = impact / effort: the value of fixing a finding per unit of work; build breaks come first "
+            "whatever their ROI (`cudamigrate explain ID` shows how a rule scores).")
 
 
 def statistics(run: Run) -> str:

@@ -18,6 +18,17 @@
     return n;
   }
   function clear(n) { while (n.firstChild) n.removeChild(n.firstChild); }
+  // Messages are Markdown with inline code only: `x` becomes <code>x</code>. Built with text nodes, never
+  // markup, because messages quote the user's code; an unpaired backtick stays a backtick.
+  function md(tag, cls, text) {
+    var n = el(tag, cls), parts = String(text === undefined || text === null ? "" : text).split("`");
+    if (parts.length % 2 === 0) { var tail = parts.pop(); parts[parts.length - 1] += "`" + tail; }
+    parts.forEach(function (p, i) {
+      if (!p) return;
+      n.appendChild(i % 2 ? el("code", null, p) : document.createTextNode(p));
+    });
+    return n;
+  }
 
   var D = JSON.parse(document.getElementById("cm-data").textContent);
   var F = D.findings, R = D.rules, FILES = D.files, MSG = D.messages;
@@ -155,13 +166,14 @@
     var f = F[i], r = ruleOf(f), box = el("div", "details");
     var head = el("div", "dhead");
     head.appendChild(el("strong", null, r.id + " " + r.name));
-    head.appendChild(el("span", "muted", " — " + r.summary));
+    head.appendChild(md("span", "muted", " — " + r.summary));
     box.appendChild(head);
     var vers = [];
     if (r.deprecated_in) vers.push("deprecated in CUDA " + r.deprecated_in);
     if (r.removed_in) vers.push("removed in CUDA " + r.removed_in);
     if (vers.length) box.appendChild(el("div", "muted", vers.join(", ")));
-    box.appendChild(el("p", "msg", MSG[f[I.message]]));
+    box.appendChild(md("p", "msg", MSG[f[I.message]]));
+    if (MSG[f[I.roiWhy]]) box.appendChild(el("p", "muted small roi-why", MSG[f[I.roiWhy]]));
 
     box.appendChild(el("h4", null, "Source"));
     var ctx = [], last = Math.min(f[I.endLine], f[I.line] + 12);
@@ -174,7 +186,7 @@
     else box.appendChild(el("p", "muted", "(source not available)"));
 
     var d = f[I.fix];
-    box.appendChild(el("h4", null, d ? "Proposed fix (" + f[I.applicability] + "): " + MSG[f[I.fixTitle]] : "Fix"));
+    box.appendChild(md("h4", null, d ? "Proposed fix (" + f[I.applicability] + "): " + MSG[f[I.fixTitle]] : "Fix"));
     if (d) {
       // d = [first line, old line count, new lines]: show common leading/trailing lines as context
       var first = d[0], oldL = [], newL = d[2], rows = [];
@@ -188,7 +200,7 @@
       for (q = pre; q < newL.length - suf; q++) rows.push({ no: first + q, op: "+", text: newL[q], cls: "add" });
       for (q = oldL.length - suf; q < oldL.length; q++) rows.push({ no: first + q, op: " ", text: oldL[q] });
       box.appendChild(codeBlock(rows));
-      box.appendChild(el("p", "muted", f[I.applicability] === "safe" ? "Applied by `cudamigrate fix`." :
+      box.appendChild(md("p", "muted", f[I.applicability] === "safe" ? "Applied by `cudamigrate fix`." :
         f[I.applicability] === "display-only" ? "Suggested edit only: it changes behaviour (e.g. stream ordering), so `cudamigrate fix` never applies it; check the ordering and apply it by hand." :
         "Applied by `cudamigrate fix --unsafe-fixes`; review the change."));
     } else {
@@ -199,7 +211,7 @@
       if (!p[1]) return;
       var para = el("p");
       para.appendChild(el("strong", null, p[0] + ": "));
-      para.appendChild(document.createTextNode(p[1]));
+      Array.prototype.slice.call(md("span", null, p[1]).childNodes).forEach(function (c) { para.appendChild(c); });
       box.appendChild(para);
     });
     if (r.example) { box.appendChild(el("h4", null, "Example")); box.appendChild(el("pre", "code", r.example)); }
@@ -220,6 +232,29 @@
     return box;
   }
 
+  // Chart labels end before their bar whatever the font: shortened (full text in the bar's tooltip) until
+  // the rendered width fits the label column. data-chart-overlaps counts boxes that still cross (tests read it).
+  var LABEL_MAX = 192;
+  function fitLabels() {
+    Array.prototype.forEach.call(document.querySelectorAll(".chart svg text.lbl"), function (t) {
+      if (!t.getComputedTextLength) return;
+      var s = t.textContent;
+      while (s.length > 1 && t.getComputedTextLength() > LABEL_MAX) {
+        s = s.replace(/…$/, "").slice(0, -1);
+        t.textContent = s + "…";
+      }
+    });
+    var n = 0;
+    Array.prototype.forEach.call(document.querySelectorAll(".chart svg"), function (svg) {
+      var b = Array.prototype.map.call(svg.querySelectorAll("text, rect"), function (e) { return e.getBoundingClientRect(); })
+        .filter(function (r) { return r.width > 0 && r.height > 0; });
+      for (var i = 0; i < b.length; i++) for (var j = i + 1; j < b.length; j++) {
+        if (b[i].left < b[j].right - 0.5 && b[j].left < b[i].right - 0.5 && b[i].top < b[j].bottom - 0.5 && b[j].top < b[i].bottom - 0.5) n++;
+      }
+    });
+    body.setAttribute("data-chart-overlaps", String(n));
+  }
+
   var current = [];
   function render() {
     var t = performance.now();
@@ -237,13 +272,15 @@
       tr.setAttribute("data-roi", String(f[I.roi]));
       tr.tabIndex = 0;
       tr.setAttribute("data-impact", f[I.impact]);
-      tr.appendChild(el("td", "num", Math.round(f[I.roi] * 10) / 10));
+      var roiCell = el("td", "num", Math.round(f[I.roi] * 10) / 10);
+      roiCell.title = MSG[f[I.roiWhy]] || "";
+      tr.appendChild(roiCell);
       tr.appendChild(el("td", "rule", r.id));
       tr.appendChild(el("td", null, r.family));
       tr.appendChild(el("td", "sev", f[I.severity]));
       tr.appendChild(el("td", "app app-" + f[I.applicability], f[I.applicability]));
       tr.appendChild(el("td", "loc", FILES[f[I.file]] + ":" + f[I.line] + ":" + f[I.col]));
-      tr.appendChild(el("td", "message", MSG[f[I.message]]));
+      tr.appendChild(md("td", "message", MSG[f[I.message]]));
       tr.appendChild(el("td", "num", f[I.effortMinutes]));
       tb.appendChild(tr);
       if (open[i]) {
@@ -266,6 +303,10 @@
     Array.prototype.forEach.call(document.querySelectorAll("th[data-sort]"), function (th) {
       var s = th.getAttribute("data-sort");
       th.setAttribute("aria-sort", s === state.sort ? (state.dir > 0 ? "ascending" : "descending") : "none");
+    });
+    Array.prototype.forEach.call(document.querySelectorAll("a.bar[data-filter]"), function (a) {
+      var on = state[a.getAttribute("data-filter")] === a.getAttribute("data-value");
+      if (on) a.classList.add("active"); else a.classList.remove("active");
     });
     body.setAttribute("data-shown", String(current.length));
     body.setAttribute("data-rows", String(end - start));
@@ -311,7 +352,20 @@
     }
     document.getElementById("rows").addEventListener("click", toggle);
     document.getElementById("rows").addEventListener("keydown", function (ev) { if (ev.key === "Enter") toggle(ev); });
-    window.addEventListener("hashchange", function () { readHash(); render(); });
+    // chart bars and plan rules are links (#rule=CM101): the hash filters the table, then the table is shown
+    window.addEventListener("hashchange", function () {
+      readHash(); render();
+      var t = document.getElementById("findings");
+      if (t.scrollIntoView) t.scrollIntoView();
+    });
+    fitLabels();
+    // where the plan sits on the first screen (tests of the first view read these)
+    var plan = document.getElementById("plan"), step = document.querySelector("#plan-steps li, #plan p");
+    if (plan && plan.getBoundingClientRect) {
+      body.setAttribute("data-plan-top", plan.getBoundingClientRect().top.toFixed(0));
+      if (step) body.setAttribute("data-plan-first-bottom", step.getBoundingClientRect().bottom.toFixed(0));
+      body.setAttribute("data-viewport", window.innerWidth + "x" + window.innerHeight);
+    }
     readHash();
     render();
     if (/(^#|&)open=1(&|$)/.test(location.hash)) {  // `#open=1` opens the first row (screenshots, tests)

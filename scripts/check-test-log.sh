@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The CI guards on a pytest log (`pytest -rs` output): a green run that skipped what this machine can run is
+# a failure. Exit 1 if nvcc is on PATH but the nvcc tests were skipped or nothing passed, or if the
+# semantic-mode (libclang) tests were skipped. Used by scripts/dev-setup-and-test.sh (and so by .ci/run).
+set -euo pipefail
+LOG=${1:?usage: check-test-log.sh PYTEST_LOG}
+if command -v nvcc >/dev/null 2>&1 && grep -q "nvcc not on PATH" "$LOG"; then
+  echo "CI: nvcc is on PATH but nvcc tests were skipped" >&2
+  exit 1
+fi
+if command -v nvcc >/dev/null 2>&1 && ! grep -Eq "[0-9]+ passed" "$LOG"; then
+  echo "CI: no passing tests reported" >&2
+  exit 1
+fi
+if grep -q "libclang semantic mode unavailable" "$LOG"; then
+  echo "CI: semantic-mode tests were skipped (libclang1-19 / libclang-common-19-dev from .ci/apt-packages missing?)" >&2
+  exit 1
+fi
