@@ -22,7 +22,7 @@ from .match.semantic import SemanticContext
 from .match.matchers import HIT_MATCHERS, Match, identifier_hits, includes, launches, strings
 from .parse.treesitter import (ErrorSpans, Unit, macro_units, parse, query, register_roots, reset_parent_cache,
                                syntax_blocker)
-from .prefilter import NameGate, Spans, comment_spans, define_regions
+from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions
 from .project_index import ProjectIndex
 from .rules.schema import Rule, parse_version
 from .source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
@@ -227,8 +227,8 @@ class Engine:
         self.glob_keywords = [(re.compile(_glob_regex(k) + r"\Z"), k) for k in sorted(k for k in self.by_keyword if "*" in k)]
         self._rules_cache: dict[str, list[Rule]] = {}
         self.name_gate = NameGate.build(self.rules)
-        self.prefilter = _keyword_regex([k for k in self.by_keyword if "*" not in k],
-                                        [_glob_regex(k) for _, k in self.glob_keywords])
+        self.prefilter = KeywordFinder.build([k for k in self.by_keyword if "*" not in k],
+                                             [_glob_regex(k) for _, k in self.glob_keywords])
         # semantic mode: (path, bytes) -> FileFacts | None (parse/clang_facts.py), set by the runner
         self.semantic_provider: Callable[[Path, bytes], Any] | None = None
         # the run's project files (cli sets the discovered files): headers, members, includers
@@ -308,10 +308,10 @@ class Engine:
         found: set[str] = set()
         in_code: set[str] = set()  # the keywords met outside comments
         if self.prefilter is not None:
-            hits = [(m.start(), m.group()) for m in self.prefilter.finditer(data)]
-            found = {w.decode() for _, w in hits}
-            comments = Spans(comment_spans(data)) if hits else None
-            in_code = {w.decode() for pos, w in hits if pos not in comments} if comments and comments.spans else found
+            found = in_code = self.prefilter.find(data)
+            comments = comment_spans(data) if found else []
+            if comments:
+                in_code = self.prefilter.find(blank(data, comments))
         if semantic is None and self.semantic_provider is not None:
             semantic = self._semantic_context(src)
         if semantic is not None:  # names that reach this file through macros and headers

@@ -18,9 +18,8 @@ rule that then finds nothing, never drop one that could match):
 
 from __future__ import annotations
 
-import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable
 
 # comments, plus the tokens inside which `//` or `/*` is not a comment: strings, character literals (not a
@@ -38,27 +37,49 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 
 
+_WORDS = re.compile(rb"\w+")  # bytes: ASCII word characters, the words that `\bkeyword\b` can match
+
+
+@dataclass
+class KeywordFinder:
+    """The rules' keywords that occur in a file as whole words (`\bkw\b`), plus the words that `*` keywords
+    (`Agent*`) match. A set intersection of the file's words with the keywords: as fast as one regex of ~1,000
+    alternatives over the bytes, without compiling that regex at every start (0.3 s, a third of a one-file run)."""
+
+    words: frozenset[bytes]
+    globs: re.Pattern[bytes] | None = None
+
+    @classmethod
+    def build(cls, keywords: Iterable[str], glob_patterns: Iterable[str]) -> "KeywordFinder | None":
+        words = frozenset(k.encode() for k in keywords)
+        pats = list(glob_patterns)
+        if not words and not pats:
+            return None
+        return cls(words, re.compile(rb"\b(" + "|".join(pats).encode() + rb")\b") if pats else None)
+
+    def find(self, data: bytes) -> set[str]:
+        got = set(_WORDS.findall(data)) & self.words
+        if self.globs is not None:
+            got |= set(self.globs.findall(data))
+        return {w.decode() for w in got}
+
+
+def blank(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """`data` with the given ranges replaced by spaces (same length)."""
+    out, last = [], 0
+    for s, e in spans:
+        out += [data[last:s], b" " * (e - s)]
+        last = e
+    out.append(data[last:])
+    return b"".join(out)
+
+
 def comment_spans(data: bytes) -> list[tuple[int, int]]:
     """Sorted (start, end) byte ranges of the comments; empty when the file has a raw string literal
     (its body could hold `/*` or `"`: then nothing is treated as a comment)."""
     if b"/" not in data or _RAW_STRING.search(data):
         return []
     return [m.span() for m in _LEX.finditer(data) if m.lastgroup == "c"]
-
-
-@dataclass
-class Spans:
-    """Membership of offsets in sorted disjoint ranges."""
-
-    spans: list[tuple[int, int]]
-    starts: list[int] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.starts = [s for s, _ in self.spans]
-
-    def __contains__(self, pos: int) -> bool:
-        i = bisect.bisect_right(self.starts, pos) - 1
-        return i >= 0 and pos < self.spans[i][1]
 
 
 def define_regions(data: bytes) -> list[bytes]:
@@ -93,10 +114,12 @@ class NameGate:
         for r in rules:
             if r.kind not in ("call", "identifier"):
                 continue
-            sets = [name_words(n) for n in r.spec.get("names", [])]
-            if all(sets) and any(s - r.keywords() for s in sets):  # some name needs more than its keyword
+            sets = list(dict.fromkeys(name_words(n) for n in r.spec.get("names", [])))
+            kws = r.keywords()
+            more = {w for s in sets for w in s - kws}
+            if all(sets) and more:  # some name needs more than its keyword
                 needs[r.id] = sets
-                extra |= {w for s in sets for w in s - r.keywords()}
+                extra |= more
         words = sorted(extra, key=lambda w: (-len(w), w))
         rx = re.compile(rb"\b(" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b") if words else None
         return cls(needs, rx)

@@ -20,7 +20,7 @@ import cudamigrate.match.texture as texture_mod
 from cudamigrate.engine import Engine, Options
 from cudamigrate.match.matchers import IDENTIFIER_TYPES
 from cudamigrate.parse.treesitter import query
-from cudamigrate.prefilter import NameGate, Spans, comment_spans, define_regions, name_words
+from cudamigrate.prefilter import NameGate, comment_spans, define_regions, name_words
 from cudamigrate.project_index import ProjectIndex
 
 from .helpers import ROOT, all_rules
@@ -89,9 +89,18 @@ def test_comment_spans_continue_lines_and_give_up_on_raw_strings():
     assert comment_spans(b"x /* never closed\n cudaFoo();\n") == []
 
 
-def test_spans_membership():
-    sp = Spans([(2, 5), (10, 12)])
-    assert [p for p in range(14) if p in sp] == [2, 3, 4, 10, 11]
+def test_keyword_words_equal_the_keyword_regex():
+    """The word-set prefilter finds what one `\\b(trie of keywords|globs)\\b` regex finds, on every
+    fixture and example file and on words glued to digits, `$` or non-ASCII bytes."""
+    from cudamigrate.engine import _glob_regex, _keyword_regex
+
+    eng = Engine(all_rules(), Options(select=[r.id for r in all_rules()]))
+    rx = _keyword_regex([k for k in eng.by_keyword if "*" not in k], [_glob_regex(k) for _, k in eng.glob_keywords])
+    datas = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*"))
+             if p.suffix in EXTS and p.is_file()]
+    datas.append("x9cudaMalloc cudaMalloc9 $cudaMalloc écudaFree cudaFree_ AgentReduceX _cudaMalloc".encode())
+    for d in datas:
+        assert eng.prefilter.find(d) == {m.decode() for m in rx.findall(d)}
 
 
 def test_define_regions_hold_continuation_lines():
