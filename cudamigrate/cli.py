@@ -5,23 +5,22 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from . import __version__
 from .config import Config, ConfigError, find_config, load_config
-from .discover import discover
-from .engine import Engine, Options
-from .report.model import Run
 from .rules.load import builtin_rules_dir, load_rules
 from .rules.schema import parse_version
-from .project_index import ProjectIndex
-from .runner import EngineSpec, display_path, fix_files, scan_files
-from .cli_fix import FixTally, list_fix_outcome as _list_fix_outcome, record_fix as _record_fix
 from .cli_output import err as _err
-from .cli_semantic import semantic as _semantic, semantic_timed as _semantic_timed, timings as _timings
 from .textsafe import printable
+
+if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
+    from .engine import Engine
+    from .report.model import Run
+    from .runner import EngineSpec
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 FORMATS = ["text", "json", "sarif", "github", "json-lines", "junit", "html"]
@@ -97,7 +96,9 @@ def selection_options(fn):
                      help="Semantic mode: parse translation units with libclang using the flags in this "
                           "compile_commands.json (default: found in ., build/ or out/ upward from the paths)."),
         click.option("--no-semantic", is_flag=True, help="Never use libclang, even when a compile_commands.json is found."),
-        click.option("--timings", is_flag=True, help="Print a timing line per phase on stderr."),
+        click.option("--timings", is_flag=True, help="Print each phase's wall and CPU time on stderr."),
+        click.option("--no-cache", is_flag=True,
+                     help="Neither read nor write the compiled rule cache (also: CUDAMIGRATE_NO_CACHE=1)."),
         click.option("--debug", is_flag=True, help="Print the traceback of each internal error on stderr."),
     ]
     for o in reversed(opts):
@@ -139,6 +140,11 @@ def _diff_base(paths: tuple[Path, ...], ref: str | None):
 
 
 def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineSpec, list[Path], Config, list[str]]:
+    from .discover import discover
+    from .engine import Engine, Options
+    from .project_index import ProjectIndex
+    from .runner import EngineSpec
+
     if kw.get("compile_commands") is not None:
         _check_regular(kw["compile_commands"], "--compile-commands")
     try:
@@ -173,7 +179,8 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
                    options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
                    keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"),
                    include_roots=tuple(str(p if os.path.isdir(p) else p.parent) for p in (paths or (Path("."),))))
-    rs = load_rules(rule_dirs)
+    use_cache = not kw.get("no_cache")
+    rs = load_rules(rule_dirs, use_cache=use_cache)
     from .selectors import check as check_selectors
 
     where = f"{cfg.path}" if cfg.path else "config"
@@ -186,7 +193,7 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
     if bad:
         raise click.UsageError("; ".join(bad))
     engine = Engine(rs.rules, opts)
-    spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"))
+    spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"), use_rule_cache=use_cache)
     walk_errors: list[str] = []
     files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
                           respect_gitignore=cfg.get("respect-gitignore", True), errors=walk_errors,
@@ -236,21 +243,27 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         _check_writable(target, flag)
     if baseline is not None:
         _check_regular(baseline, "--baseline")
+    from .cli_semantic import clock, semantic_timed, since, timings
+    from .progress import Progress
+    from .report.model import Run
+    from .runner import display_path, scan_files
+
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
     changed = _diff_base(paths, kw.get("diff_base"))
     if changed is not None:  # unchanged files cannot hold a changed line: not even scanned
         files = [p for p in files if changed.has_file(p)]
-    from .progress import Progress
-
-    import time
-
-    db, t_sem = _semantic_timed(paths, files, kw)
-    t1 = time.perf_counter()
+    db, t_sem = semantic_timed(paths, files, kw)
+    c1 = clock()
     progress = Progress(len(files))
-    findings, errors, sources, unused, tracebacks = [], list(kw["walk_errors"]), {}, [], []
+    findings: list[Any] = []
+    tracebacks: list[Any] = []
+    unused: list[Any] = []
+    errors: list[Any] = list(kw["walk_errors"])
+    sources: dict[str, bytes] = {}
     internal = 0
+    results: Iterable[Any]
     if stdin is not None:  # the buffer, reported under its name; nothing when excludes cover that name
         results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
         sources.update({display_path(p): stdin.data for p in files})
@@ -269,7 +282,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
                 if not s.used and not s.file_level:
                     unused.append({"path": res.path, "line": s.line})
     progress.close()
-    t2 = time.perf_counter()
+    c2 = clock()
     for n in notes:
         _err(f"note: {n}")
     for e in errors:
@@ -322,7 +335,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     else:
         click.echo(text, nl=False)
     if kw.get("timings"):
-        _timings(db, {"semantic": t_sem, "scan": t2 - t1, "report": time.perf_counter() - t2}, len(files))
+        timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
     if rule_errors or internal:
         sys.exit(EXIT_ERROR)
     if (findings or errors) and not exit_zero:
@@ -367,7 +380,10 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
 
     With `-` (and --stdin-filename): fix the source read from stdin and print the fixed text (or, with
     --diff, the diff) on stdout; no file is touched."""
+    from .cli_fix import FixTally, list_fix_outcome, record_fix
+    from .cli_semantic import clock, semantic_timed, since, timings
     from .fix.write import clean_stale, fsync_dir
+    from .runner import fix_files
 
     stdin = _stdin_input(paths, kw)
     if stdin is not None and commit_by is not None:
@@ -378,10 +394,8 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if stdin is not None:
         _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)
 
-    import time
-
-    db, t_sem = _semantic_timed(paths, files, kw)
-    t1 = time.perf_counter()
+    db, t_sem = semantic_timed(paths, files, kw)
+    c1 = clock()
     tally = FixTally()
     if commit_by is not None:
         if db is not None:
@@ -405,14 +419,14 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
             clean_stale(d)
     # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
     for outcome in fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db):
-        _record_fix(outcome, write, tally)
+        record_fix(outcome, write, tally)
     for d in sorted(tally.written_dirs):
         fsync_dir(d)
     _tracebacks(kw, tally.tracebacks)
     if kw.get("timings"):
-        _timings(db, {"semantic": t_sem, "fix": time.perf_counter() - t1}, len(files))
+        timings(db, {"semantic": t_sem, "fix": since(c1, clock())}, len(files))
     verb = "Fixed" if write else "Would fix"
-    _list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes)
+    list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes)
     msg = f"{verb} {tally.applied} finding(s) in {tally.changed} file(s); {tally.remaining} remaining"
     if tally.unsafe_left and not unsafe_fixes:
         msg += f" ({tally.unsafe_left} fixable with --unsafe-fixes)"
@@ -432,7 +446,9 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
                display_only: frozenset[str], rule_errors: list[str]) -> None:
     """`fix -`: the fixed buffer (or its diff) on stdout, exactly as bytes; what remains on stderr; exit.
     A buffer whose name `exclude` covers comes back unchanged, as ruff does, so an editor never loses text."""
+    from .cli_fix import list_fix_outcome
     from .fix.apply import fix_bytes
+    from .runner import display_path
 
     try:
         res = fix_bytes(engine, stdin.path, stdin.data, display_path(stdin.path), unsafe=unsafe,
@@ -453,7 +469,7 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
         out.write(res.diff().encode("utf-8", "surrogateescape") if diff else res.fixed)
     out.flush()
     applied, left = (res.applied, res.remaining) if res is not None else ([], [])
-    _list_fix_outcome(applied, left, show_fixes)
+    list_fix_outcome(applied, left, show_fixes)
     click.echo(f"{'Would fix' if diff else 'Fixed'} {len(applied)} finding(s) in stdin; {len(left)} remaining.", err=True)
     if rule_errors or (res is not None and res.internal):
         sys.exit(EXIT_ERROR)
@@ -474,7 +490,9 @@ def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
 def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, unsafe: bool, show_fixes: bool,
                 exit_zero: bool, display_only: frozenset[str] = frozenset()) -> None:
     """`fix --commit-per-rule/--commit-per-family`: commit, report, exit (see cudamigrate/fix/commits.py)."""
+    from .cli_fix import list_fix_outcome
     from .fix.commits import CommitError, commit_per_group
+    from .runner import display_path
     from .source import DEFAULT_MAX_BYTES, load_source
 
     try:
@@ -485,7 +503,7 @@ def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, un
         sys.exit(EXIT_ERROR)
     for sha, subject in res.commits:
         click.echo(f"{sha} {subject}")
-    _list_fix_outcome(res.applied, res.remaining, show_fixes)
+    list_fix_outcome(res.applied, res.remaining, show_fixes)
     click.echo(f"Fixed {len(res.applied)} finding(s) in {res.files} file(s) in {len(res.commits)} commit(s); "
                f"{len(res.remaining)} remaining.", err=True)
     sys.exit(EXIT_FINDINGS if res.remaining and not exit_zero else EXIT_CLEAN)
@@ -504,10 +522,12 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     """
     import json
 
+    from .cli_semantic import semantic
     from .plan import build_plan, render_text
+    from .runner import scan_files
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
-    db = _semantic(paths, files, kw)
+    db = semantic(paths, files, kw)
     results = scan_files(engine, spec, files, kw.get("jobs"), facts=db)
     findings, errors = [], []
     for res in results:

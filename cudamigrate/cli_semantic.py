@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .cli_output import err
-from .parse import clang as cl
-from .parse.clang_db import SemanticDB, open_db
+
+if TYPE_CHECKING:
+    from .parse.clang_db import SemanticDB
 
 
 def setup_for_cli(paths: list[Path], files: list[Path], compile_commands: Path | None, enabled: bool,
@@ -22,6 +23,9 @@ def setup_for_cli(paths: list[Path], files: list[Path], compile_commands: Path |
     """Find/load the compile database, parse the TUs of the files being scanned, warn once per problem."""
     if not enabled:
         return None
+    from .parse import clang as cl
+    from .parse.clang_db import open_db
+
     t0 = time.perf_counter()
     db_path = compile_commands or cl.find_compile_db(paths or [Path(".")])
     if db_path is None:
@@ -46,12 +50,10 @@ def setup_for_cli(paths: list[Path], files: list[Path], compile_commands: Path |
 
 
 def semantic_timed(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
-    """The semantic database (or None) and the seconds it took, for `--timings`."""
-    import time
-
-    t0 = time.perf_counter()
+    """The semantic database (or None) and the (wall, CPU) seconds it took, for `--timings`."""
+    c0 = clock()
     db = semantic(paths, files, kw)
-    return db, time.perf_counter() - t0
+    return db, since(c0, clock())
 
 
 def semantic(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
@@ -68,12 +70,28 @@ def semantic(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
         return None
 
 
-def timings(db, phases: dict[str, float], nfiles: int) -> None:
-    parts = []
+def clock() -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process and of the worker processes it has waited for)."""
+    try:
+        import resource
+    except ImportError:  # not on POSIX: this process only
+        return time.perf_counter(), time.process_time()
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter(), me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def since(a: tuple[float, float], b: tuple[float, float]) -> tuple[float, float]:
+    return b[0] - a[0], b[1] - a[1]
+
+
+def timings(db, phases: dict[str, tuple[float, float]], nfiles: int) -> None:
+    """One stderr line: each phase's wall and CPU time (CPU includes worker processes, counted in the phase
+    that ends their pool), then the semantic database's own figures."""
+    parts = [f"{k} {w:.2f}s wall {c:.2f}s cpu" for k, (w, c) in phases.items()]
+    wall, cpu = sum(w for w, _ in phases.values()), sum(c for _, c in phases.values())
+    parts.append(f"total {wall:.2f}s wall {cpu:.2f}s cpu")
     if db is not None:
         parts += [f"{k} {v:.2f}s" for k, v in db.timings.phases.items()]
         parts += [f"{k}={v}" for k, v in db.timings.counts.items()]
-    parts += [f"{k} {v:.2f}s" for k, v in phases.items()]
-    total = sum(phases.values())
-    rate = f", {nfiles / total:.1f} files/s" if total > 0 else ""
+    rate = f", {nfiles / wall:.1f} files/s" if wall > 0 else ""
     err(f"timings: {', '.join(parts)}; files={nfiles}{rate}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from .match.kinds import MATCHER_KINDS, keywords as rule_keywords
 from .match.matchers import Match, identifier_hits
 from .parse.treesitter import (ErrorSpans, Unit, macro_units, parse, query, register_roots, reset_parent_cache,
                                syntax_blocker)
+from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions
 from .project_index import ProjectIndex
 from .rules.schema import Rule, parse_version
 from .source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
@@ -227,12 +229,32 @@ class Engine:
         # keywords with `*` (from glob names such as `cub::Agent*`) match any identifier of that shape
         self.glob_keywords = [(re.compile(_glob_regex(k) + r"\Z"), k) for k in sorted(k for k in self.by_keyword if "*" in k)]
         self._rules_cache: dict[str, list[Rule]] = {}
-        self.prefilter = _keyword_regex([k for k in self.by_keyword if "*" not in k],
-                                        [_glob_regex(k) for _, k in self.glob_keywords])
+        self.name_gate = NameGate.build(self.rules)
+        self.prefilter = KeywordFinder.build([k for k in self.by_keyword if "*" not in k],
+                                             [_glob_regex(k) for _, k in self.glob_keywords])
         # semantic mode: (path, bytes) -> FileFacts | None (parse/clang_facts.py), set by the runner
         self.semantic_provider: Callable[[Path, bytes], Any] | None = None
         # the run's project files (cli sets the discovered files): headers, members, includers
         self.project = ProjectIndex()
+
+    def _narrow(self, candidates: dict[str, Rule], found: set[str], in_code: set[str], data: bytes) -> dict[str, Rule]:
+        """The candidates that can match (see prefilter.py): a call, identifier or member rule needs one of its
+        keywords outside comments, and a name rule every word of one of its names somewhere in the file.
+        The order of the others is kept (rules run, and matches arrive, in candidate order)."""
+        code_rules = {r.id for k in in_code for r in self.rules_for(k)}
+        present: set[str] | None = None
+        out: dict[str, Rule] = {}
+        for rid, r in candidates.items():
+            if MATCHER_KINDS.get(r.kind).impl.hit is not None:
+                if rid not in code_rules:
+                    continue
+                if self.name_gate.gated(rid):
+                    if present is None:
+                        present = self.name_gate.present(data) | found
+                    if not self.name_gate.admits(rid, present):
+                        continue
+            out[rid] = r
+        return out
 
     def rules_for(self, word: str) -> list[Rule]:
         """Rules that an identifier found by the prefilter may concern."""
@@ -286,9 +308,13 @@ class Engine:
     def scan_source(self, src: SourceFile, display: str, semantic: Any = None) -> FileResult:
         res = FileResult(display, notes=[f"{display}: {w}" for w in src.warnings])
         data = src.data
-        found = set()
+        found: set[str] = set()
+        in_code: set[str] = set()  # the keywords met outside comments
         if self.prefilter is not None:
-            found = {m.decode() for m in set(self.prefilter.findall(data))}
+            found = in_code = self.prefilter.find(data)
+            comments = comment_spans(data) if found else []
+            if comments:
+                in_code = self.prefilter.find(blank(data, comments))
         if semantic is None and self.semantic_provider is not None:
             semantic = self._semantic_context(src)
         if semantic is not None:  # names that reach this file through macros and headers
@@ -298,6 +324,10 @@ class Engine:
         for k in keys:
             for r in self.rules_for(k):
                 candidates[r.id] = r
+        if candidates and semantic is None and b"cudamigrate" not in data:
+            # (a file with suppression comments keeps the plain keyword test: which files are checked for
+            # unused suppressions must not change)
+            candidates = self._narrow(candidates, found, in_code, data)
         for r in self.always:
             if r.kind == "launch" and b"<<<" not in data and not (semantic is not None and semantic.has_launch):
                 continue
@@ -315,7 +345,8 @@ class Engine:
             if any(r.kind == "string" for r in candidates.values()):
                 pat += rb'|"'  # string rules look at literals in macro bodies too: `#define OPT "-arch=sm_70"`
             kw_rx = re.compile(pat)
-            units += macro_units(tree, pbytes, kw_rx)
+            if any(kw_rx.search(d) for d in define_regions(pbytes)):  # else no macro body would be parsed
+                units += macro_units(tree, pbytes, kw_rx)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
                           semantic=semantic, project=self.project, api_names=frozenset(found),
                           include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat)
@@ -357,6 +388,7 @@ class Engine:
             for r in hit_rules.get(text, []):
                 try:
                     matcher = MATCHER_KINDS.get(r.kind).impl.hit
+                    assert matcher is not None  # hit_rules holds per-identifier kinds only
                     if semantic is not None:
                         matcher = semantic.wrap(r.kind, matcher)
                     m = matcher(r, ctx, unit, node)
@@ -480,7 +512,7 @@ class Engine:
                     blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx)
                 if blocked:
                     fix = None
-                in_context = costmod.in_context(r.cost, lambda c: evaluate(c, m, ctx))
+                in_context = costmod.in_context(r.cost, functools.partial(_evaluate_at, m=m, ctx=ctx))
                 impact_override, mults = in_context.impact_override, in_context.multipliers
             except (TemplateError, ConditionError, EditError) as exc:
                 errors.append((f"{display}:{line}:{col}: {r.id}: {one_line(str(exc))}", exc))
@@ -519,6 +551,10 @@ class Engine:
 
 
 MESSAGE_LIMIT = 1000
+
+
+def _evaluate_at(cond: Any, m: Match, ctx: FileContext) -> bool:
+    return evaluate(cond, m, ctx)
 
 
 def clip_message(text: str) -> str:

@@ -48,9 +48,10 @@ class EngineSpec:
     options: Options
     max_bytes: int | None = None
     project_files: list[Path] | None = None  # the run's files, for the project index (headers, includers)
+    use_rule_cache: bool = True  # False: `--no-cache` (rules/cache.py)
 
     def build(self) -> Engine:
-        engine = Engine(load_rules(self.rule_dirs).rules, self.options)
+        engine = Engine(load_rules(self.rule_dirs, use_cache=self.use_rule_cache).rules, self.options)
         if self.project_files:
             engine.project = ProjectIndex(files=list(self.project_files))
         return engine

@@ -1,8 +1,8 @@
 """Turning tree-sitter nodes into rule matches.
 
-Matching is driven by identifiers: one compiled query per file finds every
-identifier that some active rule names (the `#any-of?` predicate runs in
-tree-sitter's C code), and each hit is then checked against its rules' shape
+Matching is driven by identifiers: the byte positions of the words that some
+active rule names lead to their identifier nodes (`identifier_nodes`), and
+each hit is then checked against its rules' shape
 (call, type, member, ...). Launches, includes and strings have their own
 compiled queries, run only when a file can contain them.
 """
@@ -438,14 +438,36 @@ def strings(rule: Rule, ctx: FileContext) -> list[Match]:
     return out
 
 
-def identifier_hits(ctx: FileContext, keywords: Iterable[str]) -> Iterable[tuple[Unit, ts.Node]]:
-    kws = sorted(set(keywords))
-    if not kws:
+IDENTIFIER_TYPES = frozenset(("identifier", "field_identifier", "type_identifier", "namespace_identifier"))
+
+
+def word_regex(words: Iterable[str]) -> re.Pattern[bytes] | None:
+    """`\\b(w1|w2|...)\\b` over bytes, longest words first; `re` caches the few distinct sets a run meets."""
+    ws = sorted(set(words), key=lambda w: (-len(w), w))
+    if not ws:
+        return None
+    return re.compile(rb"\b(" + b"|".join(re.escape(w.encode()) for w in ws) + rb")\b")
+
+
+def identifier_nodes(ctx: FileContext, words: Iterable[str], types: frozenset[str] = IDENTIFIER_TYPES
+                     ) -> Iterable[tuple[Unit, ts.Node]]:
+    """Identifier nodes (of `types`) whose text is one of `words`, unit by unit in document order.
+    Found from the words' byte positions (a regex) and `descendant_for_byte_range`, kept when the node is
+    exactly that identifier: the same nodes as an `#any-of?` query, without compiling a tree-sitter query
+    per file (compiling one took ~12 ms, 39 % of a scan on real trees)."""
+    rx = word_regex(words)
+    if rx is None:
         return
-    alts = " ".join('"' + k + '"' for k in kws)
-    pattern = " ".join(f"(({t}) @id (#any-of? @id {alts}))"
-                       for t in ("identifier", "field_identifier", "type_identifier", "namespace_identifier"))
-    q = query(pattern)
     for unit in ctx.units:
-        for node in ts.QueryCursor(q).captures(unit.root).get("id", []):
-            yield unit, node
+        root = unit.root
+        off = root.start_byte
+        for mo in rx.finditer(root.text):
+            s, e = mo.span()
+            node = root.descendant_for_byte_range(s + off, e + off)
+            if node is not None and node.type in types and node.start_byte == s + off and node.end_byte == e + off:
+                yield unit, node
+
+
+def identifier_hits(ctx: FileContext, keywords: Iterable[str]) -> Iterable[tuple[Unit, ts.Node]]:
+    """Every identifier, field, type or namespace name that is one of `keywords`."""
+    return identifier_nodes(ctx, keywords)

@@ -48,7 +48,7 @@ from ..rules.schema import Rule
 from ..registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
 from .context import FileContext, named_children, node_text, normalize
-from .matchers import Match
+from .matchers import Match, identifier_nodes
 from ..source import read_regular
 
 # reference-form read functions -> number of arguments after the reference
@@ -453,14 +453,7 @@ def _same_node(a: ts.Node | None, b: ts.Node | None) -> bool:
 
 
 def _idents(ctx: FileContext, names: set[str]) -> list[tuple[Unit, ts.Node]]:
-    if not names:
-        return []
-    alts = " ".join('"' + n + '"' for n in sorted(names))
-    q = query(f'((identifier) @id (#any-of? @id {alts}))')
-    out = []
-    for unit in ctx.units:
-        for node in ts.QueryCursor(q).captures(unit.root).get("id", []):
-            out.append((unit, node))
+    out = list(identifier_nodes(ctx, names, frozenset(("identifier",))))
     out.sort(key=lambda un: un[0].abs(un[1]))  # file order: the first use is where a header's reference is reported
     return out
 

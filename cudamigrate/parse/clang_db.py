@@ -31,8 +31,10 @@ class TUResult:
     file: str
     facts: dict[str, FileFacts] = field(default_factory=dict)
     warning: str | None = None
-    parse_s: float = 0.0
+    parse_s: float = 0.0  # wall seconds
     facts_s: float = 0.0
+    parse_cpu_s: float = 0.0  # CPU seconds of the process that parsed it (time.process_time)
+    facts_cpu_s: float = 0.0
     errors: int = 0
     pch_used: bool = False
 
@@ -62,7 +64,7 @@ def parse_tu(cmd, keep: bool = False, unsaved: list[tuple[str, bytes]] | None = 
         res.warning = f"libclang unavailable: {exc}"
         return (res, None) if keep else res
     args = cl.clang_args(cmd)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     idx = index or ci.Index.create()
     opts = PARSE_OPTS_SCAN | (PREAMBLE_OPTS if keep else 0)
     files = [(p, d.decode("utf-8", "replace")) for p, d in (unsaved or [])] or None
@@ -82,18 +84,18 @@ def parse_tu(cmd, keep: bool = False, unsaved: list[tuple[str, bytes]] | None = 
         except Exception as exc:
             res.warning = f"libclang could not parse it ({exc})"
             return (res, None) if keep else res
-    res.parse_s = time.perf_counter() - t0
+    res.parse_s, res.parse_cpu_s = time.perf_counter() - t0, time.process_time() - c0
     res.errors, fatal = _fatal(ci, tu, str(cmd.file))
     if fatal is not None:
         res.warning = f"libclang: {fatal}"
         return (res, tu) if keep else res
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     try:
         res.facts = extract(ci, tu, cmd, unsaved)
     except Exception as exc:  # never crash a scan on an extractor bug
         res.warning = f"semantic extraction failed ({exc!r})"
         res.facts = {}
-    res.facts_s = time.perf_counter() - t1
+    res.facts_s, res.facts_cpu_s = time.perf_counter() - t1, time.process_time() - c1
     return (res, tu) if keep else res
 
 
@@ -208,8 +210,12 @@ class SemanticDB:
         for r in results:
             self._merge(r)
         self.timings.add("libclang-wall", time.perf_counter() - t0)
-        self.timings.add("libclang-parse-cpu", sum(r.parse_s for r in results))
-        self.timings.add("facts-cpu", sum(r.facts_s for r in results))
+        # per-TU wall intervals summed over the workers (not CPU: a worker waiting for the disk or for a core
+        # of a loaded machine counts here), and the CPU those workers spent
+        self.timings.add("libclang-parse-wall-sum", sum(r.parse_s for r in results))
+        self.timings.add("libclang-parse-cpu", sum(r.parse_cpu_s for r in results))
+        self.timings.add("facts-wall-sum", sum(r.facts_s for r in results))
+        self.timings.add("facts-cpu", sum(r.facts_cpu_s for r in results))
         self.timings.counts["tus"] = len(cmds)
         self.timings.counts["tus_with_pch"] = sum(1 for r in results if r.pch_used)
         self.timings.counts["jobs"] = jobs

@@ -7,9 +7,6 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
-from ..templates import TemplateError, check_template
 from ..textsafe import one_line
 from . import safety
 from .schema import Rule, RuleError, validate
@@ -33,11 +30,18 @@ class RuleSet:
         return {r.id: r for r in self.rules}
 
 
-# libyaml's loader is ~8x faster than the pure-Python one; the generated catalog rules are large
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+def _loader():
+    """libyaml's loader is ~8x faster than the pure-Python one; the generated catalog rules are large.
+    Imported here, not at module level: a start-up that finds the rule cache never needs YAML."""
+    import yaml
+
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def load_rule_file(path: Path) -> Rule:
+    from ..templates import TemplateError, check_template
+
+    yaml, loader = _loader()
     try:
         st = os.stat(path)
         if not stat.S_ISREG(st.st_mode):  # a FIFO or device would block or never end
@@ -48,7 +52,7 @@ def load_rule_file(path: Path) -> Rule:
     except (OSError, UnicodeDecodeError) as exc:
         raise RuleError(f"{path}: <file>: cannot read ({exc})") from None
     try:
-        doc = yaml.load(text, Loader=_LOADER)
+        doc = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "<yaml>"
@@ -85,8 +89,20 @@ def _templates(rule: Rule):
                     yield f"fix.edits[{i}].{k}", e[k]
 
 
-def load_rules(dirs: list[Path] | None = None) -> RuleSet:
-    """Load every `*.yaml` under the given directories; bad files become errors, not crashes."""
+def load_rules(dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSet:
+    """Load every `*.yaml` under the given directories; bad files become errors, not crashes.
+    The validated result comes from the rule cache when the files and the tool are unchanged (cache.py);
+    `use_cache=False` (`--no-cache`) neither reads nor writes it."""
+    dirs = list(dirs or [builtin_rules_dir()])
+    if not use_cache:
+        return load_rules_uncached(dirs)
+    from .cache import cached
+
+    return cached(dirs, load_rules_uncached)
+
+
+def load_rules_uncached(dirs: list[Path] | None = None) -> RuleSet:
+    """Read, validate and check every rule file (what the cache stores)."""
     dirs = dirs or [builtin_rules_dir()]
     rs = RuleSet()
     seen: dict[str, Path] = {}

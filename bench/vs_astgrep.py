@@ -1,0 +1,215 @@
+"""`cudamigrate scan` (all default rules) against ast-grep (3 rules, or more) on the same files.
+
+    pip install ast-grep-cli==0.39.0          # the pinned comparison tool
+    python bench/vs_astgrep.py [PATH ...] [--runs 3] [--pattern-rules N] [--jobs N] [--ast-grep BIN]
+
+With no PATH a tree is generated (bench/scan_speed.py's generator). Runs alternate between the tools
+(cudamigrate, ast-grep, cudamigrate, ...) so that a change in machine load hits both; the table shows
+medians. CPU is user+system time of the process and its workers (`os.wait4`), wall is elapsed time,
+peak memory is the largest resident set of any one process (`ru_maxrss`; a pool's workers are not
+summed), lines/s is the lines of the scanned files over the median wall time. Ratios > 1 mean
+cudamigrate is slower. Also timed: a one-file run (the first file, or --one-file) and `--version`.
+
+ast-grep runs the rule files in bench/astgrep/ (3 rules: a removed call, a removed call with
+arguments, a removed struct field), plus --pattern-rules N generated `NAME($$$ARGS)` rules over the
+call names of cudamigrate's rules, with `.cu/.cuh/.c/.h/.cpp` all read as C++ (cudamigrate reads them
+all with its CUDA C++ grammar). The script prints figures and asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+EXTS = (".cu", ".cuh", ".c", ".h", ".cpp", ".cc", ".cxx", ".hpp", ".hh", ".hxx", ".inl")
+SG_EXTS = ["*.cu", "*.cuh", "*.h", "*.c", "*.cpp", "*.cc", "*.cxx", "*.hpp", "*.hh", "*.hxx", "*.inl"]
+
+
+@dataclass
+class Sample:
+    cpu: float
+    wall: float
+    maxrss_kb: int
+    rc: int
+
+
+@dataclass
+class Tool:
+    name: str
+    cmd: list[str]
+    samples: list[Sample] = field(default_factory=list)
+    output: Path | None = None  # where the last run's JSON went (findings are counted after timing)
+
+
+def run_once(cmd: list[str], stdout_path: Path | None = None, env: dict[str, str] | None = None) -> Sample:
+    """One run of cmd: CPU of it and everything it waited for, wall time, its largest process's RSS."""
+    out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
+    try:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env)
+        _, status, ru = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    finally:
+        if stdout_path:
+            out.close()
+    return Sample(ru.ru_utime + ru.ru_stime, wall, ru.ru_maxrss, proc.returncode)
+
+
+def count_lines(paths: list[Path]) -> tuple[int, int]:
+    files = lines = 0
+    for p in paths:
+        walk = [p] if p.is_file() else (q for q in p.rglob("*") if q.is_file())
+        for q in walk:
+            if q.suffix.lower() in EXTS and not any(part.startswith(".") for part in q.parts[len(p.parts):]):
+                files += 1
+                with open(q, "rb") as fh:
+                    lines += fh.read().count(b"\n")
+    return files, lines
+
+
+def first_file(paths: list[Path]) -> Path | None:
+    for p in paths:
+        if p.is_file():
+            return p
+        for q in sorted(p.rglob("*")):
+            if q.is_file() and q.suffix.lower() in (".cu", ".cpp"):
+                return q
+    return None
+
+
+def generated_rules(directory: Path, n: int) -> None:
+    """n ast-grep rules `NAME($$$ARGS)` over the call names of cudamigrate's rules (cycled when n is larger)."""
+    sys.path.insert(0, str(ROOT))
+    from cudamigrate.rules.load import load_rules
+
+    names = sorted({k.split("::")[-1] for r in load_rules().rules if r.kind == "call" for k in r.spec["names"]
+                    if "*" not in k and "." not in k and "(" not in k})
+    directory.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        name = names[i % len(names)]
+        (directory / f"gen-{i:04d}.yml").write_text(
+            f"id: gen-{i:04d}\nlanguage: cpp\nseverity: warning\nmessage: {name}\nrule:\n  pattern: {name}($$$ARGS)\n")
+
+
+def sg_config(tmp: Path, pattern_rules: int) -> Path:
+    dirs = [str(HERE / "astgrep")]
+    if pattern_rules:
+        generated_rules(tmp / "generated", pattern_rules)
+        dirs.append(str(tmp / "generated"))
+    cfg = tmp / "sgconfig.yml"
+    cfg.write_text("ruleDirs:\n" + "".join(f"  - {json.dumps(d)}\n" for d in dirs)
+                   + "languageGlobs:\n  cpp: " + json.dumps(SG_EXTS) + "\n")
+    return cfg
+
+
+def count_findings(tool: Tool) -> int | None:
+    try:
+        data = json.loads(tool.output.read_bytes()) if tool.output else None
+    except (OSError, ValueError):
+        return None
+    if isinstance(data, dict):
+        return len(data.get("findings", []))
+    return len(data) if isinstance(data, list) else None
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+def table(rows: list[tuple[str, Tool, Tool]], lines: dict[str, int]) -> str:
+    out = ["| work | tool | CPU s (median) | wall s (median) | peak MiB | lines/s (wall) | findings | CPU ratio | wall ratio |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for label, a, b in rows:
+        ca, cb = med([s.cpu for s in a.samples]), med([s.cpu for s in b.samples])
+        wa, wb = med([s.wall for s in a.samples]), med([s.wall for s in b.samples])
+        for t, c, w in ((a, ca, wa), (b, cb, wb)):
+            peak = max((s.maxrss_kb for s in t.samples), default=0) / 1024
+            n = lines.get(label, 0)
+            rate = f"{n / w:,.0f}" if n and w > 0 else "-"
+            nf = count_findings(t)
+            ratio = (f"{ca / cb:.2f}x", f"{wa / wb:.2f}x") if t is a and cb > 0 and wb > 0 else ("", "")
+            out.append(f"| {label} | {t.name} | {c:.2f} | {w:.2f} | {peak:.0f} | {rate} | "
+                       f"{'-' if nf is None else nf} | {ratio[0]} | {ratio[1]} |")
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="*", type=Path, help="trees or files (default: a generated tree)")
+    ap.add_argument("--runs", type=int, default=3, help="runs of each tool (alternating); medians are shown")
+    ap.add_argument("--pattern-rules", type=int, default=0, help="also give ast-grep N generated pattern rules")
+    ap.add_argument("--jobs", "-j", type=int, default=None, help="cudamigrate's --jobs (ast-grep: --threads)")
+    ap.add_argument("--ast-grep", dest="sg", default=shutil.which("ast-grep") or shutil.which("sg"),
+                    help="the ast-grep binary (pip install ast-grep-cli==0.39.0)")
+    ap.add_argument("--one-file", type=Path, default=None, help="file for the one-file run (default: the first .cu/.cpp)")
+    ap.add_argument("--files", type=int, default=500, help="generated tree: files")
+    ap.add_argument("--lines", type=int, default=300, help="generated tree: lines per file")
+    ap.add_argument("--no-cache", action="store_true", help="run cudamigrate with CUDAMIGRATE_NO_CACHE=1")
+    a = ap.parse_args()
+    if not a.sg:
+        sys.exit("ast-grep not found: pip install ast-grep-cli==0.39.0, or pass --ast-grep BIN")
+    tmp = Path(tempfile.mkdtemp(prefix="cudamigrate-vs-astgrep-"))
+    try:
+        paths = [p.resolve() for p in a.paths]
+        if not paths:
+            sys.path.insert(0, str(HERE))
+            from scan_speed import make_tree
+
+            make_tree(tmp / "tree", a.files, a.lines)
+            paths = [tmp / "tree"]
+        nfiles, nlines = count_lines(paths)
+        cfg = sg_config(tmp, a.pattern_rules)
+        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        if a.no_cache:
+            env["CUDAMIGRATE_NO_CACHE"] = "1"
+        jobs = ["-j", str(a.jobs)] if a.jobs else []
+        threads = ["--threads", str(a.jobs)] if a.jobs else []
+        cm = [sys.executable, "-m", "cudamigrate"]
+        sg_rules = 3 + a.pattern_rules
+        one = a.one_file or first_file(paths)
+        work: list[tuple[str, Tool, Tool, list[Path]]] = [
+            (f"{nfiles} files, {nlines:,} lines",
+             Tool("cudamigrate (all default rules)", cm + ["scan", "--exit-zero", "--no-semantic", "--format", "json", *jobs]
+                  + [str(p) for p in paths]),
+             Tool(f"ast-grep ({sg_rules} rules)", [a.sg, "scan", "--config", str(cfg), "--json=compact", *threads]
+                  + [str(p) for p in paths]), paths)]
+        if one is not None:
+            work.append((f"one file ({one.name})",
+                         Tool("cudamigrate (all default rules)", cm + ["scan", "--exit-zero", "--no-semantic", "--format", "json", str(one)]),
+                         Tool(f"ast-grep ({sg_rules} rules)", [a.sg, "scan", "--config", str(cfg), "--json=compact", str(one)]),
+                         [one]))
+        work.append(("--version", Tool("cudamigrate", cm + ["--version"]), Tool("ast-grep", [a.sg, "--version"]), []))
+        subprocess.run(cm + ["rules"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm the rule cache
+        for label, x, y, _ in work:
+            for i in range(a.runs):
+                for t in (x, y):
+                    t.output = tmp / f"out-{abs(hash(label))}-{t.name.split()[0]}.json"
+                    t.samples.append(run_once(t.cmd, t.output, env))
+        print(f"cudamigrate {subprocess.run(cm + ['--version'], env=env, capture_output=True, text=True).stdout.strip()}, "
+              f"{subprocess.run([a.sg, '--version'], capture_output=True, text=True).stdout.strip()}, "
+              f"{a.runs} alternating runs each, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
+        print("paths: " + " ".join(str(p) for p in (a.paths or ["<generated>"])))
+        print()
+        print(table([(label, x, y) for label, x, y, _ in work],
+                    {label: count_lines(ps)[1] for label, _, _, ps in work if ps}))
+        bad = [(t.name, s.rc) for _, x, y, _ in work for t in (x, y) for s in t.samples if s.rc not in (0, 1)]
+        if bad:
+            print(f"\nwarning: non-zero exits: {bad[:6]}")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

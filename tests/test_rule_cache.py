@@ -1,0 +1,144 @@
+"""The compiled rule cache (cudamigrate/rules/cache.py) and the lazy start-up it allows."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from cudamigrate.rules import cache
+from cudamigrate.rules.load import load_rules, load_rules_uncached
+
+from .helpers import ROOT
+
+RULE = """id: CM9901
+name: test-rule
+family: test
+summary: {summary}
+message: "`{{{{ name }}}}` is old"
+severity: warning
+references: [https://example.invalid/doc]
+match:
+  identifier:
+    names: [foo_api]
+"""
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch) -> Path:
+    d = tmp_path / "cache"
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(d))
+    monkeypatch.delenv(cache.NO_CACHE_ENV, raising=False)
+    return d
+
+
+def _rules_dir(tmp_path: Path, summary: str = "first") -> Path:
+    d = tmp_path / "rules"
+    d.mkdir(exist_ok=True)
+    (d / "CM9901-test.yaml").write_text(RULE.format(summary=summary))
+    return d
+
+
+def _summaries(rs) -> list[str]:
+    return [r.summary for r in rs.rules]
+
+
+def test_cache_is_written_once_and_serves_equal_rules(cache_dir, tmp_path):
+    d = _rules_dir(tmp_path)
+    first = load_rules([d])
+    assert not first.errors and _summaries(first) == ["first"]
+    files = list(cache_dir.glob("rules-*.pickle"))
+    assert len(files) == 1
+    mtime = files[0].stat().st_mtime_ns
+    again = load_rules([d])
+    assert again.rules == first.rules and again.errors == first.errors
+    assert files[0].stat().st_mtime_ns == mtime  # read, not rebuilt
+
+
+def test_builtin_rules_from_the_cache_equal_a_fresh_load(cache_dir):
+    load_rules()
+    cached = load_rules()
+    fresh = load_rules_uncached()
+    assert [r.id for r in cached.rules] == [r.id for r in fresh.rules]
+    assert cached.rules == fresh.rules and cached.errors == fresh.errors
+
+
+def test_an_edited_rule_file_is_never_served_stale(cache_dir, tmp_path):
+    d = _rules_dir(tmp_path, "first")
+    assert _summaries(load_rules([d])) == ["first"]
+    _rules_dir(tmp_path, "second")
+    assert _summaries(load_rules([d])) == ["second"]
+    (d / "CM9902-broken.yaml").write_text("id: [")
+    rs = load_rules([d])
+    assert _summaries(rs) == ["second"] and len(rs.errors) == 1 and "CM9902-broken.yaml" in rs.errors[0]
+
+
+@pytest.mark.parametrize("damage", [b"", b"garbage", b"cudamigrate-rules-v1\n" + b"0" * 64 + b"\x80\x05trunc"])
+def test_an_unreadable_cache_file_is_rebuilt_silently(cache_dir, tmp_path, damage):
+    d = _rules_dir(tmp_path)
+    load_rules([d])
+    (path,) = cache_dir.glob("rules-*.pickle")
+    path.write_bytes(damage)
+    assert _summaries(load_rules([d])) == ["first"]
+    assert path.read_bytes().startswith(b"cudamigrate-rules-v1\n")  # written again, whole
+
+
+def test_no_cache_neither_reads_nor_writes(cache_dir, tmp_path, monkeypatch):
+    d = _rules_dir(tmp_path)
+    assert _summaries(load_rules([d], use_cache=False)) == ["first"]
+    assert not cache_dir.exists()
+    monkeypatch.setenv(cache.NO_CACHE_ENV, "1")
+    load_rules([d])
+    assert not cache_dir.exists()
+
+
+def test_a_read_only_cache_directory_only_costs_speed(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache.CACHE_DIR_ENV, str(tmp_path / "file-not-dir"))
+    (tmp_path / "file-not-dir").write_text("x")
+    assert _summaries(load_rules([_rules_dir(tmp_path)])) == ["first"]
+
+
+def test_concurrent_builds_leave_one_whole_file(cache_dir, tmp_path):
+    d = _rules_dir(tmp_path)
+    out: list = []
+    threads = [threading.Thread(target=lambda: out.append(_summaries(load_rules([d])))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == [["first"]] * 6
+    assert len(list(cache_dir.glob("rules-*.pickle"))) == 1
+    assert not list(cache_dir.glob(".rules-*"))  # no temporary left behind
+
+
+HEAVY = ("tree_sitter", "tree_sitter_cuda", "clang", "jinja2")
+
+
+@pytest.mark.parametrize("args", [["--version"], ["rules"], ["rules", "--format", "json"], ["explain", "CM501"]])
+def test_light_commands_import_neither_tree_sitter_libclang_nor_jinja(args, cache_dir):
+    code = ("import sys\nfrom cudamigrate.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            f"print('HEAVY=' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})), file=sys.stderr)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{cache.CACHE_DIR_ENV: str(cache_dir)})
+    subprocess.run([sys.executable, "-c", code, "rules"], env=env, capture_output=True, check=True)  # warm the cache
+    p = subprocess.run([sys.executable, "-c", code, *args], env=env, capture_output=True, text=True)
+    assert p.stdout.strip(), p.stderr
+    heavy = [ln for ln in p.stderr.splitlines() if ln.startswith("HEAVY=")]
+    assert heavy == ["HEAVY="], p.stderr
+
+
+def test_timings_show_wall_and_cpu_per_phase(tmp_path, cache_dir):
+    src = tmp_path / "a.cu"
+    src.write_text("int main() { cudaThreadSynchronize(); return 0; }\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{cache.CACHE_DIR_ENV: str(cache_dir)})
+    p = subprocess.run([sys.executable, "-m", "cudamigrate", "scan", "--no-semantic", "--format", "json", "--timings",
+                        str(src)], env=env, capture_output=True, text=True)
+    assert p.returncode == 1, p.stderr
+    assert json.loads(p.stdout)["findings"]
+    line = next(ln for ln in p.stderr.splitlines() if "timings:" in ln)
+    assert "scan " in line and " wall " in line and " cpu" in line and "total " in line

@@ -1,0 +1,189 @@
+"""The fast paths find exactly what the slow ones did.
+
+Findings on every fixture and example file, with every rule (opt-in ones too), are compared with the
+same engine whose shortcuts are replaced by the straightforward versions: identifier nodes from an
+`#any-of?` query (not from keyword positions), every keyword-selected rule run (no comment-blind
+keywords, no name gates) and the macro-body query always run. Plus the prefilter's building blocks on
+the inputs that could fool them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import tree_sitter as ts
+
+import cudamigrate.engine as engine_mod
+import cudamigrate.match.texture as texture_mod
+from cudamigrate.engine import Engine, Options
+from cudamigrate.match.matchers import IDENTIFIER_TYPES
+from cudamigrate.parse.treesitter import query
+from cudamigrate.prefilter import NameGate, comment_spans, define_regions, name_words
+from cudamigrate.project_index import ProjectIndex
+
+from .helpers import ROOT, all_rules
+
+EXTS = {".cu", ".cuh", ".c", ".h", ".cpp", ".hpp"}
+
+
+def _query_nodes(ctx, words, types=IDENTIFIER_TYPES):
+    """The former implementation: one `#any-of?` query per word set."""
+    kws = sorted(set(words))
+    if not kws:
+        return
+    alts = " ".join('"' + k + '"' for k in kws)
+    q = query(" ".join(f"(({t}) @id (#any-of? @id {alts}))" for t in sorted(types)))
+    for unit in ctx.units:
+        for node in ts.QueryCursor(q).captures(unit.root).get("id", []):
+            yield unit, node
+
+
+def _slow(monkeypatch) -> None:
+    monkeypatch.setattr(engine_mod, "identifier_hits", lambda ctx, kws: _query_nodes(ctx, kws))
+    monkeypatch.setattr(texture_mod, "identifier_nodes", _query_nodes)
+    monkeypatch.setattr(engine_mod.Engine, "_narrow", lambda self, candidates, *a: candidates)
+    monkeypatch.setattr(engine_mod, "define_regions", lambda data: [data])
+
+
+def _findings(files: list[Path]) -> str:
+    rules = all_rules()
+    eng = Engine(rules, Options(select=[r.id for r in rules]))
+    eng.project = ProjectIndex(files=files)
+    out = []
+    for p in files:
+        res = eng.scan_path(p, str(p.relative_to(ROOT)))
+        # (not `skipped`: that a file needs no parse at all is what the fast paths find out more often)
+        out.append({"path": res.path, "errors": res.errors, "notes": res.notes,
+                    "findings": [f.to_dict() for f in res.findings],
+                    "unused": [s.line for s in res.suppressions.items if not s.used] if res.suppressions else []})
+    return json.dumps(out, indent=1, sort_keys=True, default=str)
+
+
+@pytest.mark.parametrize("tree", ["fixtures", "examples"])
+def test_fast_paths_find_what_the_slow_paths_find(tree, monkeypatch):
+    files = sorted(p for p in (ROOT / tree).rglob("*") if p.suffix in EXTS and p.is_file())
+    assert len(files) > 5
+    fast = _findings(files)
+    _slow(monkeypatch)
+    slow = _findings(files)
+    assert fast == slow
+    assert '"rule_id"' in fast  # the trees have findings: the comparison is not vacuous
+
+
+def _engine(*ids: str) -> Engine:
+    return Engine(all_rules(), Options(select=list(ids)))
+
+
+def test_comment_spans_skip_strings_chars_and_include_paths():
+    data = (b'a // c1\nb "x//y" /* c2 */ 1\'000 // c3\n'
+            b"L'/' x // c4\n#include <a//b.h>\nchar q = '\"'; // c5\n")
+    assert [data[s:e] for s, e in comment_spans(data)] == [b"// c1", b"/* c2 */", b"// c3", b"// c4", b"// c5"]
+
+
+def test_comment_spans_continue_lines_and_give_up_on_raw_strings():
+    data = b"// one \\\n two\nx\n"
+    assert [data[s:e] for s, e in comment_spans(data)] == [b"// one \\\n two"]
+    assert comment_spans(b'auto s = R"(/* not a comment )"; // c\n') == []  # raw string: nothing is a comment
+    assert comment_spans(b"x /* never closed\n cudaFoo();\n") == []
+
+
+def test_keyword_words_equal_the_keyword_regex():
+    """The word-set prefilter finds what one `\\b(trie of keywords|globs)\\b` regex finds, on every
+    fixture and example file and on words glued to digits, `$` or non-ASCII bytes."""
+    from cudamigrate.engine import _glob_regex, _keyword_regex
+
+    eng = Engine(all_rules(), Options(select=[r.id for r in all_rules()]))
+    rx = _keyword_regex([k for k in eng.by_keyword if "*" not in k], [_glob_regex(k) for _, k in eng.glob_keywords])
+    datas = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*"))
+             if p.suffix in EXTS and p.is_file()]
+    datas.append("x9cudaMalloc cudaMalloc9 $cudaMalloc écudaFree cudaFree_ AgentReduceX _cudaMalloc".encode())
+    for d in datas:
+        assert eng.prefilter.find(d) == {m.decode() for m in rx.findall(d)}
+
+
+def test_define_regions_hold_continuation_lines():
+    data = b"#define A(x) \\\n  cudaFoo(x)\nint y;\n  #  define B 1\n"
+    assert define_regions(data) == [b"#define A(x) \\\n  cudaFoo(x)", b"#  define B 1"]
+
+
+def test_name_words():
+    assert name_words("thrust::cuda::par().on") == {"thrust", "cuda", "par", "on"}
+    assert name_words("cub::Agent*") == {"cub"}
+    assert name_words("thrust::async::*") == {"thrust", "async"}
+    assert name_words("thrust::pair<int, float>") == {"thrust", "pair"}
+
+
+def test_name_gate_needs_every_word_of_one_name():
+    class R:
+        id, kind = "X1", "call"
+        spec = {"names": {"thrust::cuda::par.on": None, "other::on": None}}
+
+        def keywords(self):
+            return {"on"}
+
+    g = NameGate.build([R()])
+    assert g.gated("X1")
+    assert not g.admits("X1", {"on", "thrust", "par"})
+    assert g.admits("X1", {"on", "thrust", "cuda", "par"})
+    assert g.admits("X1", {"on", "other"})
+
+
+def _rule_ids(eng: Engine, code: bytes, tmp_path: Path) -> list[str]:
+    p = tmp_path / "a.cu"
+    p.write_bytes(code)
+    return [f.rule_id for f in eng.scan_path(p).findings]
+
+
+def test_keyword_only_in_a_comment_skips_the_file(tmp_path):
+    eng = Engine(all_rules(), Options())
+    p = tmp_path / "a.cpp"
+    p.write_bytes(b"// call cudaThreadSynchronize() here, and par.on(s)\nint main() { return 0; }\n")
+    assert eng.scan_path(p).skipped
+    p.write_bytes(b"// cudaThreadSynchronize\nint main() { cudaThreadSynchronize(); return 0; }\n")
+    res = eng.scan_path(p)
+    assert [(f.rule_id, f.line) for f in res.findings] == [("CM501", 2)]
+
+
+GATED_RULE = """id: CM9902
+name: gated
+family: test
+summary: A name in a nested namespace.
+message: "`{{ written }}` is old"
+severity: warning
+references: [https://example.invalid/doc]
+match:
+  identifier:
+    names: [outer_ns::inner_ns::old_api]
+    roles: [call]
+"""
+
+
+@pytest.mark.parametrize("code,found", [
+    ("void f() { outer_ns::inner_ns::old_api(1); }\n", True),
+    ("using namespace outer_ns::inner_ns;\nvoid f() { old_api(1); }\n", True),
+    ("namespace q = outer_ns::inner_ns;\nvoid f() { q::old_api(1); }\n", True),
+    ("using outer_ns::inner_ns::old_api;\nvoid f() { old_api(1); }\n", True),
+    ("using namespace outer_ns;\nvoid f() { inner_ns::old_api(1); }\n", True),
+    ("// using namespace outer_ns::inner_ns;\nvoid f() { old_api(1); }\n", True),  # resolution reads comments too
+    ("void f() { old_api(1); }\n", False),
+    ("using namespace outer_ns;\nvoid f() { old_api(1); }\n", False),
+    ("void f() { /* old_api(1); */ outer_ns::inner_ns::other(); }\n", False),
+])
+def test_name_gate_agrees_with_name_resolution(code, found, tmp_path, monkeypatch):
+    """The gate words may come from a `using` or a namespace alias: the gate is never stricter than
+    `FileContext.resolve`, and gives the slow path's answer."""
+    from cudamigrate.rules.load import load_rules
+
+    d = tmp_path / "rules"
+    d.mkdir()
+    (d / "CM9902-gated.yaml").write_text(GATED_RULE)
+    rs = load_rules([d], use_cache=False)
+    assert not rs.errors
+    eng = Engine(rs.rules, Options(select=["CM9902"]))
+    assert eng.name_gate.gated("CM9902")
+    fast = _rule_ids(eng, code.encode(), tmp_path)
+    assert fast == (["CM9902"] if found else [])
+    _slow(monkeypatch)
+    assert _rule_ids(Engine(rs.rules, Options(select=["CM9902"])), code.encode(), tmp_path) == fast
