@@ -96,6 +96,8 @@ def selection_options(fn):
                      help="Semantic mode: parse translation units with libclang using the flags in this "
                           "compile_commands.json (default: found in ., build/ or out/ upward from the paths)."),
         click.option("--no-semantic", is_flag=True, help="Never use libclang, even when a compile_commands.json is found."),
+        click.option("--no-cache", "no_cache", is_flag=True,
+                     help="Scan every file again: neither read nor write the result cache (see README: Result cache)."),
         click.option("--timings", is_flag=True, help="Print a timing line per phase on stderr."),
         click.option("--debug", is_flag=True, help="Print the traceback of each internal error on stderr."),
     ]
@@ -207,7 +209,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     progress = Progress(len(files))
     findings, errors, sources, unused, tracebacks = [], list(kw["walk_errors"]), {}, [], []
     internal = 0
-    results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db)
+    results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db,
+                         use_cache=not kw.get("no_cache"))
     notes: list[str] = []
     for res in results:
         findings += res.findings
@@ -415,7 +418,7 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
     db = _semantic(paths, files, kw)
-    results = scan_files(engine, spec, files, kw.get("jobs"), facts=db)
+    results = scan_files(engine, spec, files, kw.get("jobs"), facts=db, use_cache=not kw.get("no_cache"))
     findings, errors = [], []
     for res in results:
         findings += res.findings
