@@ -236,6 +236,18 @@ _LISTED: set[str] = set()
 _HOOKED = False
 _SKIP_PREFIXES: tuple[str, ...] = ()
 _SKIP_DIRS: frozenset[str] = frozenset()  # sys.path entries: the import system lists them
+_PKG = str(Path(__file__).resolve().parent) + os.sep
+
+
+def _from_cudamigrate() -> bool:
+    """Whether cudamigrate's own code is on the stack (reads of a test harness or a host program that embeds
+    cudamigrate, such as pytest creating its temporary directories, are not the scan's dependencies)."""
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_filename.startswith(_PKG):
+            return True
+        f = f.f_back
+    return False
 
 
 def _audit(event: str, args: tuple) -> None:
@@ -253,7 +265,7 @@ def _audit(event: str, args: tuple) -> None:
             s = os.fsdecode(p)
         except Exception:
             return
-        if s.endswith(_NOT_SOURCE) or s.startswith(_SKIP_PREFIXES):
+        if s.endswith(_NOT_SOURCE) or s.startswith(_SKIP_PREFIXES) or not _from_cudamigrate():
             return
         _OPENED.add(os.path.abspath(s))
     elif event in ("os.listdir", "os.scandir"):
@@ -264,7 +276,7 @@ def _audit(event: str, args: tuple) -> None:
             s = os.path.abspath(os.fsdecode(p))
         except Exception:
             return
-        if s not in _SKIP_DIRS and not (s + os.sep).startswith(_SKIP_PREFIXES):
+        if s not in _SKIP_DIRS and not (s + os.sep).startswith(_SKIP_PREFIXES) and _from_cudamigrate():
             _LISTED.add(s)
 
 

@@ -155,6 +155,7 @@ def test_depset_sees_edits_and_new_headers(tmp_path):
 
 
 def test_read_recorder_sees_reads_of_any_helper(tmp_path):
+    from cudamigrate.project_index import ProjectIndex
     from cudamigrate.source import read_regular
 
     cache.install_read_recorder()
@@ -163,9 +164,13 @@ def test_read_recorder_sees_reads_of_any_helper(tmp_path):
     read_regular(f)
     g = tmp_path / "seen2.h"
     g.write_text("y")
-    g.read_bytes()
+    ProjectIndex().read(g)  # Path.read_bytes inside
+    h = tmp_path / "not_ours.h"
+    h.write_text("z")
+    h.read_bytes()  # read by the host program (here: the test), not by cudamigrate
     opened, _ = cache.recorded_reads()
     assert str(f) in opened and str(g) in opened
+    assert str(h) not in opened
 
 
 def test_run_digest_follows_rules_options_and_code(tmp_path):
