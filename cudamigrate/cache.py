@@ -339,29 +339,39 @@ class DepSet:
 
     files: dict[str, str | None] = field(default_factory=dict)
     dirs: dict[str, str | None] = field(default_factory=dict)
+    texture_ref: bool = False  # a file read by the run itself declares a texture/surface reference
 
     @classmethod
-    def capture(cls, opened: Iterable[str], listed: Iterable[str], run_files: set[str]) -> "DepSet":
+    def capture(cls, opened: Iterable[str], listed: Iterable[str], run_files: set[str],
+                this_run: Iterable[str] = ()) -> "DepSet":
+        """`opened`: every read of the process (memo caches stand for earlier reads); `this_run`: the reads
+        made during this run, whose texture declarations decide the coarse mode (the texture migration reads
+        the files it needs through the run's own project index, never from a memo of another run)."""
         files = {p: _file_hash(p) for p in sorted(set(opened) - run_files) if not os.path.isdir(p)}
         dirs = {os.path.dirname(p) for p in files} | set(listed)
-        return cls(files, {d: _listing(d) for d in sorted(dirs)})
+        return cls(files, {d: _listing(d) for d in sorted(dirs)},
+                   _any_texture(p for p in sorted(set(this_run) - run_files) if p in files))
 
     def digest(self) -> str:
-        return _digest(json.dumps([self.files, self.dirs], sort_keys=True))
+        return _digest(json.dumps([self.files, self.dirs, self.texture_ref], sort_keys=True))
 
     def valid(self) -> bool:
         return all(_file_hash(p) == h for p, h in self.files.items()) and \
             all(_listing(d) == h for d, h in self.dirs.items())
 
     def texture(self) -> bool:
-        for p in self.files:
-            try:
-                with open(p, "rb") as fh:
-                    if TEXTURE_REF.search(fh.read()):
-                        return True
-            except OSError:
-                continue
-        return False
+        return self.texture_ref
+
+
+def _any_texture(paths: Iterable[str]) -> bool:
+    for p in paths:
+        try:
+            with open(p, "rb") as fh:
+                if TEXTURE_REF.search(fh.read()):
+                    return True
+        except OSError:
+            continue
+    return False
 
 
 # ----------------------------------------------------------------------------- the store
@@ -483,8 +493,8 @@ class ResultCache:
             try:
                 row = self.db.execute("SELECT body FROM depsets WHERE id=?", (ident,)).fetchone()
                 if row is not None:
-                    files, dirs = json.loads(zlib.decompress(row[0]))
-                    got = DepSet(dict(files), dict(dirs))
+                    files, dirs, tex = json.loads(zlib.decompress(row[0]))
+                    got = DepSet(dict(files), dict(dirs), bool(tex))
             except (sqlite3.Error, ValueError, zlib.error, TypeError):
                 got = None
         self._depsets[ident] = got
@@ -500,7 +510,8 @@ class ResultCache:
         if depset is not None:
             ident = depset.digest()
             if ident not in self._pending_deps:
-                self._pending_deps[ident] = zlib.compress(json.dumps([depset.files, depset.dirs]).encode(), 1)
+                self._pending_deps[ident] = zlib.compress(
+                    json.dumps([depset.files, depset.dirs, depset.texture_ref]).encode(), 1)
         self._pending.append((key, content, shared, ident, blob))
 
     def flush(self) -> None:
@@ -646,15 +657,16 @@ class CachedRun:
             return
         self._store[index] = result
 
-    def finish(self, opened: Iterable[str], listed: Iterable[str]) -> int:
-        """Store the recorded results with the run's reads outside its files; how many were stored."""
+    def finish(self, opened: Iterable[str], listed: Iterable[str], this_run: Iterable[str] = ()) -> int:
+        """Store the recorded results with the process's reads outside the run's files (`this_run`: those
+        made during this run); how many were stored."""
         assert self.state is not None
         try:
             if not self._store:
                 return 0
             if any(_stat(p) != st for p, st in self.stats.items()):
                 return 0  # a file changed during the run: what was scanned may not be what was hashed
-            deps = DepSet.capture(opened, listed, set(self.state.hashes))
+            deps = DepSet.capture(opened, listed, set(self.state.hashes), this_run)
             shared = self.state.shared(deps.texture())
             for i, res in sorted(self._store.items()):
                 self.cache.store(self.keys[i], self.contents[i] or "", res, shared, deps)

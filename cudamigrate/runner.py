@@ -300,8 +300,11 @@ def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int 
     try:
         items = [(str(p), display_path(p)) for p in files]
         run_ = cache.CachedRun(db, run_digest(engine, spec), items, spec.max_bytes or DEFAULT_MAX_BYTES)
+        before, _ = cache.recorded_reads()
+        cache.new_reads()  # forked workers then report only what they read themselves
         hits, todo = run_.partition()
         opened, listed = cache.recorded_reads()
+        in_workers: set[str] = set()
         fresh = run(engine, spec, [files[i] for i in todo], CachedScanWork(spec.max_bytes), jobs)
         pending = iter(todo)
         for i in range(len(items)):
@@ -310,13 +313,14 @@ def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int 
             else:
                 r, scanned, (o, l) = next(fresh)
                 opened.update(o)
+                in_workers.update(o)
                 listed.update(l)
                 run_.record(next(pending), r, scanned)
             if progress:
                 progress(r)
             yield r
         o, l = cache.recorded_reads()
-        run_.finish(opened | o, listed | l)
+        run_.finish(opened | o, listed | l, (o - before) | in_workers)
     finally:
         db.close()
 

@@ -342,3 +342,19 @@ def test_parallel_cached_scan_matches_serial(tmp_path, cache_dir):
     (tmp_path / "src" / "f03.cu").write_text(CLEAN)
     (tmp_path / "src" / "f04.cu").write_text(LEGACY)
     assert _scan_json(tmp_path, "-j", "2") == _scan_json(tmp_path, "-j", "1", "--no-cache")
+
+
+def test_texture_files_read_by_an_earlier_run_do_not_make_later_runs_coarse(tmp_path, cache_dir, monkeypatch):
+    other = tmp_path / "other"
+    (other / "inc").mkdir(parents=True)
+    (other / "inc" / "tex.h").write_text("texture<float, 1> texRef;\n")
+    (other / "k.cu").write_text('#include "inc/tex.h"\nfloat f(int i) { return tex1Dfetch(texRef, i); }\n')
+    _scan_json(other / "k.cu")  # reads tex.h (outside that run) in this process
+    tree = tmp_path / "tree"
+    _tree(tree)
+    count = _Counter(monkeypatch)
+    _scan_json(tree, "-j", "1")
+    count.take()
+    (tree / "src" / "f1.cu").write_text(CLEAN)
+    _scan_json(tree, "-j", "1")
+    assert count.take() == ["f1.cu"]
