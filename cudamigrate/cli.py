@@ -97,8 +97,9 @@ def selection_options(fn):
                           "compile_commands.json (default: found in ., build/ or out/ upward from the paths)."),
         click.option("--no-semantic", is_flag=True, help="Never use libclang, even when a compile_commands.json is found."),
         click.option("--timings", is_flag=True, help="Print each phase's wall and CPU time on stderr."),
-        click.option("--no-cache", is_flag=True,
-                     help="Neither read nor write the compiled rule cache (also: CUDAMIGRATE_NO_CACHE=1)."),
+        click.option("--no-cache", "no_cache", is_flag=True,
+                     help="Use no cache: neither read nor write the compiled rule cache or the result cache "
+                          "(also: CUDAMIGRATE_NO_CACHE=1; see README: Result cache)."),
         click.option("--debug", is_flag=True, help="Print the traceback of each internal error on stderr."),
     ]
     for o in reversed(opts):
@@ -268,7 +269,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
         sources.update({display_path(p): stdin.data for p in files})
     else:
-        results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db)
+        results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db,
+                             use_cache=not kw.get("no_cache"))
     notes: list[str] = []
     for res in results:
         findings += res.findings
@@ -528,7 +530,7 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
     db = semantic(paths, files, kw)
-    results = scan_files(engine, spec, files, kw.get("jobs"), facts=db)
+    results = scan_files(engine, spec, files, kw.get("jobs"), facts=db, use_cache=not kw.get("no_cache"))
     findings, errors = [], []
     for res in results:
         findings += res.findings

@@ -18,12 +18,15 @@ run with facts stays in this process.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
+import sys
 from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, TypeVar
 
+from . import cache
 from .engine import Engine, FileResult, Options, guarded_file
 from .fix import apply as fix_apply
 from .fix.apply import FixResult
@@ -36,6 +39,9 @@ from .source import DEFAULT_MAX_BYTES, SourceError, load_source
 from .textsafe import path_text
 
 PARALLEL_MIN_FILES = 64  # below this, starting workers costs more than it saves
+# from the start of the process: a matcher's memo cache (keyed by a header's stat) filled by an earlier scan in
+# this process stands for a read that later files rely on, so the result cache's record of reads must include it
+cache.install_read_recorder()
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)  # what a Work returns (a protocol only produces it)
 
@@ -84,13 +90,19 @@ def _shipped(facts: Any) -> Callable[[Path, bytes], Any]:
 
 def scan_file(engine: Engine, job: FileJob, max_bytes: int | None) -> FileResult:
     """Scan one file: the single place a file's bytes become its FileResult."""
+    return scan_file_hashed(engine, job, max_bytes)[0]
+
+
+def scan_file_hashed(engine: Engine, job: FileJob, max_bytes: int | None) -> tuple[FileResult, str | None]:
+    """scan_file, and the content hash of the very bytes scanned (None when unread): the result cache stores
+    a result only under the hash of what produced it."""
     try:
         src = load_source(Path(job.path), max_bytes or DEFAULT_MAX_BYTES)
     except SourceError as exc:
-        return FileResult(job.display, errors=[f"{job.display}: {exc}"])
+        return FileResult(job.display, errors=[f"{job.display}: {exc}"]), None
     except Exception as exc:  # an unexpected failure reading one file must not stop the run
-        return guarded_file(job.display, "reading", exc)
-    return engine.scan_guarded(src, job.display)
+        return guarded_file(job.display, "reading", exc), None
+    return engine.scan_guarded(src, job.display), cache.content_hash(src.data)
 
 
 @dataclass
@@ -153,6 +165,21 @@ class ScanWork:
 
 
 @dataclass(frozen=True)
+class CachedScanWork:
+    """ScanWork for a cached run: (result, content hash of the scanned bytes, files and directories this
+    process read since its last answer) - what the result cache needs to store the result safely."""
+
+    max_bytes: int | None = None
+    ships_facts = False  # semantic mode is not cached
+
+    def __call__(self, engine: Engine, job: FileJob) -> tuple[FileResult, str | None, tuple[list[str], list[str]]]:
+        return (*scan_file_hashed(engine, job, self.max_bytes), cache.new_reads())
+
+    def failed(self, job: FileJob, exc: BaseException) -> tuple[FileResult, None, tuple[list[str], list[str]]]:
+        return guarded_file(job.display, "scanning in a worker process", exc), None, ([], [])
+
+
+@dataclass(frozen=True)
 class FixWork:
     max_bytes: int | None = None
     unsafe: bool = False
@@ -187,6 +214,17 @@ def _init(spec: EngineSpec, work: Any) -> None:
     global _WORKER, _WORK
     _WORKER = spec.build()
     _WORK = work
+
+
+def _pool(engine: Engine, spec: EngineSpec, work: Any, jobs: int) -> ProcessPoolExecutor:
+    """Workers that start with this process's engine: forked where the platform allows, so the compiled
+    rule set (rules, templates, keyword regexes) and the project index are inherited instead of loaded
+    again in every worker; elsewhere (spawn) each worker rebuilds the engine from `spec` once."""
+    global _WORKER, _WORK
+    if "fork" in mp.get_all_start_methods() and sys.platform.startswith("linux"):
+        _WORKER, _WORK = engine, work  # what the forked children see
+        return ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork"))
+    return ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(spec, work))
 
 
 def _in_worker(job: FileJob) -> Any:
@@ -235,7 +273,7 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
             if facts is not None:
                 engine.semantic_provider = None
         return
-    with ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(spec, work)) as pool:
+    with _pool(engine, spec, work, jobs) as pool:
         for r in pool_map(pool, _in_worker, items, work.failed):
             if progress:
                 progress(r)
@@ -244,9 +282,50 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
 
 def scan_files(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int | None = None,
                progress: Callable[[FileResult], None] | None = None,
-               facts: FactsProvider | None = None) -> Iterator[FileResult]:
-    """Scan `files` (see `run`)."""
+               facts: FactsProvider | None = None, use_cache: bool = False) -> Iterator[FileResult]:
+    """Scan `files` (see `run`). With `use_cache` (and no semantic facts), files whose stored result is still
+    valid (cudamigrate/cache.py) are not scanned again, and what is scanned is stored."""
+    if use_cache and facts is None and not os.environ.get("CUDAMIGRATE_NO_CACHE"):
+        db = cache.ResultCache()
+        if db.enabled:
+            return _scan_cached(engine, spec, files, jobs, progress, db)
     return run(engine, spec, files, ScanWork(spec.max_bytes), jobs, progress, facts)
+
+
+def run_digest(engine: Engine, spec: EngineSpec) -> str:
+    """What every cached result of this run depends on besides the files (cudamigrate/cache.py)."""
+    return cache.run_digest(spec.rule_dirs, engine.opts, max_bytes=spec.max_bytes)
+
+
+def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int | None,
+                 progress: Callable[[FileResult], None] | None, db: cache.ResultCache) -> Iterator[FileResult]:
+    """Cached results where valid, the others scanned (in workers when many), all in input order."""
+    try:
+        items = [(str(p), display_path(p)) for p in files]
+        run_ = cache.CachedRun(db, run_digest(engine, spec), items, spec.max_bytes or DEFAULT_MAX_BYTES)
+        before, _ = cache.recorded_reads()
+        cache.new_reads()  # forked workers then report only what they read themselves
+        hits, todo = run_.partition()
+        opened, listed = cache.recorded_reads()
+        in_workers: set[str] = set()
+        fresh = run(engine, spec, [files[i] for i in todo], CachedScanWork(spec.max_bytes), jobs)
+        pending = iter(todo)
+        for i in range(len(items)):
+            if i in hits:
+                r = hits[i]
+            else:
+                r, scanned, (o, l) = next(fresh)
+                opened.update(o)
+                in_workers.update(o)
+                listed.update(l)
+                run_.record(next(pending), r, scanned)
+            if progress:
+                progress(r)
+            yield r
+        o, l = cache.recorded_reads()
+        run_.finish(opened | o, listed | l, (o - before) | in_workers)
+    finally:
+        db.close()
 
 
 def fix_files(engine: Engine, spec: EngineSpec, files: list[Path], unsafe: bool,

@@ -5,6 +5,14 @@ from pathlib import Path
 
 import pytest
 
+# Never read or write the user's real caches (result cache, compiled rules): a fresh directory per test
+# session, so the suite cannot see results stored by an older checkout. Set before anything imports
+# cudamigrate; subprocesses inherit it.
+import tempfile as _tempfile
+
+os.environ["CUDAMIGRATE_CACHE_DIR"] = _tempfile.mkdtemp(prefix="cudamigrate-test-cache-")
+os.environ["XDG_CACHE_HOME"] = os.environ["CUDAMIGRATE_CACHE_DIR"]
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 RULES = ROOT / "rules"

@@ -24,6 +24,7 @@ from .clang_facts import FileFacts, _Extractor, digest
 
 PARSE_OPTS_SCAN = 0x0  # macro uses come from expansion locations; no detailed preprocessing record needed
 PREAMBLE_OPTS = 0x04 | 0x100  # precompiled preamble, created on the first parse (for reparses)
+PCH_OPTS = 0x02 | 0x40  # CXTranslationUnit_Incomplete | CXTranslationUnit_SkipFunctionBodies
 
 
 @dataclass
@@ -146,7 +147,10 @@ def build_pch(args: list[str], directory: str) -> str | None:
         fh.write("/* cudamigrate: precompiled CUDA runtime wrapper */\n")
     out = os.path.join(directory, f"prefix-{hashlib.blake2b(repr(args).encode(), digest_size=8).hexdigest()}.pch")
     try:
-        tu = ci.Index.create().parse(src, args=args, options=0x2)  # incomplete: may be saved as a PCH
+        # incomplete (0x2): may be saved as a PCH; skip function bodies (0x40): everything in it is clang's wrapper
+        # and toolkit/system headers, whose bodies no fact needs (facts are only taken in project files); measured
+        # on 19 cuda-samples TUs: identical facts, parse CPU -5 % (docs/semantic-mode.md)
+        tu = ci.Index.create().parse(src, args=args, options=PCH_OPTS)
         if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
             return None
         tu.save(out)

@@ -1,0 +1,675 @@
+"""The result cache: an unchanged file is not scanned again.
+
+A re-scan of an unchanged tree should cost reading and hashing the files, not parsing and matching
+them. One entry per scanned file holds its pickled `FileResult`. An entry is used only when all of
+these are what they were when it was stored (never stale is the requirement; a wasted re-scan is the
+price of every doubt):
+
+* the entry key (`entry_key`): the run digest (tool version and the digest of the package's own code,
+  the rule files' contents, every option that changes findings, the library versions that parse, the
+  toolkit whose header names matchers consult), the file's absolute path and its displayed path;
+* the file's content hash (`lookup(key, content_hash)` compares it);
+* the *shared* digest of the run's other files: the list of files, every file's `#include` lines (they
+  decide a header's language and what includes what), and the content of every file that can be
+  included (a header suffix, or a base name that some `#include` names). When any file of the run
+  (or a file the run read outside it) declares a texture or surface reference, the texture migration
+  reads every file that sees it: the shared digest then covers every file's content (`coarse`);
+* the files and directories outside the run that the run read while scanning (headers found through
+  `-I`-like searches, directory listings): recorded by an audit hook on `open`/`os.listdir`/
+  `os.scandir` (so every matcher's reads count, also those behind per-process memo caches, which are
+  filled in the same process), stored once per run as a *dependency set*, and checked by hash.
+
+So editing a `.cu` file that no file includes costs that one file; editing a header, an `#include`
+line, a rule, an option, the tool or a file read from outside the run re-scans what may depend on it.
+
+Storage: one SQLite database in the user cache directory (`CUDAMIGRATE_CACHE_DIR`, else
+`$XDG_CACHE_HOME/cudamigrate`, else `~/.cache/cudamigrate`), WAL journal, writes in one transaction
+at the end of a run; a database that is locked, unreadable or corrupt is ignored silently (a corrupt
+one is moved aside and rebuilt), as is an entry that does not unpickle. The size is bounded
+(`CUDAMIGRATE_CACHE_MAX_MB`, default 256): the least recently used entries go first. Results that
+carry errors are never stored (a timeout or an internal error must be retried, not remembered).
+
+`fix` never writes from a cached result: it scans the bytes it is about to edit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import pickle
+import re
+import sqlite3
+import sys
+import time
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMA = 1
+DEFAULT_MAX_MB = 256
+CACHE_ENV = "CUDAMIGRATE_CACHE_DIR"
+MAX_MB_ENV = "CUDAMIGRATE_CACHE_MAX_MB"
+HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc", ".cuinc", ""}
+# a texture/surface *reference* declaration (the removed API whose migration is project-wide)
+TEXTURE_REF = re.compile(rb"\b(?:texture|surface)\s*<")
+# not anchored at line starts (25x faster on large trees): an `#include` in a comment also counts, which
+# only makes the shared digest cover more
+INCLUDE_LINE = re.compile(rb"#[ \t]*include\b[^\n]*")
+INCLUDE_NAME = re.compile(rb'#[ \t]*include[ \t]*[<"]([^">\n]+)[">]')
+
+
+def content_hash(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
+def _digest(*parts: Any) -> str:
+    h = hashlib.blake2b(digest_size=20)
+    for p in parts:
+        b = p if isinstance(p, bytes) else str(p).encode("utf-8", "surrogateescape")
+        h.update(len(b).to_bytes(8, "little"))
+        h.update(b)
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------- where
+def cache_dir() -> Path:
+    """The user cache directory of cudamigrate (created on first write, not here)."""
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".cache"
+    return base / "cudamigrate"
+
+
+def max_bytes_from_env() -> int:
+    try:
+        return max(1, int(float(os.environ.get(MAX_MB_ENV, DEFAULT_MAX_MB)) * 1024 * 1024))
+    except ValueError:
+        return DEFAULT_MAX_MB * 1024 * 1024
+
+
+# ----------------------------------------------------------------------------- what a result depends on
+_CODE_DIGEST: str | None = None
+
+
+def code_digest() -> str:
+    """The tool version plus the bytes of the package's own files: a development checkout that changes a
+    matcher without bumping the version must not read results of the old code."""
+    global _CODE_DIGEST
+    if _CODE_DIGEST is None:
+        from . import __version__
+
+        pkg = Path(__file__).resolve().parent
+        parts: list[Any] = [__version__, sys.version_info[:2]]
+        for p in sorted(pkg.rglob("*")):
+            if "__pycache__" in p.parts or not p.is_file() or p.suffix in (".pyc", ".pyo"):
+                continue
+            try:
+                parts += [p.relative_to(pkg).as_posix(), p.read_bytes()]
+            except OSError:
+                parts += [p.relative_to(pkg).as_posix(), "unreadable"]
+        for dist in ("tree-sitter", "tree-sitter-cpp", "tree-sitter-c", "jinja2", "pyyaml"):
+            try:
+                from importlib.metadata import version
+
+                parts += [dist, version(dist)]
+            except Exception:
+                parts += [dist, "-"]
+        _CODE_DIGEST = _digest(*parts)
+    return _CODE_DIGEST
+
+
+def ruleset_digest(rule_dirs: Iterable[Path]) -> str:
+    """Every file under the rule directories, by relative path and content (rules, data, templates)."""
+    parts: list[Any] = []
+    for d in rule_dirs:
+        d = Path(d)
+        parts.append(os.path.abspath(d))
+        files = sorted(d.rglob("*")) if d.is_dir() else ([d] if d.is_file() else [])
+        for p in files:
+            if "__pycache__" in p.parts or not p.is_file():
+                continue
+            try:
+                parts += [p.relative_to(d).as_posix() if p != d else p.name, p.read_bytes()]
+            except OSError:
+                parts += [str(p), "unreadable"]
+    return _digest(*parts)
+
+
+def _jsonable(o: Any) -> Any:
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return {k: _jsonable(v) for k, v in sorted(dataclasses.asdict(o).items())}
+    if isinstance(o, dict):
+        return {str(k): _jsonable(v) for k, v in sorted(o.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(o, (list, tuple)):
+        return [_jsonable(v) for v in o]
+    if isinstance(o, (str, int, float, bool)) or o is None:
+        return o
+    if isinstance(o, Path):
+        return str(o)
+    return repr(o)
+
+
+def options_digest(options: Any, **extra: Any) -> str:
+    """Every option that can change a finding (the engine Options dataclass: target, selection,
+    keep-compat, rule options, calibration, include roots, ...) and whatever the caller adds."""
+    return _digest(json.dumps({"options": _jsonable(options), "extra": _jsonable(extra)}, sort_keys=True))
+
+
+def environment_digest() -> str:
+    """The toolkit matchers look at: its path and the names of its headers (`shadows._toolkit_names`)."""
+    try:
+        from .build import cuda_home
+
+        home = cuda_home()
+    except Exception:
+        home = None
+    names: list[str] = []
+    if home is not None:
+        try:
+            names = sorted(n for n in os.listdir(home / "include") if n.endswith(".h"))
+        except OSError:
+            pass
+    return _digest(str(home), *names)
+
+
+def run_digest(rule_dirs: Iterable[Path], options: Any, **extra: Any) -> str:
+    return _digest(SCHEMA, code_digest(), ruleset_digest(rule_dirs), options_digest(options, **extra),
+                   environment_digest())
+
+
+def entry_key(run: str, path: Path | str, display: str) -> str:
+    return _digest(run, os.path.abspath(path), display)
+
+
+# ----------------------------------------------------------------------------- the run's files together
+@dataclass
+class TreeState:
+    """The run's files as the cache sees them: content hashes and the shared digests."""
+
+    hashes: dict[str, str | None]  # absolute path -> content hash (None: unreadable)
+    fine: str  # file list, include lines, contents of includable files
+    coarse: str  # every file's content
+    texture: bool  # a file of the run declares a texture/surface reference
+
+    def shared(self, texture_outside: bool) -> str:
+        return self.coarse if self.texture or texture_outside else self.fine
+
+
+def tree_state(contents: Iterable[tuple[str, bytes | None]]) -> TreeState:
+    """From (absolute path, bytes or None) of every file of the run."""
+    items = sorted(contents, key=lambda x: x[0])
+    hashes: dict[str, str | None] = {}
+    included: set[bytes] = set()
+    includes: list[Any] = []
+    texture = False
+    for path, data in items:
+        hashes[path] = None if data is None else content_hash(data)
+        if data is None:
+            includes += [path, "unreadable"]
+            continue
+        if b"include" in data:
+            includes += [path, b"\n".join(m.rstrip(b"\r") for m in INCLUDE_LINE.findall(data))]
+            included |= {os.path.basename(m) for m in INCLUDE_NAME.findall(data)}
+        if not texture and (b"texture" in data or b"surface" in data) and TEXTURE_REF.search(data):
+            texture = True
+    shared: list[Any] = []
+    for path, h in hashes.items():
+        if os.path.splitext(path)[1].lower() in HEADER_SUFFIXES or os.path.basename(path).encode(
+                "utf-8", "surrogateescape") in included:
+            shared += [path, str(h)]
+    fine = _digest("fine", *hashes.keys(), "includes", *includes, "shared", *shared)
+    coarse = _digest("coarse", *(x for kv in hashes.items() for x in (kv[0], str(kv[1]))))
+    return TreeState(hashes, fine, coarse, texture)
+
+
+# ----------------------------------------------------------------------------- reads outside the run
+_NOT_SOURCE = (".py", ".pyc", ".so", ".yaml", ".yml", ".json", ".toml", ".j2", ".csv", ".tsv", ".txt", ".cfg",
+               ".pth", ".db", ".db-wal", ".db-shm", ".pickle", ".pkl", ".md", ".typed")
+_SOURCE_LIKE = HEADER_SUFFIXES | {".cu", ".cpp", ".cc", ".cxx", ".c", ".c++", ".cp", ".hip", ".cuinc", ".ipp", ".txx"}
+_OPENED: set[str] = set()
+_LISTED: set[str] = set()
+_HOOKED = False
+_SKIP_PREFIXES: tuple[str, ...] = ()
+_SKIP_DIRS: frozenset[str] = frozenset()  # sys.path entries: the import system lists them
+_PKG = str(Path(__file__).resolve().parent) + os.sep
+
+
+def _from_cudamigrate() -> bool:
+    """Whether cudamigrate's own code is on the stack (reads of a test harness or a host program that embeds
+    cudamigrate, such as pytest creating its temporary directories, are not the scan's dependencies)."""
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_filename.startswith(_PKG):
+            return True
+        f = f.f_back
+    return False
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "open":
+        p = args[0]
+        if isinstance(p, int) or p is None:
+            return
+        mode = args[1] if len(args) > 1 else None
+        if isinstance(mode, str) and ("w" in mode or "a" in mode or "x" in mode or "+" in mode):
+            return
+        flags = args[2] if len(args) > 2 else 0
+        if isinstance(flags, int) and flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT):
+            return
+        try:
+            s = os.fsdecode(p)
+        except Exception:
+            return
+        if s.endswith(_NOT_SOURCE) or s.startswith(_SKIP_PREFIXES) or not _from_cudamigrate():
+            return
+        _OPENED.add(os.path.abspath(s))
+    elif event in ("os.listdir", "os.scandir"):
+        p = args[0] if args else None
+        if p is None or isinstance(p, int):
+            p = "."
+        try:
+            s = os.path.abspath(os.fsdecode(p))
+        except Exception:
+            return
+        if s not in _SKIP_DIRS and not (s + os.sep).startswith(_SKIP_PREFIXES) and _from_cudamigrate():
+            _LISTED.add(s)
+
+
+def install_read_recorder() -> None:
+    """Record, for the whole process, every file opened for reading and every directory listed (an audit
+    hook: it sees the reads of every matcher, whatever helper it goes through). Python's own files and
+    the cache are left out. Installed once; audit hooks cannot be removed, the cost is a few string tests
+    per open."""
+    global _HOOKED, _SKIP_PREFIXES, _SKIP_DIRS
+    if _HOOKED:
+        return
+    _SKIP_DIRS = frozenset(os.path.abspath(p or ".") for p in sys.path)
+    pkg = str(Path(__file__).resolve().parent)
+    _SKIP_PREFIXES = tuple(sorted({os.path.abspath(p) + os.sep for p in {sys.prefix, sys.base_prefix, sys.exec_prefix}}
+                                  | {pkg + os.sep, "/proc/", "/sys/", "/dev/"}))
+    sys.addaudithook(_audit)
+    _HOOKED = True
+
+
+def recorded_reads() -> tuple[set[str], set[str]]:
+    """Files opened and directories listed in this process so far (all of them: a memo cache filled for
+    an earlier file stands for a read that a later file relies on)."""
+    return set(_OPENED), set(_LISTED)
+
+
+def new_reads() -> tuple[list[str], list[str]]:
+    """What this process read since the last call (a worker sends it back with each result)."""
+    global _SENT_O, _SENT_L
+    o, l = sorted(_OPENED - _SENT_O), sorted(_LISTED - _SENT_L)
+    _SENT_O |= set(o)
+    _SENT_L |= set(l)
+    return o, l
+
+
+_SENT_O: set[str] = set()
+_SENT_L: set[str] = set()
+
+
+def _listing(d: str) -> str | None:
+    """A directory's source-like names (an in-tree build writing `.o` files next to the sources does not
+    count; a header appearing where an `#include` may find it does)."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return None
+    return _digest(*sorted(n for n in names if os.path.splitext(n)[1].lower() in _SOURCE_LIKE))
+
+
+def _file_hash(p: str) -> str | None:
+    try:
+        with open(p, "rb") as fh:
+            return content_hash(fh.read())
+    except OSError:
+        return None
+
+
+@dataclass
+class DepSet:
+    """Files and directory listings outside the run, with their hashes when stored."""
+
+    files: dict[str, str | None] = field(default_factory=dict)
+    dirs: dict[str, str | None] = field(default_factory=dict)
+    texture_ref: bool = False  # a file read by the run itself declares a texture/surface reference
+
+    @classmethod
+    def capture(cls, opened: Iterable[str], listed: Iterable[str], run_files: set[str],
+                this_run: Iterable[str] = ()) -> "DepSet":
+        """`opened`: every read of the process (memo caches stand for earlier reads); `this_run`: the reads
+        made during this run, whose texture declarations decide the coarse mode (the texture migration reads
+        the files it needs through the run's own project index, never from a memo of another run)."""
+        files = {p: _file_hash(p) for p in sorted(set(opened) - run_files) if not os.path.isdir(p)}
+        dirs = {os.path.dirname(p) for p in files} | set(listed)
+        return cls(files, {d: _listing(d) for d in sorted(dirs)},
+                   _any_texture(p for p in sorted(set(this_run) - run_files) if p in files))
+
+    def digest(self) -> str:
+        return _digest(json.dumps([self.files, self.dirs, self.texture_ref], sort_keys=True))
+
+    def valid(self) -> bool:
+        return all(_file_hash(p) == h for p, h in self.files.items()) and \
+            all(_listing(d) == h for d, h in self.dirs.items())
+
+    def texture(self) -> bool:
+        return self.texture_ref
+
+
+def _any_texture(paths: Iterable[str]) -> bool:
+    for p in paths:
+        try:
+            with open(p, "rb") as fh:
+                if TEXTURE_REF.search(fh.read()):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+# ----------------------------------------------------------------------------- the store
+@dataclass
+class Entry:
+    value: Any
+    shared: str
+    depset: str
+
+
+class ResultCache:
+    """Entries by key; every failure of the database turns the cache off for the run, silently."""
+
+    def __init__(self, path: Path | None = None, max_bytes: int | None = None):
+        self.path = path or cache_dir() / "results.sqlite"
+        self.max_bytes = max_bytes or max_bytes_from_env()
+        self.db: sqlite3.Connection | None = None
+        self._touched: list[str] = []
+        self._pending: list[tuple[str, str, str, str, bytes]] = []
+        self._pending_deps: dict[str, bytes] = {}
+        self._depsets: dict[str, DepSet | None] = {}
+        self._open()
+
+    # -- connection
+    def _connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        db = sqlite3.connect(str(self.path), timeout=5.0, isolation_level=None)
+        db.execute("PRAGMA busy_timeout=5000")
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.DatabaseError:
+            pass
+        db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
+        row = db.execute("SELECT v FROM meta WHERE k='schema'").fetchone()
+        if row is not None and row[0] != str(SCHEMA):
+            db.execute("DROP TABLE IF EXISTS entries")
+            db.execute("DROP TABLE IF EXISTS depsets")
+        db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, content TEXT, shared TEXT,"
+                   " depset TEXT, value BLOB, size INTEGER, used REAL)")
+        db.execute("CREATE TABLE IF NOT EXISTS depsets (id TEXT PRIMARY KEY, body BLOB, used REAL)")
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+        try:
+            os.chmod(self.path, 0o600)
+        except OSError:
+            pass
+        return db
+
+    def _open(self) -> None:
+        try:
+            self.db = self._connect()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
+                self.db = None  # another run holds it: run without the cache
+                return
+            self._move_aside()  # corrupt: start again
+            try:
+                self.db = self._connect()
+            except (sqlite3.Error, OSError):
+                self.db = None
+        except OSError:
+            self.db = None
+
+    def _move_aside(self) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.replace(str(self.path) + suffix, f"{self.path}{suffix}.corrupt")
+            except OSError:
+                pass
+
+    @property
+    def enabled(self) -> bool:
+        return self.db is not None
+
+    def _fail(self) -> None:
+        try:
+            if self.db is not None:
+                self.db.close()
+        except sqlite3.Error:
+            pass
+        self.db = None
+
+    # -- entries
+    def lookup(self, key: str, content: str) -> Entry | None:
+        """The entry stored under `key` for exactly this content hash, or None."""
+        got = self.lookup_many([(key, content)])
+        return got.get(key)
+
+    def lookup_many(self, wanted: list[tuple[str, str]]) -> dict[str, Entry]:
+        if self.db is None or not wanted:
+            return {}
+        out: dict[str, Entry] = {}
+        want = dict(wanted)
+        keys = list(want)
+        try:
+            for i in range(0, len(keys), 500):
+                part = keys[i : i + 500]
+                rows = self.db.execute(
+                    f"SELECT key, content, shared, depset, value FROM entries WHERE key IN ({','.join('?' * len(part))})",
+                    part).fetchall()
+                for key, content, shared, depset, value in rows:
+                    if content != want.get(key):
+                        continue
+                    try:
+                        obj = pickle.loads(zlib.decompress(value))
+                    except Exception:
+                        continue  # an entry that does not read back is a miss
+                    out[key] = Entry(obj, shared, depset)
+        except sqlite3.Error:
+            self._fail()
+            return {}
+        self._touched += list(out)
+        return out
+
+    def depset(self, ident: str) -> DepSet | None:
+        if ident in self._depsets:
+            return self._depsets[ident]
+        got: DepSet | None = None
+        if self.db is not None:
+            try:
+                row = self.db.execute("SELECT body FROM depsets WHERE id=?", (ident,)).fetchone()
+                if row is not None:
+                    files, dirs, tex = json.loads(zlib.decompress(row[0]))
+                    got = DepSet(dict(files), dict(dirs), bool(tex))
+            except (sqlite3.Error, ValueError, zlib.error, TypeError):
+                got = None
+        self._depsets[ident] = got
+        return got
+
+    def store(self, key: str, content: str, value: Any, shared: str = "", depset: DepSet | None = None) -> None:
+        """Queue an entry; `flush` writes the queue in one transaction."""
+        try:
+            blob = zlib.compress(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), 1)
+        except Exception:
+            return  # an unpicklable result is simply not cached
+        ident = ""
+        if depset is not None:
+            ident = depset.digest()
+            if ident not in self._pending_deps:
+                self._pending_deps[ident] = zlib.compress(
+                    json.dumps([depset.files, depset.dirs, depset.texture_ref]).encode(), 1)
+        self._pending.append((key, content, shared, ident, blob))
+
+    def flush(self) -> None:
+        db = self.db
+        if db is None:
+            return
+        now = time.time()
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            for ident, body in self._pending_deps.items():
+                db.execute("INSERT OR REPLACE INTO depsets VALUES (?, ?, ?)", (ident, body, now))
+            db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           [(k, c, s, d, b, len(b), now) for k, c, s, d, b in self._pending])
+            if self._touched:
+                db.executemany("UPDATE entries SET used=? WHERE key=?", [(now, k) for k in self._touched])
+            self._prune(db)
+            db.execute("COMMIT")
+        except sqlite3.Error:
+            try:
+                db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+        finally:
+            self._pending.clear()
+            self._pending_deps.clear()
+            self._touched.clear()
+
+    def _prune(self, db: sqlite3.Connection) -> None:
+        """Least recently used entries out until the values fit in max_bytes; unused dependency sets out."""
+        total = db.execute("SELECT COALESCE(SUM(size), 0) FROM entries").fetchone()[0]
+        if total > self.max_bytes:
+            excess = total - int(self.max_bytes * 0.8)
+            rows = db.execute("SELECT key, size FROM entries ORDER BY used ASC").fetchall()
+            drop = []
+            for key, size in rows:
+                if excess <= 0:
+                    break
+                drop.append((key,))
+                excess -= size
+            db.executemany("DELETE FROM entries WHERE key=?", drop)
+            db.execute("DELETE FROM depsets WHERE id NOT IN (SELECT DISTINCT depset FROM entries)")
+
+    def close(self) -> None:
+        self.flush()
+        self._fail()
+
+
+# ----------------------------------------------------------------------------- one cached run
+def _read_limited(path: str, limit: int) -> tuple[bytes | None, tuple[int, int] | None]:
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return None, None
+    try:
+        import stat as statmod
+
+        st = os.fstat(fd)
+        if not statmod.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None, None
+        chunks, left = [], limit + 1
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        data = b"".join(chunks)
+        return (None, None) if len(data) > limit else (data, (st.st_size, st.st_mtime_ns))
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)
+
+
+def _stat(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+@dataclass
+class CachedRun:
+    """One scan's use of the cache: which files can be answered from it (`partition`), and storing
+    what the scan found for the others (`record`, then `finish`).
+
+    `items` are (path, display) pairs of the run's files, in report order. A result is stored only when
+    the bytes the engine scanned hash to what `partition` read (`record`'s `scanned`), it has no errors,
+    and no file of the run changed size or mtime while the run went on."""
+
+    cache: ResultCache
+    run: str
+    items: list[tuple[str, str]]
+    max_bytes: int = 16 * 1024 * 1024
+    state: TreeState | None = None
+    keys: list[str] = field(default_factory=list)
+    contents: list[str | None] = field(default_factory=list)
+    stats: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    _store: dict[int, Any] = field(default_factory=dict)
+    _valid_depsets: dict[str, bool] = field(default_factory=dict)
+
+    def partition(self) -> tuple[dict[int, Any], list[int]]:
+        """({index: cached FileResult}, indexes to scan)."""
+        datas: list[tuple[str, bytes | None]] = []
+        for path, display in self.items:
+            ap = os.path.abspath(path)
+            data, st = _read_limited(ap, self.max_bytes)
+            self.stats[ap] = st
+            datas.append((ap, data))
+            self.keys.append(entry_key(self.run, ap, display))
+            self.contents.append(None if data is None else content_hash(data))
+        self.state = tree_state(datas)
+        wanted = [(k, c) for k, c in zip(self.keys, self.contents) if c is not None]
+        found = self.cache.lookup_many(wanted)
+        hits: dict[int, Any] = {}
+        todo: list[int] = []
+        for i, key in enumerate(self.keys):
+            e = found.get(key)
+            if e is not None and self._usable(e):
+                hits[i] = e.value
+            else:
+                todo.append(i)
+        return hits, todo
+
+    def _usable(self, e: Entry) -> bool:
+        assert self.state is not None
+        if e.depset not in self._valid_depsets:
+            ds = self.cache.depset(e.depset) if e.depset else DepSet()
+            ok = ds is not None and ds.valid()
+            self._valid_depsets[e.depset] = ok
+            self._valid_depsets["texture:" + e.depset] = bool(ok and ds is not None and ds.texture())
+        if not self._valid_depsets[e.depset]:
+            return False
+        return e.shared == self.state.shared(self._valid_depsets["texture:" + e.depset])
+
+    def record(self, index: int, result: Any, scanned: str | None) -> None:
+        """Keep `result` of item `index` for `finish`, when `scanned` (the content hash of the bytes the
+        engine read) is the hash `partition` saw and the result carries no error."""
+        if scanned is None or scanned != self.contents[index]:
+            return
+        if getattr(result, "errors", None) or getattr(result, "internal", 0):
+            return
+        self._store[index] = result
+
+    def finish(self, opened: Iterable[str], listed: Iterable[str], this_run: Iterable[str] = ()) -> int:
+        """Store the recorded results with the process's reads outside the run's files (`this_run`: those
+        made during this run); how many were stored."""
+        assert self.state is not None
+        try:
+            if not self._store:
+                return 0
+            if any(_stat(p) != st for p, st in self.stats.items()):
+                return 0  # a file changed during the run: what was scanned may not be what was hashed
+            deps = DepSet.capture(opened, listed, set(self.state.hashes), this_run)
+            shared = self.state.shared(deps.texture())
+            for i, res in sorted(self._store.items()):
+                self.cache.store(self.keys[i], self.contents[i] or "", res, shared, deps)
+            return len(self._store)
+        finally:
+            self.cache.flush()

@@ -1,0 +1,45 @@
+"""Pool workers inherit the parent's compiled engine (fork) instead of loading the rule set again, and the
+order of results does not depend on the number of workers."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing as mp
+import sys
+
+import pytest
+
+from cudamigrate import runner
+
+from .helpers import run_cli
+
+LEGACY = "#include <cuda_runtime.h>\nvoid sync_all() { cudaThreadSynchronize(); }\n"
+CLEAN = "#include <cuda_runtime.h>\nvoid sync_all() { cudaDeviceSynchronize(); }\n"
+
+
+def _tree(root, n=70):
+    for i in range(n):  # above the in-process threshold: a pool scans them
+        (root / f"d{i % 3}").mkdir(exist_ok=True)
+        (root / f"d{i % 3}" / f"f{i:02}.cu").write_text(LEGACY if i % 2 else CLEAN)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or "fork" not in mp.get_all_start_methods(),
+                    reason="workers inherit the engine only where processes fork")
+def test_workers_do_not_rebuild_the_engine(tmp_path, monkeypatch):
+    _tree(tmp_path)
+
+    def no_rebuild(self):
+        raise AssertionError("a worker loaded the rule set again")
+
+    monkeypatch.setattr(runner.EngineSpec, "build", no_rebuild)
+    r = run_cli("scan", "--format", "json", "--no-cache", "-j", "2", tmp_path)
+    report = json.loads(r.stdout)
+    assert report["errors"] == [] and report["summary"]["files_scanned"] == 70
+    assert report["summary"]["findings"] == 35
+
+
+def test_output_order_is_the_same_for_any_number_of_workers(tmp_path):
+    _tree(tmp_path)
+    one = run_cli("scan", "--format", "json", "--no-cache", "-j", "1", tmp_path).stdout
+    two = run_cli("scan", "--format", "json", "--no-cache", "-j", "2", tmp_path).stdout
+    assert one == two
