@@ -34,6 +34,8 @@ carry errors are never stored (a timeout or an internal error must be retried, n
 
 from __future__ import annotations
 
+from types import FrameType
+
 import dataclasses
 import hashlib
 import json
@@ -242,7 +244,7 @@ _PKG = str(Path(__file__).resolve().parent) + os.sep
 def _from_cudamigrate() -> bool:
     """Whether cudamigrate's own code is on the stack (reads of a test harness or a host program that embeds
     cudamigrate, such as pytest creating its temporary directories, are not the scan's dependencies)."""
-    f = sys._getframe(2)
+    f: FrameType | None = sys._getframe(2)
     while f is not None:
         if f.f_code.co_filename.startswith(_PKG):
             return True
@@ -305,10 +307,10 @@ def recorded_reads() -> tuple[set[str], set[str]]:
 def new_reads() -> tuple[list[str], list[str]]:
     """What this process read since the last call (a worker sends it back with each result)."""
     global _SENT_O, _SENT_L
-    o, l = sorted(_OPENED - _SENT_O), sorted(_LISTED - _SENT_L)
+    o, ls = sorted(_OPENED - _SENT_O), sorted(_LISTED - _SENT_L)
     _SENT_O |= set(o)
-    _SENT_L |= set(l)
-    return o, l
+    _SENT_L |= set(ls)
+    return o, ls
 
 
 _SENT_O: set[str] = set()
@@ -625,7 +627,7 @@ class CachedRun:
             self.keys.append(entry_key(self.run, ap, display))
             self.contents.append(None if data is None else content_hash(data))
         self.state = tree_state(datas)
-        wanted = [(k, c) for k, c in zip(self.keys, self.contents) if c is not None]
+        wanted = [(k, c) for k, c in zip(self.keys, self.contents, strict=True) if c is not None]
         found = self.cache.lookup_many(wanted)
         hits: dict[int, Any] = {}
         todo: list[int] = []

@@ -314,16 +314,16 @@ def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int 
             if i in hits:
                 r = hits[i]
             else:
-                r, scanned, (o, l) = next(fresh)
+                r, scanned, (o, ls) = next(fresh)
                 opened.update(o)
                 in_workers.update(o)
-                listed.update(l)
+                listed.update(ls)
                 run_.record(next(pending), r, scanned)
             if progress:
                 progress(r)
             yield r
-        o, l = cache.recorded_reads()
-        run_.finish(opened | o, listed | l, (o - before) | in_workers)
+        o, ls = cache.recorded_reads()
+        run_.finish(opened | o, listed | ls, (o - before) | in_workers)
     finally:
         db.close()
 
