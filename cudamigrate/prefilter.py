@@ -22,6 +22,9 @@ import re
 from dataclasses import dataclass
 from typing import Iterable
 
+from .match.kinds import keywords as rule_keywords
+from .rules.schema import Rule
+
 # comments, plus the tokens inside which `//` or `/*` is not a comment: strings, character literals (not a
 # C++14 digit separator `1'000`: no word character before the quote or its prefix) and `<...>` include paths
 _LEX = re.compile(
@@ -108,14 +111,14 @@ class NameGate:
     regex: re.Pattern[bytes] | None = None
 
     @classmethod
-    def build(cls, rules: Iterable) -> "NameGate":
+    def build(cls, rules: Iterable[Rule]) -> "NameGate":
         needs: dict[str, list[frozenset[str]]] = {}
         extra: set[str] = set()  # words that are not keywords themselves (the prefilter finds those)
         for r in rules:
             if r.kind not in ("call", "identifier"):
                 continue
             sets = list(dict.fromkeys(name_words(n) for n in r.spec.get("names", [])))
-            kws = r.keywords()
+            kws = rule_keywords(r)
             more = {w for s in sets for w in s - kws}
             if all(sets) and more:  # some name needs more than its keyword
                 needs[r.id] = sets
