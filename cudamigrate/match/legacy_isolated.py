@@ -67,7 +67,33 @@ def stream_names(root: ts.Node) -> set[str]:
                     d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
                 if d is not None:
                     names.add(_text(d))
-    return names
+    return names - _null_constants(root, names)
+
+
+def _null_constants(root: ts.Node, names: set[str]) -> set[str]:
+    """Stream variables that are the legacy stream by value: declared with a null initializer (`= 0`, `nullptr`,
+    `cudaStreamLegacy`) and never assigned or address-taken anywhere in the file. Work "on" them is legacy-stream
+    work, not another stream's."""
+    nulls: set[str] = set()
+    for n in _walk(root):
+        if n.type == "init_declarator":
+            name, value = n.child_by_field_name("declarator"), n.child_by_field_name("value")
+            if name is not None and name.type == "identifier" and _text(name) in names and value is not None \
+                    and re.sub(r"\s+", "", _text(value)) in NULL_STREAM:
+                nulls.add(_text(name))
+    if not nulls:
+        return nulls
+    for n in _walk(root):
+        target = None
+        if n.type == "assignment_expression":
+            target = n.child_by_field_name("left")
+        elif n.type == "pointer_expression" and _text(n).startswith("&"):
+            target = n.child_by_field_name("argument")
+        elif n.type in ("update_expression", "reference_declarator"):
+            target = n
+        if target is not None:
+            nulls -= {_text(x) for x in _walk(target) if x.type == "identifier"}
+    return nulls
 
 
 def _callee(call: ts.Node) -> str:
