@@ -12,9 +12,10 @@ from .helpers import run_cli
 
 LEGACY = b"""#include <cuda_runtime.h>
 int main() {
-  float *d; cudaStream_t s; cudaStreamCreate(&s);
-  cudaMalloc(&d, 16);
-  cudaMemsetAsync(d, 0, 16, 0);
+  float *d, *e; cudaStream_t s; cudaStreamCreate(&s);
+  cudaMalloc(&d, 16); cudaMalloc(&e, 16);
+  cudaMemsetAsync(e, 0, 16, s);
+  cudaMemsetAsync(d, 0, 16, 0);  /* the legacy stream meets work in flight on s: CM101 */
   cudaThreadSynchronize();
   return 0;
 }
