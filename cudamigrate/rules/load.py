@@ -10,7 +10,6 @@ from pathlib import Path
 from ..textsafe import one_line
 from . import safety
 from .schema import Rule, RuleError, validate
-from .vocabulary import check_rule
 
 
 def builtin_rules_dir() -> Path:
@@ -65,6 +64,8 @@ def load_rule_file(path: Path) -> Rule:
         raise RuleError(f"{path}: {exc}") from None
     try:
         rule = validate(doc, path)
+        from .vocabulary import check_rule  # the registries import tree-sitter: only when rules are validated
+
         check_rule(rule)  # every condition, edit, matcher and cost key against its registry
     except RuleError:
         raise
