@@ -30,6 +30,10 @@ one is moved aside and rebuilt), as is an entry that does not unpickle. The size
 carry errors are never stored (a timeout or an internal error must be retried, not remembered).
 
 `fix` never writes from a cached result: it scans the bytes it is about to edit.
+
+Why one module of ~680 lines: the entry key, the dependency audit (what a scan read) and the storage must
+agree on what "unchanged" means; split apart, a change to one could make the cache stale without the
+others noticing, and staleness is the one failure this module must never have.
 """
 
 from __future__ import annotations

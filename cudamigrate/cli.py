@@ -1,4 +1,10 @@
-"""Command line: `cudamigrate scan`, `fix`, `rules`, `explain`."""
+"""Command line: `cudamigrate scan`, `fix`, `plan`, `rules`, `explain`, `test` and the rest.
+
+Why one module of ~750 lines: it is the CLI contract (every subcommand's options, usage errors and exit
+codes) read in one place; the work behind the commands lives elsewhere (`cli_fix`, `cli_output`,
+`cli_semantic`, `stdin`, `diffbase`, `runner`, `plan`, `doctor`), so what remains here is declarations
+and small glue that would only be scattered by a split.
+"""
 
 from __future__ import annotations
 
