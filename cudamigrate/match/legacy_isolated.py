@@ -55,8 +55,23 @@ def _text(n: ts.Node | None) -> str:
     return n.text.decode("utf-8", "replace") if n is not None and n.text is not None else ""
 
 
+_LAST: list = [None, frozenset()]  # (root, names) of the last file asked: every finding of a file asks again
+
+
 def stream_names(root: ts.Node) -> set[str]:
-    """Names declared anywhere in the file (variables, parameters, fields) with a stream type."""
+    """Names declared anywhere in the file (variables, parameters, fields) with a stream type.
+
+    Remembered for the last root: walking the whole file once per finding made a file with thousands of
+    findings quadratic (the 50,000-finding report test). Holding the root keeps its tree alive, so an equal
+    root is the same tree."""
+    if _LAST[0] is not None and _LAST[0] == root:
+        return set(_LAST[1])
+    names = _stream_names(root)
+    _LAST[0], _LAST[1] = root, frozenset(names)
+    return names
+
+
+def _stream_names(root: ts.Node) -> set[str]:
     names: set[str] = set()
     for n in _walk(root):
         if n.type in ("declaration", "parameter_declaration", "field_declaration"):
