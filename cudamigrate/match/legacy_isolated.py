@@ -164,6 +164,28 @@ def _records_on_legacy(call: ts.Node) -> str | None:
     return None
 
 
+_LAST_EVENTS: list = [None, frozenset(), []]  # (function, streams, events) of the last function asked
+
+
+def _events(function: ts.Node, body: ts.Node, streams: set[str]) -> list[tuple[int, bool, ts.Node]]:
+    """The body's nodes both conditions look at, in source (pre-)order: (start byte, names a stream, node), where
+    a node either names a stream (`_names_stream`) or is a call. Built once per function: every finding of a
+    function asks again, and walking the whole body per finding made a function with thousands of legacy-stream
+    calls quadratic (the 50,000-finding report test). Holding the function node keeps its tree alive, so an
+    equal node is the same function."""
+    key = frozenset(streams)
+    if _LAST_EVENTS[0] is not None and _LAST_EVENTS[0] == function and _LAST_EVENTS[1] == key:
+        return _LAST_EVENTS[2]
+    events: list[tuple[int, bool, ts.Node]] = []
+    for n in _walk(body):
+        if _names_stream(n, streams):
+            events.append((n.start_byte, True, n))
+        elif n.type == "call_expression":
+            events.append((n.start_byte, False, n))
+    _LAST_EVENTS[:] = [function, key, events]
+    return events
+
+
 def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node, loop: ts.Node | None) -> bool:
     if function is None:
         return False
@@ -178,14 +200,15 @@ def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node,
         return False
     if loop is not None and any(_names_stream(n, streams) for n in _walk(loop)):
         return False  # a later iteration could find this loop's other-stream work in flight
+    events = _events(function, body, streams)
     pending = False  # other-stream work issued since the host last waited for everything
     recorded: set[str] = set()
-    for n in _walk(body):
-        if n.start_byte >= node.start_byte:
+    for start, names_stream, n in events:
+        if start >= node.start_byte:
             break
-        if _names_stream(n, streams):
+        if names_stream:
             pending = True
-        elif n.type == "call_expression":
+        else:
             ev = _records_on_legacy(n)
             if ev:
                 recorded.add(ev)
@@ -195,17 +218,16 @@ def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node,
     if pending:
         return False  # another stream may hold work when the match runs
     recorded = set()
-    for n in _walk(body):
-        if n.start_byte < node.end_byte:
+    for start, names_stream, n in events:
+        if start < node.end_byte:
             continue
-        if _names_stream(n, streams):
+        if names_stream:
             return False  # another stream is used before the host waits for this work
-        if n.type == "call_expression":
-            ev = _records_on_legacy(n)
-            if ev:
-                recorded.add(ev)
-            if _is_legacy_wait(n, recorded):
-                return True
+        ev = _records_on_legacy(n)
+        if ev:
+            recorded.add(ev)
+        if _is_legacy_wait(n, recorded):
+            return True
     return False
 
 
@@ -232,10 +254,10 @@ def consumes_other_stream_work(node: ts.Node, function: ts.Node | None, root: ts
     if not mine:
         return False
     producers: set[str] = set()  # buffers written (maybe) by other-stream work not yet waited for by the host
-    for n in _walk(body):
-        if n.start_byte >= node.start_byte:
+    for start, names_stream, n in _events(function, body, streams):
+        if start >= node.start_byte:
             break
-        if n.type != "call_expression":
+        if names_stream:
             continue
         if _callee(n) in DEVICE_WAITS | STREAM_WAITS | {"cudaEventSynchronize", "cuEventSynchronize"}:
             producers.clear()  # the host waited: that work is complete, the barrier no longer orders it
