@@ -54,6 +54,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from .source import read_regular
+
 SCHEMA = 1
 DEFAULT_MAX_MB = 256
 CACHE_ENV = "CUDAMIGRATE_CACHE_DIR"
@@ -331,10 +333,14 @@ def _listing(d: str) -> str | None:
     return _digest(*sorted(n for n in names if os.path.splitext(n)[1].lower() in _SOURCE_LIKE))
 
 
+_DEP_LIMIT = 1 << 30  # bytes hashed per dependency: all of any real header
+
+
 def _file_hash(p: str) -> str | None:
+    """A dependency's hash; a FIFO or device that carries a source name hashes as absent instead of
+    blocking the run (the matchers refused to read it too)."""
     try:
-        with open(p, "rb") as fh:
-            return content_hash(fh.read())
+        return content_hash(read_regular(p, _DEP_LIMIT))
     except OSError:
         return None
 
@@ -372,9 +378,8 @@ class DepSet:
 def _any_texture(paths: Iterable[str]) -> bool:
     for p in paths:
         try:
-            with open(p, "rb") as fh:
-                if TEXTURE_REF.search(fh.read()):
-                    return True
+            if TEXTURE_REF.search(read_regular(p, _DEP_LIMIT)):
+                return True
         except OSError:
             continue
     return False
