@@ -120,6 +120,23 @@ def stdin_option(fn):
                              "exclude and reports use this name; the file itself is not read or written).")(fn)
 
 
+def diff_base_option(fn):
+    """`--diff-base REF`: only lines changed since a git revision (scan and plan)."""
+    return click.option("--diff-base", metavar="REF", default=None,
+                        help="Only report findings on lines added or changed since git revision REF (`git diff -U0 "
+                             "REF`; untracked files count as wholly changed).")(fn)
+
+
+def _on_changed_lines(findings: list[Any], files: list[Path], changed: Any) -> list[Any]:
+    """The findings on lines `--diff-base` counts as changed (all of them without the flag)."""
+    if changed is None:
+        return findings
+    from .runner import display_path
+
+    real_of = {display_path(p): p for p in files}
+    return [f for f in findings if changed.covers(real_of.get(f.path, Path(f.path)), f.line, f.end_line)]
+
+
 def _stdin_input(paths: tuple[Path, ...], kw: dict[str, Any]):
     """The buffer for `scan -`/`fix -` (a StdinInput), or None for ordinary paths. Semantic mode is off for
     it: libclang reads files from disk, and the buffer is not on disk."""
@@ -232,9 +249,7 @@ def main() -> None:
                    "roi: by ROI alone; file: by place.")
 @click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Only report findings not in this baseline.")
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Record current findings as the baseline.")
-@click.option("--diff-base", metavar="REF", default=None,
-              help="Only report findings on lines added or changed since git revision REF (`git diff -U0 REF`; "
-                   "untracked files count as wholly changed).")
+@diff_base_option
 @stdin_option
 def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path | None, exit_zero: bool,
          statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, **kw: Any) -> None:
@@ -304,9 +319,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
                     sources[f.path] = Path(real.get(f.path, f.path)).read_bytes()
                 except OSError:
                     sources[f.path] = b""
-    if changed is not None:
-        real_of = {display_path(p): p for p in files}
-        findings = [f for f in findings if changed.covers(real_of.get(f.path, Path(f.path)), f.line, f.end_line)]
+    findings = _on_changed_lines(findings, files, changed)
     if write_baseline is not None:
         from .baseline import write_baseline as wb
 
@@ -521,6 +534,8 @@ def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, un
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @selection_options
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@diff_base_option
+@stdin_option
 def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     """Print the migration as steps for a ticket: build breaks first (safe, unsafe, manual), then optional work.
 
@@ -532,15 +547,26 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
 
     from .cli_semantic import semantic
     from .plan import build_plan, render_text
-    from .runner import scan_files
+    from .runner import display_path, scan_files
 
+    stdin = _stdin_input(paths, kw)
+    paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
-    db = semantic(paths, files, kw)
-    results = scan_files(engine, spec, files, kw.get("jobs"), facts=db, use_cache=not kw.get("no_cache"))
-    findings, errors = [], []
+    changed = _diff_base(paths, kw.get("diff_base"))
+    if changed is not None:  # unchanged files cannot hold a changed line: not even scanned
+        files = [p for p in files if changed.has_file(p)]
+    results: Iterable[Any]
+    if stdin is not None:  # the buffer, planned under its name; nothing when excludes cover that name
+        results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
+    else:
+        db = semantic(paths, files, kw)
+        results = scan_files(engine, spec, files, kw.get("jobs"), facts=db, use_cache=not kw.get("no_cache"))
+    findings: list[Any] = []
+    errors: list[Any] = list(kw["walk_errors"])
     for res in results:
         findings += res.findings
         errors += res.errors
+    findings = _on_changed_lines(findings, files, changed)
     for e in errors:
         _err(e)
     extra: list[str] = []  # what the fix commands must repeat to see the same findings

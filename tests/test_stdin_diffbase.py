@@ -148,3 +148,26 @@ def test_fix_stdin_internal_error_returns_the_buffer(tmp_path, monkeypatch):
     r = cli(["fix", "-", "--stdin-filename", "k.cu"], tmp_path, LEGACY)
     assert (r.exit_code, r.stdout_bytes) == (2, LEGACY)
     assert "k.cu: internal error while fixing: RuntimeError: rule bug" in r.stderr
+
+
+def test_plan_reads_stdin_under_the_given_name(tmp_path):
+    r = cli(["plan", "-", "--stdin-filename", "src/new.cu", "--format", "json"], tmp_path, LEGACY)
+    plan = json.loads(r.stdout)
+    assert r.exit_code == 1, r.stderr  # CM401 is a build break for 13.0
+    assert (plan["files_scanned"], plan["must"]["findings"]) == (1, 1) and "CM401" in r.stdout
+    assert not (tmp_path / "src").exists()
+    r = cli(["plan", "-", "--stdin-filename", "src/new.cu"], tmp_path, FIXED)
+    assert r.exit_code == 0, r.stdout + r.stderr
+
+
+@needs_git
+def test_plan_diff_base_plans_only_changed_lines(repo):
+    r = cli(["plan", "src", "--diff-base", "HEAD", "--format", "json"], repo)
+    assert r.exit_code == 0 and "CM401" not in r.stdout, r.stdout  # nothing changed since HEAD: nothing to plan
+    (repo / "src" / "old.cu").write_bytes(LEGACY + b"void g(nvrtcProgram p, size_t *s) {\n  nvrtcGetNVVMSize(p, s);\n}\n")
+    r = cli(["plan", "src", "--diff-base", "HEAD", "--format", "json"], repo)
+    assert r.exit_code == 1 and json.loads(r.stdout)["must"]["findings"] == 1, r.stdout + r.stderr  # the new call
+    full = cli(["plan", "src", "--format", "json"], repo)
+    assert json.loads(full.stdout)["must"]["findings"] == 3  # without the flag: every finding
+    r = cli(["plan", "src", "--diff-base", "no-such-branch"], repo)
+    assert r.exit_code == 2 and "no-such-branch" in r.stderr
