@@ -21,7 +21,7 @@ from .handles import escapes, handle_key, passed_to_helper_that_calls, same_hand
 from .matchers import Match
 from .arg_spelling import LITERAL_TYPES, NULL_SPELLINGS, NULL_STREAMS, ConditionError  # noqa: F401  (re-exported)
 from .arg_spelling import arg_is as _arg_is
-from .semantic import semantic_condition
+from .semantic import SEMANTIC_TESTS, semantic_condition
 
 IS_VALUES = ("null_stream", "null", "literal", "identifier", "address_of", "zero")
 PLACES = ("loop", "kernel", "device_function", "host_function", "main", "macro_body", "function")
@@ -236,16 +236,11 @@ def _semantic(val: Any, m: Match, ctx: FileContext) -> bool:
     return semantic_condition(val, m, ctx)
 
 
-SEMANTIC_KEYS = {
-    "arg_evaluates_null": scalar("NAME|INDEX"), "arg_evaluates_null_stream": scalar("NAME|INDEX"),
-    "receiver_type": strings("TYPE|[TYPE, ...]"), "callee_is_api": boolean(), "default": boolean(),
-}
+SEMANTIC_KEYS = {name: e.schema for name, e in SEMANTIC_TESTS.entries.items()} | {"default": boolean()}
 CONDITIONS.add("semantic", mapping(SEMANTIC_KEYS, what="semantic condition", form="{TEST: VALUE, ..., default: true|false}"), _semantic,
-               "facts libclang knows in semantic mode (with a compile database): `arg_evaluates_null: ARG` / "
-               "`arg_evaluates_null_stream: ARG` (the argument's evaluated value is 0, or 0/1 for streams; "
-               "without libclang the spelling decides, as `is: null`), `receiver_type: [TYPE]` (a member "
-               "access's receiver type), `callee_is_api: true` (the call resolved to the toolkit's "
-               "declaration); `default: true|false` answers the test when no fact is known.")
+               "facts libclang knows in semantic mode (with a compile database); the tests are listed below "
+               "(`arg_evaluates_null`, `arg_evaluates_null_stream`, `receiver_type`, `callee_is_api`); "
+               "`default: true|false` answers a test when no fact is known.")
 
 
 def _case_label(val: Any, m: Match, ctx: FileContext) -> bool:

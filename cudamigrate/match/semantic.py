@@ -31,6 +31,7 @@ import tree_sitter as ts
 
 from ..parse.clang_facts import CallFact, FileFacts
 from ..parse.treesitter import query
+from ..registry import Registry, boolean, scalar, strings
 from .arg_spelling import ConditionError, arg_is as _arg_is
 from .context import named_children, node_text, normalize_name
 from .matchers import LAUNCH_PARAMS, Match, call_of, climb_name
@@ -324,34 +325,62 @@ def _define_bodies(ctx) -> dict[str, tuple[int, int]]:
     return out
 
 
-def semantic_condition(spec: dict, m, ctx) -> bool:
-    """`semantic:` conditions; tree-sitter mode answers per the documented defaults."""
+# ----------------------------------------------------------------------------- the `semantic:` tests
+# A test answers True/False, or None when libclang knows nothing about it; the rule's `default:` (else True: a
+# semantic test never hides a finding it cannot judge) then answers. `default` is passed in for the tests whose
+# unknown answer without `default:` is the spelling of the argument.
+SemanticTest = Callable[[Any, Any, Any, "bool | None"], "bool | None"]
+SEMANTIC_TESTS: Registry[SemanticTest] = Registry("semantic condition")
 
+
+def _null_test(stream: bool) -> SemanticTest:
+    def test(val, m, sem, default) -> bool | None:
+        known, v = sem.arg_value(m, val) if sem is not None else (False, None)
+        if known:
+            return v == 0 or (stream and v == 1)
+        if default is not None:
+            return None
+        node = m.arg(str(val))
+        return node is not None and _arg_is(node, "null_stream" if stream else "null")
+    return test
+
+
+SEMANTIC_TESTS.add("arg_evaluates_null", scalar("NAME|INDEX"), _null_test(False),
+                   "the argument's value, evaluated by libclang, is 0; without libclang the spelling decides "
+                   "(as `is: null`) unless `default:` is given.")
+SEMANTIC_TESTS.add("arg_evaluates_null_stream", scalar("NAME|INDEX"), _null_test(True),
+                   "the argument's value is 0 or 1 (`cudaStreamLegacy`): a legacy-stream argument; without "
+                   "libclang the spelling decides (as `is: null_stream`) unless `default:` is given.")
+
+
+@SEMANTIC_TESTS.register("receiver_type", strings("TYPE|[TYPE, ...]"))
+def _receiver_type(val, m, sem, default) -> bool | None:
+    """a member access's receiver type (or a type it ends with after `::`)."""
+    types = val if isinstance(val, list) else [val]
+    rec = m.vars.get("receiver_type")
+    if rec is None and sem is not None and m.field_node is not None:
+        rec = sem.facts.members.get(m.abs(m.field_node)[1])
+    return (rec in types or any(rec.endswith("::" + t) for t in types)) if rec else None
+
+
+@SEMANTIC_TESTS.register("callee_is_api", boolean())
+def _callee_is_api(val, m, sem, default) -> bool | None:
+    """the call resolved (or not) to the toolkit's own declaration."""
+    fact = getattr(m, "sem", None)
+    return None if fact is None else fact.api == bool(val)
+
+
+def semantic_condition(spec: dict, m, ctx) -> bool:
+    """`semantic:` conditions: every test holds; one libclang cannot answer takes `default:` (True without)."""
     sem = getattr(ctx, "semantic", None)
     default = spec.get("default")
     for key, val in spec.items():
         if key == "default":
             continue
-        if key in ("arg_evaluates_null", "arg_evaluates_null_stream"):
-            known, v = sem.arg_value(m, val) if sem is not None else (False, None)
-            if known:
-                ok = v == 0 or (key.endswith("stream") and v == 1)
-            elif default is not None:
-                ok = bool(default)
-            else:
-                node = m.arg(str(val))
-                ok = node is not None and _arg_is(node, "null_stream" if key.endswith("stream") else "null")
-        elif key == "receiver_type":
-            types = val if isinstance(val, list) else [val]
-            rec = m.vars.get("receiver_type")
-            if rec is None and sem is not None and m.field_node is not None:
-                rec = sem.facts.members.get(m.abs(m.field_node)[1])
-            ok = (rec in types or any(rec.endswith("::" + t) for t in types)) if rec else (True if default is None else bool(default))
-        elif key == "callee_is_api":
-            fact = getattr(m, "sem", None)
-            ok = (fact.api == bool(val)) if fact is not None else (True if default is None else bool(default))
-        else:
+        entry = SEMANTIC_TESTS.entries.get(key)
+        if entry is None:
             raise ConditionError(f"unknown semantic condition {key!r}")
-        if not ok:
+        ok = entry.impl(val, m, sem, default)
+        if not (ok if ok is not None else (True if default is None else bool(default))):
             return False
     return True

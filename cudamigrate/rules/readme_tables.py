@@ -15,6 +15,7 @@ from .. import cost as costmod
 from ..match import conditions as cond
 from ..match import edits as editmod
 from ..match.kinds import BUILTINS, MATCHER_KINDS
+from ..match.semantic import SEMANTIC_TESTS
 from ..registry import Registry
 
 GENERATOR = "scripts/gen_rules_doc.py"
@@ -48,6 +49,9 @@ def tables() -> dict[str, str]:
                            [(_code(e.name), _code(e.schema.form), e.doc) for e in sorted(BUILTINS, key=lambda e: e.name)]),
         "conditions": _table(("condition", "value", "holds when"), _rows(cond.CONDITIONS)),
         "argument-tests": _table(("with `arg:`", "value", "holds when"), _rows(cond.ARG_TESTS)),
+        "semantic-tests": _table(("in `semantic:`", "value", "holds when"), _rows(SEMANTIC_TESTS)
+                                 + [("`default`", "`true|false`", "answers a test libclang cannot (without it: "
+                                     "true, or the spelling for the `arg_evaluates_*` tests).")]),
         "edit-operations": _table(("operation", "value", "does"), _rows(editmod.EDIT_OPS)
                                   + [(_code(k), _code(s.form), doc) for k, (s, doc) in editmod.EDIT_MODIFIERS.items()]),
         "edit-targets": _table(("target", "range"),
