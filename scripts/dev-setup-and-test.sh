@@ -36,7 +36,7 @@ python -m cudamigrate selftest --gpu --out "$(mktemp -d)"
 LOG=$(mktemp)
 set +e
 # --- the test command ---
-python -m pytest -n auto -rs "$@" 2>&1 | tee "$LOG"
+python -m pytest -n auto -rs --durations=15 "$@" 2>&1 | tee "$LOG"
 rc=${PIPESTATUS[0]}
 set -e
 if [ "$rc" -ne 0 ]; then
