@@ -469,6 +469,32 @@ def site_span(site: Site, lines: list[str]) -> tuple[int, int]:
     return statement_span(lines, site.norm_line)
 
 
+def lines_deleted_by_fix(finding: dict, data: bytes) -> set[int]:
+    """1-based lines of the scanned file that the finding's fix deletes: lines an edit's range covers whole
+    whose text the edit's replacement does not keep (CM410 dropping a dead `#else` branch). A site there
+    is counted as handled by that finding, though no finding sits on its line: the tool reports nothing in
+    branches dead for the target, and its fix removes them."""
+    out: set[int] = set()
+    for e in (finding.get("fix") or {}).get("edits", []):
+        start, end, kept = e["start"], e["end"], squash_text(e.get("text", ""))
+        line_start = data.rfind(b"\n", 0, start) + 1
+        ln = data.count(b"\n", 0, line_start) + 1
+        pos = line_start
+        while pos < end:
+            nl = data.find(b"\n", pos)
+            stop = len(data) if nl < 0 else nl
+            text = data[pos:stop].decode("utf-8", "replace")
+            body = squash_text(text)
+            if pos >= start and stop <= end and body and body not in kept:
+                out.add(ln)
+            pos, ln = stop + 1, ln + 1
+    return out
+
+
+def squash_text(s: str) -> str:
+    return re.sub(r"\s+", "", s)
+
+
 def classify_fix(site: Site, orig: list[str], fixed: list[str], flagged: bool) -> tuple[str, list[str]]:
     """Compare the tool's rewrite of the site's statement with NVIDIA's hunk.
     match: same text; api-match: same API elements (name, argument count) as NVIDIA's new lines;
@@ -777,16 +803,25 @@ def main(argv: list[str] | None = None) -> int:
             lo = lm[min(f["line"], len(lm)) - 1]
             hi = lm[min(f.get("end_line", f["line"]), len(lm)) - 1]
             return lo, max(lo, hi)
+        deleted: dict[int, set[str]] = collections.defaultdict(set)  # normalised line -> rules whose fix deletes it
+        if ss:
+            raw = (v11 / old).read_bytes()
+            for f in fl:
+                for ln in lines_deleted_by_fix(f, raw):
+                    deleted[n_old.line_map[min(ln, len(n_old.line_map)) - 1]].add(f["rule"])
         for s in ss:
             lo, hi = site_span(s, n_old.lines)
             hits = [f for f in fl if norm_span(f)[0] <= hi and norm_span(f)[1] >= lo]
-            verdict, tool_lines = classify_fix(s, n_old.lines, n_fix.lines if n_fix else n_old.lines, bool(hits))
+            removed_by = sorted(deleted.get(s.norm_line, set()) - {f["rule"] for f in hits}) if not hits else []
+            verdict, tool_lines = classify_fix(s, n_old.lines, n_fix.lines if n_fix else n_old.lines,
+                                               bool(hits or removed_by))
             is_api, api_why = api_migration(s, facts, n_old.lines)
             sites.append(s)
             site_rows.append({
                 "file": old, "v13_file": new, "norm_line": s.norm_line, "changed": s.changed, "kind": s.kind,
                 "api_migration": is_api, "api_why": api_why,
-                "flagged": bool(hits), "rules": sorted({f["rule"] for f in hits}),
+                "flagged": bool(hits or removed_by), "rules": sorted({f["rule"] for f in hits}),
+                "deleted_by_fix_of": removed_by,
                 "orig_lines": [f["line"] for f in hits],
                 "verdict": verdict, "tool": "\n".join(x.strip() for x in tool_lines),
                 "old": n_old.lines[s.norm_line - 1].strip(),
@@ -968,6 +1003,11 @@ def read_gpu_results(path: Path) -> list[list[str]]:
 
 
 # ------------------------------------------------------------------------------------------- markdown
+def deleted_note(r: dict) -> str:
+    rules = r.get("deleted_by_fix_of") or []
+    return f" (fix of {' '.join(rules)} deletes it)" if rules else ""
+
+
 def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
     s = d["summary"]
     o = ["# Oracle: NVIDIA's cuda-samples v11.8 → v13.0 migration", "",
@@ -1031,7 +1071,9 @@ def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
     o += ["", "## NVIDIA's API-migration sites", "",
           "A site is a v11.8 line (after clang-format with v13.0's style) in a hunk of NVIDIA's diff whose removed "
           "lines hold a CUDA API element — identifier, or call with its argument count — that the added lines "
-          "do not. *flagged*: a tool finding overlaps the site's statement. Verdict: `match` (the tool's "
+          "do not. *flagged*: a tool finding overlaps the site's statement, or the site is in a branch that a "
+          "finding's fix deletes (noted `fix deletes it`: the tool reports nothing in `#if` branches dead for the "
+          "target, CM410 flags the guard and its fix drops the branch). Verdict: `match` (the tool's "
           "rewrite contains NVIDIA's new text, or the reverse, whitespace-insensitive), `api-match` (the API "
           "elements the tool introduced are among NVIDIA's), `differs` (judge: tool and NVIDIA side by side), "
           "`missing` (flagged, not rewritten), `not-flagged`.", "",
@@ -1053,7 +1095,7 @@ def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
     for i, r in enumerate(d["sites"], 1):
         o.append(f"| {i} | `{r['file']}:{r['norm_line']}` | {', '.join(r['changed'])} | "
                  f"{'yes' if r['api_migration'] else 'no'}: {md_escape(r['api_why'])} | {r['kind']} | "
-                 f"{'yes' if r['flagged'] else '**no**'} {' '.join(r['rules'])} | {r['verdict']} | {code(r['old'])} | "
+                 f"{'yes' if r['flagged'] else '**no**'} {' '.join(r['rules'])}{deleted_note(r)} | {r['verdict']} | {code(r['old'])} | "
                  f"{code(r['tool']) if r['verdict'] not in ('not-flagged', 'missing') else ''} | "
                  f"{code(r['nvidia']) if r['verdict'] in ('differs', 'not-flagged', 'missing') else ''} |")
     o += ["", "## Precision sample: default findings on lines NVIDIA left unchanged", "",

@@ -139,3 +139,11 @@ def test_api_migration_tells_api_changes_from_refactors():
     assert oracle.api_migration(site(["+cudaDeviceGetAttribute/3"], ["int c = prop.clockRate;"]), facts, old)[0] is True
     assert oracle.api_migration(site(["+cudaDeviceGetAttribute/3"], ["int c = prop.multiProcessorCount;"]), facts, old)[0] is False
     assert oracle.api_migration(site(["+cudaDeviceGetAttribute/3"], ["// set-up"]), facts, old)[0] is False
+
+
+def test_lines_deleted_by_fix_are_those_the_replacement_drops():
+    data = b"a();\n#if V >= 5000\nlive();\n#else\ndead();\n#endif\nz();\n"
+    start, end = data.index(b"#if"), data.index(b"z();")
+    f = {"rule": "CM410", "fix": {"edits": [{"start": start, "end": end, "text": "live();\n"}]}}
+    assert oracle.lines_deleted_by_fix(f, data) == {2, 4, 5, 6}
+    assert oracle.lines_deleted_by_fix({"rule": "CM101"}, data) == set()
