@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
-"""Write cudamigrate/data/npp_removed_non_ctx.txt: the NPP functions CUDA 13.0 removed in favour of `_Ctx`.
+"""Write the NPP data files from the CUDA 13.0 nvidia-npp wheel.
 
-    python scripts/gen_npp_data.py            # (re)write the list from the nvidia-npp wheel in this venv
-    python scripts/gen_npp_data.py --check    # exit 1 if the committed list differs
+    python scripts/gen_npp_data.py            # (re)write both lists from the nvidia-npp wheel in this venv
+    python scripts/gen_npp_data.py --check    # exit 1 if a committed list differs
+
+cudamigrate/data/npp_removed_non_ctx.txt (CM540): the NPP functions CUDA 13.0 removed in favour of `_Ctx`.
 
 A name is listed when the 13.0 NPP headers (nvidia-npp 13.0.1.2: nvidia/cu13/include/npp*.h) declare
 `name_Ctx(...)` and the 13.0 libraries (nvidia/cu13/lib/libnpp*.so.13) no longer export `name`. Each line is
 `name link` when the headers still declare the old prototype (nppi: the call compiles, then fails to link with
 `undefined reference`) or `name compile` when they do not (npps: `identifier is undefined`). NVIDIA's
 cuda-samples switched every call to `_Ctx` for 13.0 ("Update all non-ctx nppi APIs to ctx APIs").
+
+cudamigrate/data/npp_size_t_out_params.txt (CM542): each NPP function whose 13.0 prototype has a `size_t *`
+parameter (the buffer-size queries), as `name index parameter`, index 0-based. A removed non-`_Ctx` name
+that the 13.0 headers no longer declare is listed with its `_Ctx` twin's parameter (CM540 renames the call
+and appends the context, so the index is the same).
 """
 
 from __future__ import annotations
@@ -21,7 +28,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "cudamigrate" / "data" / "npp_removed_non_ctx.txt"
+OUT_SIZES = ROOT / "cudamigrate" / "data" / "npp_size_t_out_params.txt"
 PROTO = re.compile(r"(?<![\w.])(npp[is]\w+)\s*\(")  # headers hold only prototypes once comments are gone
+PROTO_PARAMS = re.compile(r"(?<![\w.])(npp[is]\w+)\s*\(([^;{}()]*)\)\s*;")
+SIZE_T_PTR = re.compile(r"^size_t\s*\*\s*(\w+)$")
 COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
@@ -61,6 +71,34 @@ def removed_names(d: Path) -> list[str]:
     return out
 
 
+def headers_text(d: Path) -> str:
+    return "\n".join(COMMENTS.sub(" ", h.read_text(encoding="utf-8", errors="replace"))
+                     for h in sorted((d / "include").glob("npp*.h")))
+
+
+def size_t_out_params(d: Path) -> list[str]:
+    """`name index parameter` for every `size_t *` parameter of a 13.0 NPP prototype."""
+    text = headers_text(d)
+    found: dict[str, tuple[int, str]] = {}
+    for m in PROTO_PARAMS.finditer(text):
+        params = [" ".join(p.split()) for p in m.group(2).split(",")]
+        for i, p in enumerate(params):
+            pm = SIZE_T_PTR.match(p)
+            if pm:
+                found[m.group(1)] = (i, pm.group(1))
+    declared = set(PROTO.findall(text))
+    for name, how in (ln.split() for ln in removed_names(d)):
+        if how == "compile" and name not in declared and name + "_Ctx" in found:
+            found[name] = found[name + "_Ctx"]
+    return [f"{n} {i} {p}" for n, (i, p) in sorted(found.items())]
+
+
+def render_sizes(rows: list[str]) -> str:
+    head = ("# NPP functions whose CUDA 13.0 prototype takes `size_t *` (nvidia-npp 13.0.1.2 headers): name, 0-based\n"
+            "# parameter index, parameter name. Written by scripts/gen_npp_data.py; do not edit.\n")
+    return head + "".join(r + "\n" for r in rows)
+
+
 def render(names: list[str]) -> str:
     head = ("# NPP functions removed in CUDA 13.0: a _Ctx twin is declared, the name is no longer exported by libnpp*.so.13.\n"
             "# `link`: still declared (fails to link); `compile`: undeclared. Written by scripts/gen_npp_data.py; do not edit.\n")
@@ -71,14 +109,16 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--check", action="store_true")
     args = ap.parse_args()
-    text = render(removed_names(wheel_dir()))
+    d = wheel_dir()
+    outputs = [(OUT, render(removed_names(d))), (OUT_SIZES, render_sizes(size_t_out_params(d)))]
     if args.check:
-        if OUT.read_text(encoding="utf-8") != text:
-            print(f"{OUT} is stale; run scripts/gen_npp_data.py", file=sys.stderr)
-            return 1
-        return 0
-    OUT.write_text(text, encoding="utf-8")
-    print(f"wrote {text.count(chr(10)) - 2} names to {OUT}")
+        stale = [p for p, text in outputs if not p.is_file() or p.read_text(encoding="utf-8") != text]
+        for p in stale:
+            print(f"{p} is stale; run scripts/gen_npp_data.py", file=sys.stderr)
+        return 1 if stale else 0
+    for p, text in outputs:
+        p.write_text(text, encoding="utf-8")
+        print(f"wrote {text.count(chr(10)) - 2} lines to {p}")
     return 0
 
 

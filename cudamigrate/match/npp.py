@@ -7,10 +7,16 @@ nppcore.h, nppGetStreamContext). The fix calls the `_Ctx` twin with a context bu
 stream and the current device at the call (a helper inserted once per file): the same stream as before
 unless the program called nppSetStream, which is why the fix is unsafe (and withheld in a file that calls
 nppSetStream itself).
+
+CM542 (`npp_size_t_out_param`): the 13.0 buffer-size queries write a `size_t` through their out-parameter
+(`cudamigrate/data/npp_size_t_out_params.txt`, from the same wheel's prototypes); code that passes the address
+of an `int` no longer compiles in C++. The fix declares the variable `size_t` when every other use of it keeps
+its meaning (stored, or read where a `size_t` is expected anyway).
 """
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,7 +28,7 @@ from ..parse.treesitter import query
 from ..rules.schema import Rule
 from ..registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
-from .context import FileContext, named_children, node_text
+from .context import FileContext, named_children, node_text, normalize, normalize_name
 from .matchers import Match
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "npp_removed_non_ctx.txt"
@@ -145,5 +151,216 @@ def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[M
             else:
                 m.edits = []
                 m.fix_applicability = "manual"
+            out.append(m)
+    return out
+
+
+# ------------------------------------------------------------------ CM542: `int` where 13.0 NPP writes `size_t`
+SIZES_DATA = Path(__file__).resolve().parent.parent / "data" / "npp_size_t_out_params.txt"
+# declared types that are not size_t: the pointer conversion to `size_t *` is an error in C++ (C warns and the
+# call writes 8 bytes into the smaller or differently-typed object). `unsigned long`/`unsigned long int` are left
+# out: that is size_t itself on LP64 Linux (not on 64-bit Windows, which the tool cannot tell apart).
+NARROW_TYPES = frozenset({
+    "int", "signed", "signedint", "unsigned", "unsignedint", "short", "shortint", "unsignedshort",
+    "unsignedshortint", "long", "longint", "signedlong", "longlong", "longlongint", "unsignedlonglong",
+    "unsignedlonglongint", "Npp8u", "Npp8s", "Npp16u", "Npp16s", "Npp32u", "Npp32s", "Npp64s", "Npp64u",
+    "int32_t", "uint32_t", "int64_t", "uint64_t", "std::int32_t", "std::uint32_t", "std::int64_t", "std::uint64_t",
+})
+# calls whose parameter at this index is `size_t` (host and runtime allocation and copy sizes): a variable that is
+# read only there is converted to size_t at each read, so declaring it size_t keeps every value it passes
+SIZE_PARAMS = {"cudaMalloc": 1, "cudaMallocManaged": 1, "cudaMallocHost": 1, "cudaMallocAsync": 1,
+               "cudaHostAlloc": 1, "cudaMemset": 2, "cudaMemsetAsync": 2, "cudaMemcpy": 2, "cudaMemcpyAsync": 2,
+               "malloc": 0, "memset": 2, "memcpy": 2, "std::malloc": 0, "std::memset": 2, "std::memcpy": 2}
+
+
+@lru_cache(maxsize=1)
+def size_t_out_params() -> dict[str, tuple[int, str]]:
+    """name -> (0-based index, parameter name) of its `size_t *` parameter in the 13.0 NPP headers."""
+    out: dict[str, tuple[int, str]] = {}
+    for line in SIZES_DATA.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            name, idx, param = line.split()
+            out[name] = (int(idx), param)
+    return out
+
+
+def _strip_parens(n: ts.Node) -> ts.Node:
+    while n.type == "parenthesized_expression" and len(named_children(n)) == 1:
+        n = named_children(n)[0]
+    return n
+
+
+def _out_arg(arg: ts.Node) -> tuple[ts.Node, str] | None:
+    """(variable identifier, form) of an out-argument: `&x` (`address`), `&x[i]` (`element`), `x` (`pointer`:
+    a pointer or an array passed whole). Casts, members and other expressions are not judged."""
+    a = _strip_parens(arg)
+    if a.type == "pointer_expression" and node_text(a).lstrip().startswith("&"):
+        inner = _strip_parens(a.child_by_field_name("argument"))
+        if inner.type == "identifier":
+            return inner, "address"
+        if inner.type == "subscript_expression":
+            base = _strip_parens(inner.child_by_field_name("argument"))
+            if base.type == "identifier":
+                return base, "element"
+        return None
+    if a.type == "identifier":
+        return a, "pointer"
+    return None
+
+
+def _declarator_of(decl: ts.Node, name: str) -> ts.Node | None:
+    from .context import declarator_name, declarators
+
+    for d in declarators(decl):
+        got = declarator_name(d)
+        if got is not None and got[0] == name:
+            return d
+    return None
+
+
+def _shape(d: ts.Node) -> str:
+    """`scalar`, `array` or `pointer`: what one declarator declares (init_declarator looked through)."""
+    while d.type == "init_declarator":
+        d = d.child_by_field_name("declarator")
+    return {"array_declarator": "array", "pointer_declarator": "pointer"}.get(d.type, "scalar" if d.type == "identifier" else "other")
+
+
+def _safe_initializer(d: ts.Node) -> bool:
+    """No initializer, or zero / a non-negative integer literal / `{}` / `{0}`: the same value as size_t."""
+    if d.type != "init_declarator":
+        return True
+    v = d.child_by_field_name("value")
+    if v is None:
+        return True
+    t = normalize(node_text(v))
+    return re.fullmatch(r"\{?(0[xX][0-9a-fA-F]+|\d+)?[uUlL]*\}?", t) is not None
+
+
+def _use_is_safe(ident: ts.Node, sizes: dict[str, tuple[int, str]], own: set[str]) -> str | None:
+    """None when this read or write of the variable keeps its meaning as size_t, else why not."""
+    node = ident
+    p = node.parent
+    if p is not None and p.type == "subscript_expression" and p.child_by_field_name("argument") is not None \
+            and p.child_by_field_name("argument").id == node.id:
+        node, p = p, p.parent
+    while p is not None and p.type == "parenthesized_expression":
+        node, p = p, p.parent
+    address = False
+    if p is not None and p.type == "pointer_expression" and node_text(p).lstrip().startswith("&"):
+        address, node, p = True, p, p.parent
+        while p is not None and p.type == "parenthesized_expression":
+            node, p = p, p.parent
+    if p is not None and p.type == "assignment_expression" and not address \
+            and p.child_by_field_name("left") is not None and p.child_by_field_name("left").id == node.id:
+        if node_text(p.child_by_field_name("operator")) == "=" and p.parent is not None \
+                and p.parent.type == "expression_statement":
+            return None  # `x = size;` stored, then read only where it becomes size_t
+        return f"`{node_text(p).strip()}`"
+    if p is not None and p.type == "argument_list" and p.parent is not None and p.parent.type == "call_expression":
+        fn = normalize_name(node_text(p.parent.child_by_field_name("function")))
+        idx = next(i for i, c in enumerate(named_children(p)) if c.id == node.id)
+        if address and fn in sizes and fn not in own and sizes[fn][0] == idx:
+            return None
+        if not address and SIZE_PARAMS.get(fn) == idx and fn not in own:
+            return None
+    stmt = node
+    while stmt.parent is not None and not stmt.type.endswith("statement") and stmt.type != "declaration":
+        stmt = stmt.parent
+    return f"`{' '.join(node_text(stmt).split())[:80]}`"
+
+
+def _type_fix(ctx: FileContext, unit: Any, decl: ts.Node, d: ts.Node, name: str,
+              sizes: dict[str, tuple[int, str]]) -> tuple[list[Edit], str]:
+    """The edit that declares `name` as size_t, or ([], why not)."""
+    if decl.type != "declaration" or decl.parent is None or decl.parent.type != "compound_statement":
+        return [], "it is not a local variable of a function"
+    if len([c for c in decl.children_by_field_name("declarator")]) != 1:
+        return [], "its declaration declares other variables too"
+    if any(c.type == "type_qualifier" for c in decl.children):
+        return [], "its declaration has a qualifier"
+    if not _safe_initializer(d):
+        return [], "its initial value is not a literal that size_t holds unchanged"
+    if any(u is not unit and re.search(rb"\b" + re.escape(name.encode()) + rb"\b", u.root.text or b"")
+           for u in ctx.units):
+        return [], "a macro of the file names it"
+    own = ctx.defined_functions
+    block = decl.parent
+    for ident in ts.QueryCursor(query("(identifier) @id")).captures(block).get("id", []):
+        if ident.start_byte < decl.end_byte or node_text(ident) != name:
+            continue
+        p = ident.parent
+        while p is not None and p.type in ("init_declarator", "array_declarator", "pointer_declarator"):
+            p = p.parent
+        if p is not None and p.type in ("declaration", "parameter_declaration"):
+            return [], "another declaration in its block reuses the name"
+        why = _use_is_safe(ident, sizes, own)
+        if why is not None:
+            return [], f"it is also used in {why}"
+    tnode = decl.child_by_field_name("type")
+    s, e = unit.abs(tnode)
+    return [Edit(s, e, "size_t")], ""
+
+
+@BUILTINS.register("npp_size_t_out_param", builtin_schema(), doc=(
+    "`&x` / `&a[i]` / `p` passed to an NPP parameter that the 13.0 headers declare `size_t *` (the buffer-size "
+    "queries) where `x`, `a` or `p` is declared with another integer type; the list of parameters is "
+    "`cudamigrate/data/npp_size_t_out_params.txt` (`cudamigrate/match/npp.py`)."))
+def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
+    from .context import _declaration_index, declaration_of, type_aliases
+
+    sizes = size_t_out_params()
+    own = ctx.defined_functions
+    aliases = type_aliases(ctx.source.data)
+    out: list[Match] = []
+    q = query('((identifier) @id (#match? @id "^npp[is]"))')
+    for unit in ctx.units:
+        index = None
+        for ident in ts.QueryCursor(q).captures(unit.root).get("id", []):
+            name = node_text(ident)
+            if name not in sizes or name in own or _role(ident) != "call":
+                continue
+            call = ident.parent if ident.parent.type == "call_expression" else ident.parent.parent
+            args = named_children(call.child_by_field_name("arguments"))
+            idx, param = sizes[name]
+            if idx >= len(args):
+                continue
+            got = _out_arg(args[idx])
+            if got is None:
+                continue
+            var, form = got
+            if index is None:
+                index = _declaration_index(unit.root)
+            found = declaration_of(unit.root, node_text(var), args[idx], index)
+            if found is None:
+                continue
+            decl, tnode, _ = found
+            d = _declarator_of(decl, node_text(var))
+            if d is None:
+                continue
+            shape = _shape(d)
+            if (form, shape) not in (("address", "scalar"), ("element", "array"), ("element", "pointer"),
+                                     ("pointer", "array"), ("pointer", "pointer")):
+                continue
+            tname = normalize_name(node_text(tnode))
+            seen = {tname}
+            while tname in aliases and aliases[tname] not in seen:
+                tname = aliases[tname]
+                seen.add(tname)
+            if not seen & NARROW_TYPES:
+                continue
+            if form != "pointer" and shape == "pointer":
+                fix_edits, why = [], "it is a pointer: the storage it points to must become size_t"
+            elif form == "pointer":
+                fix_edits, why = [], ("it is a pointer: the storage it points to must become size_t" if shape == "pointer"
+                                      else "the array is passed whole")
+            else:
+                fix_edits, why = _type_fix(ctx, unit, decl, d, node_text(var), sizes)
+            m = Match(rule=rule, unit=unit, node=args[idx], name=name, written=name)
+            line = decl.start_point[0] + 1 + (0 if unit.base == 0 else ctx.source.data.count(b"\n", 0, unit.base))
+            m.vars.update({"param": param, "index": idx + 1, "var": node_text(var),
+                           "declared": " ".join(node_text(tnode).split()), "decl_line": line,
+                           "arg": " ".join(node_text(args[idx]).split()), "why_manual": why})
+            m.edits = fix_edits
+            m.fix_applicability = "safe" if fix_edits else "manual"
             out.append(m)
     return out
