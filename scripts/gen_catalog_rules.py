@@ -907,6 +907,24 @@ STILL_COMPILES: dict[str, str] = {
 }
 
 
+# Rows without a removal version whose flagged form nvcc 13.0 rejects: a build break, not hygiene.
+# key -> (the contexts where it breaks, as a rule condition; the 13.0 declaration that proves it).
+# tests/test_nvcc.py compiles the fixtures' before files and requires an error on each such finding's line.
+VERSIONLESS_BREAKS: dict[str, tuple[dict, str]] = {
+    # the rule's `where` matches C only: C++ keeps a 4-argument overload
+    "cudart:cudaGraphExecUpdate": (
+        {"lang": "c"},
+        "In C the CUDA 13.0 prototype is the only one: cudaGraphExecUpdate(cudaGraphExec_t, cudaGraph_t, "
+        "cudaGraphExecUpdateResultInfo *) (cuda_runtime_api.h:12604), so the 4-argument call fails with 'too many "
+        "arguments to function'; the 4-argument overload (cuda_runtime.h:1555) exists only for C++."),
+    "driver:cuGraphExecUpdate": (
+        {},
+        "CUDA 13.0 cuda.h:158 maps cuGraphExecUpdate to cuGraphExecUpdate_v2(CUgraphExec, CUgraph, "
+        "CUgraphExecUpdateResultInfo *) and declares no 4-argument form: the old call fails in C ('too many arguments "
+        "to function cuGraphExecUpdate_v2') and in C++ (cannot convert CUgraphNode* to CUgraphExecUpdateResultInfo*)."),
+}
+
+
 def render_rule(g: Group, rid: str) -> tuple[str, str]:
     title, name_slug = group_title(g)
     lt = LIBRARY_TITLES.get(g.library, g.library)
@@ -947,6 +965,11 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
         # removed in the catalog's words, but the old spelling still compiles: a deprecation in every context
         doc["severity"] = "warning"
         doc["cost"] = {"impact": impact, "impact_when": [{"when": {}, "impact": "deprecated"}]}
+    breaks = [VERSIONLESS_BREAKS[f"{r['library']}:{r['api']}"] for r in g.rows
+              if f"{r['library']}:{r['api']}" in VERSIONLESS_BREAKS]
+    if not g.rem and breaks and len(breaks) == len(g.rows):
+        doc["severity"] = "error"
+        doc["cost"] = {"impact": impact, "impact_when": [{"when": breaks[0][0], "impact": "build-break"}]}
     apis = OrderedDict()
     for n, info in g.names.items():
         apis[n] = {k: v for k, v in info.items() if v not in (None, "")}
@@ -985,6 +1008,9 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
     if g.rem and still and len(still) == len(g.rows):
         doc["docs"]["why"] = (f"The catalog lists it as removed in CUDA {g.rem}, but it is not a build break: "
                               + "; ".join(dict.fromkeys(still)) + ". Generated from cudamigrate/data/cuda_api_changes.csv "
+                              "by scripts/gen_catalog_rules.py.")
+    if not g.rem and breaks and len(breaks) == len(g.rows):
+        doc["docs"]["why"] = (" ".join(dict.fromkeys(why for _, why in breaks)) + " Generated from cudamigrate/data/cuda_api_changes.csv "
                               "by scripts/gen_catalog_rules.py.")
     ex_name = next(iter(g.names))
     ex = g.names[ex_name]

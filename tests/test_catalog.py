@@ -368,3 +368,21 @@ def test_array_copies_are_manual_with_the_2d_form():
         assert f.fix is None, f.rule_id
         assert "count / rowBytes" in f.message and "cudaArrayGetInfo" in f.message, f.message
     assert fix_bytes(eng, Path("a.cu"), code, "a.cu", unsafe=True).fixed == code
+
+
+@pytest.mark.parametrize("name, code, rule", [
+    ("t.c", "#include <cuda_runtime.h>\nint f(cudaGraphExec_t e, cudaGraph_t g, enum cudaGraphExecUpdateResult *r) {\n"
+            "  return (int)cudaGraphExecUpdate(e, g, NULL, r);\n}\n", "CM1050"),
+    ("t.c", "#include <cuda.h>\nint f(CUgraphExec e, CUgraph g, CUgraphExecUpdateResult *r) {\n"
+            "  return (int)cuGraphExecUpdate(e, g, NULL, r);\n}\n", "CM1094"),
+    ("t.cu", "#include <cuda.h>\nint f(CUgraphExec e, CUgraph g, CUgraphExecUpdateResult *r) {\n"
+             "  return (int)cuGraphExecUpdate(e, g, nullptr, r);\n}\n", "CM1094"),
+])
+def test_graph_exec_update_four_argument_form_is_a_build_break_where_13_0_rejects_it(name, code, rule):
+    """No version is recorded for these signature rows, but the 4-argument call does not compile with 13.0
+    (C: cudaGraphExecUpdate has only the 3-argument prototype; cuGraphExecUpdate is cuGraphExecUpdate_v2 in
+    C and C++): build break, not hygiene (gen_catalog_rules.VERSIONLESS_BREAKS; the fixtures' nvcc runs prove it)."""
+    from .helpers import scan_code
+
+    fs = scan_code(code, [rule], name=name)
+    assert [(f.rule_id, f.cost.impact) for f in fs] == [(rule, "build-break")]
