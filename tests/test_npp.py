@@ -73,3 +73,17 @@ def test_no_automatic_fix_where_the_file_sets_the_npp_stream():
     by_rule = {(f.rule_id, f.applicability) for f in res.findings}
     assert by_rule == {("CM540", "manual"), ("CM541", "manual")}
     assert fix_text(eng, Path("t.cpp"), code, unsafe=True) == code
+
+
+def test_size_t_out_parameters_come_from_the_13_0_prototypes():
+    from cudamigrate.match.npp import size_t_out_params
+
+    sizes = size_t_out_params()
+    assert sizes["nppiHistogramEvenGetBufferSize_8u_C1R"] == (2, "hpBufferSize")
+    assert sizes["nppiHistogramEvenGetBufferSize_8u_C1R_Ctx"] == (2, "hpBufferSize")
+    assert sizes["nppiSegmentWatershedGetBufferSize_8u_C1R"] == (1, "hpDeviceMemoryBufferSize")
+    # undeclared in 13.0 (CM540 renames the call): listed with its _Ctx twin's parameter
+    assert sizes["nppsSumGetBufferSize_32f"] == sizes["nppsSumGetBufferSize_32f_Ctx"] == (1, "hpBufferSize")
+    # 13.0 still declares these with `int *`: code passing &int is right
+    assert "nppiFilterCannyBorderGetBufferSize" not in sizes
+    assert "nppiLabelMarkersUFGetBufferSize_32u_C1R" not in sizes

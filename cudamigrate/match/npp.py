@@ -222,7 +222,8 @@ def _shape(d: ts.Node) -> str:
     """`scalar`, `array` or `pointer`: what one declarator declares (init_declarator looked through)."""
     while d.type == "init_declarator":
         d = d.child_by_field_name("declarator")
-    return {"array_declarator": "array", "pointer_declarator": "pointer"}.get(d.type, "scalar" if d.type == "identifier" else "other")
+    return {"array_declarator": "array", "pointer_declarator": "pointer", "reference_declarator": "reference"}.get(
+        d.type, "scalar" if d.type == "identifier" else "other")
 
 
 def _safe_initializer(d: ts.Node) -> bool:
@@ -338,8 +339,8 @@ def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) 
             if d is None:
                 continue
             shape = _shape(d)
-            if (form, shape) not in (("address", "scalar"), ("element", "array"), ("element", "pointer"),
-                                     ("pointer", "array"), ("pointer", "pointer")):
+            if (form, shape) not in (("address", "scalar"), ("address", "reference"), ("element", "array"),
+                                     ("element", "pointer"), ("pointer", "array"), ("pointer", "pointer")):
                 continue
             tname = normalize_name(node_text(tnode))
             seen = {tname}
@@ -348,7 +349,9 @@ def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) 
                 seen.add(tname)
             if not seen & NARROW_TYPES:
                 continue
-            if form != "pointer" and shape == "pointer":
+            if shape == "reference":
+                fix_edits, why = [], "it is a reference: the object it refers to must become size_t"
+            elif form != "pointer" and shape == "pointer":
                 fix_edits, why = [], "it is a pointer: the storage it points to must become size_t"
             elif form == "pointer":
                 fix_edits, why = [], ("it is a pointer: the storage it points to must become size_t" if shape == "pointer"
