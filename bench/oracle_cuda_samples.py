@@ -470,29 +470,29 @@ def site_span(site: Site, lines: list[str]) -> tuple[int, int]:
 
 
 def lines_deleted_by_fix(finding: dict, data: bytes) -> set[int]:
-    """1-based lines of the scanned file that the finding's fix deletes: lines an edit's range covers whole
-    whose text the edit's replacement does not keep (CM410 dropping a dead `#else` branch). A site there
-    is counted as handled by that finding, though no finding sits on its line: the tool reports nothing in
-    branches dead for the target, and its fix removes them."""
+    """1-based lines of the scanned file that the finding's fix deletes: whole lines inside an edit's range that
+    a line diff against the edit's replacement text marks deleted (CM410 dropping a dead `#else` branch, even
+    where that branch repeats the live one's lines). A site there is counted as handled by that finding, though
+    no finding sits on its line: the tool reports nothing in branches dead for the target, and its fix removes
+    them."""
     out: set[int] = set()
     for e in (finding.get("fix") or {}).get("edits", []):
-        start, end, kept = e["start"], e["end"], squash_text(e.get("text", ""))
-        line_start = data.rfind(b"\n", 0, start) + 1
-        ln = data.count(b"\n", 0, line_start) + 1
-        pos = line_start
+        start, end = e["start"], e["end"]
+        first = data.count(b"\n", 0, start) + 1
+        lines: list[tuple[int, str]] = []  # (line number, text) of the whole lines inside [start, end)
+        pos, ln = data.rfind(b"\n", 0, start) + 1, first
         while pos < end:
             nl = data.find(b"\n", pos)
             stop = len(data) if nl < 0 else nl
-            text = data[pos:stop].decode("utf-8", "replace")
-            body = squash_text(text)
-            if pos >= start and stop <= end and body and body not in kept:
-                out.add(ln)
+            if pos >= start and stop <= end:
+                lines.append((ln, data[pos:stop].decode("utf-8", "replace").strip()))
             pos, ln = stop + 1, ln + 1
+        kept = [x.strip() for x in e.get("text", "").splitlines()]
+        sm = difflib.SequenceMatcher(None, [t for _, t in lines], kept, autojunk=False)
+        for tag, i1, i2, _, _ in sm.get_opcodes():
+            if tag == "delete":
+                out |= {lines[i][0] for i in range(i1, i2) if lines[i][1]}
     return out
-
-
-def squash_text(s: str) -> str:
-    return re.sub(r"\s+", "", s)
 
 
 def classify_fix(site: Site, orig: list[str], fixed: list[str], flagged: bool) -> tuple[str, list[str]]:

@@ -146,4 +146,8 @@ def test_lines_deleted_by_fix_are_those_the_replacement_drops():
     start, end = data.index(b"#if"), data.index(b"z();")
     f = {"rule": "CM410", "fix": {"edits": [{"start": start, "end": end, "text": "live();\n"}]}}
     assert oracle.lines_deleted_by_fix(f, data) == {2, 4, 5, 6}
+    # the dead branch repeats lines of the live one: still deleted
+    data = b"#if V >= 5000\n  f(a,\n    b, dev);\n#else\n  f(a,\n    b, host);\n#endif\n"
+    f = {"rule": "CM410", "fix": {"edits": [{"start": 0, "end": len(data), "text": "  f(a,\n    b, dev);\n"}]}}
+    assert oracle.lines_deleted_by_fix(f, data) == {1, 4, 5, 6, 7}
     assert oracle.lines_deleted_by_fix({"rule": "CM101"}, data) == set()
