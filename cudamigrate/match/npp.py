@@ -158,13 +158,14 @@ def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[M
 # ------------------------------------------------------------------ CM542: `int` where 13.0 NPP writes `size_t`
 SIZES_DATA = Path(__file__).resolve().parent.parent / "data" / "npp_size_t_out_params.txt"
 # declared types that are not size_t: the pointer conversion to `size_t *` is an error in C++ (C warns and the
-# call writes 8 bytes into the smaller or differently-typed object). `unsigned long`/`unsigned long int` are left
-# out: that is size_t itself on LP64 Linux (not on 64-bit Windows, which the tool cannot tell apart).
+# call writes 8 bytes into the smaller or differently-typed object). `unsigned long` (and `uint64_t`, which glibc
+# defines as it) are left out: that is size_t itself on LP64 Linux (not on 64-bit Windows, which the tool cannot
+# tell apart). Npp64u is `unsigned long long` (nppdefs.h:310), a different type from size_t there.
 NARROW_TYPES = frozenset({
     "int", "signed", "signedint", "unsigned", "unsignedint", "short", "shortint", "unsignedshort",
     "unsignedshortint", "long", "longint", "signedlong", "longlong", "longlongint", "unsignedlonglong",
     "unsignedlonglongint", "Npp8u", "Npp8s", "Npp16u", "Npp16s", "Npp32u", "Npp32s", "Npp64s", "Npp64u",
-    "int32_t", "uint32_t", "int64_t", "uint64_t", "std::int32_t", "std::uint32_t", "std::int64_t", "std::uint64_t",
+    "int32_t", "uint32_t", "int64_t", "std::int32_t", "std::uint32_t", "std::int64_t",
 })
 # calls whose parameter at this index is `size_t` (host and runtime allocation and copy sizes): a variable that is
 # read only there is converted to size_t at each read, so declaring it size_t keeps every value it passes
