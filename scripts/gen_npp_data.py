@@ -13,9 +13,10 @@ A name is listed when the 13.0 NPP headers (nvidia-npp 13.0.1.2: nvidia/cu13/inc
 cuda-samples switched every call to `_Ctx` for 13.0 ("Update all non-ctx nppi APIs to ctx APIs").
 
 cudamigrate/data/npp_size_t_out_params.txt (CM542): each NPP function whose 13.0 prototype has a `size_t *`
-parameter (the buffer-size queries), as `name index parameter`, index 0-based. A removed non-`_Ctx` name
-that the 13.0 headers no longer declare is listed with its `_Ctx` twin's parameter (CM540 renames the call
-and appends the context, so the index is the same).
+parameter (the buffer-size queries), as `name index parameter since`, index 0-based, `since` the CUDA release
+whose NPP first declared that parameter `size_t *` (SIZE_T_SINCE below). A removed non-`_Ctx` name that the
+13.0 headers no longer declare is listed with its `_Ctx` twin's parameter (CM540 renames the call and appends
+the context, so the index is the same).
 """
 
 from __future__ import annotations
@@ -32,6 +33,18 @@ OUT_SIZES = ROOT / "cudamigrate" / "data" / "npp_size_t_out_params.txt"
 PROTO = re.compile(r"(?<![\w.])(npp[is]\w+)\s*\(")  # headers hold only prototypes once comments are gone
 PROTO_PARAMS = re.compile(r"(?<![\w.])(npp[is]\w+)\s*\(([^;{}()]*)\)\s*;")
 SIZE_T_PTR = re.compile(r"^size_t\s*\*\s*(\w+)$")
+# When the buffer-size out-parameters became `size_t *`, from the headers of the nvidia-npp-cu12 / -cu11 wheels
+# (CUDA release of each NPP version: anaconda.org/nvidia/libnpp-dev labels): NPP 11.8.0.86 (CUDA 11.8) and
+# 12.2.3.2 (CUDA 12.3.2) declare 1610 of today's 1615 `size_t *` parameters as `int *`; 12.2.5.2 (CUDA 12.4.0)
+# declares all but the two watershed queries `size_t *`; those two are `int *` through 12.3.1.54 (CUDA 12.6.x)
+# and `size_t *` from 12.3.3.65 (CUDA 12.8.0). The five already `size_t *` in 11.8 are listed as 11.8.
+SIZE_T_SINCE_DEFAULT = "12.4"
+SIZE_T_SINCE = {
+    "nppiSegmentWatershedGetBufferSize_8u_C1R": "12.8", "nppiSegmentWatershedGetBufferSize_16u_C1R": "12.8",
+    "nppiDistanceTransformPBAGetBufferSize": "11.8", "nppiDistanceTransformPBAGetAntialiasingBufferSize": "11.8",
+    "nppiSignedDistanceTransformPBAGetBufferSize": "11.8", "nppiSignedDistanceTransformPBAGet64fBufferSize": "11.8",
+    "nppiSignedDistanceTransformPBAGetAntialiasingBufferSize": "11.8",
+}
 COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 
 
@@ -90,12 +103,15 @@ def size_t_out_params(d: Path) -> list[str]:
     for name, how in (ln.split() for ln in removed_names(d)):
         if how == "compile" and name not in declared and name + "_Ctx" in found:
             found[name] = found[name + "_Ctx"]
-    return [f"{n} {i} {p}" for n, (i, p) in sorted(found.items())]
+    def since(n: str) -> str:
+        base = n[: -len("_Ctx")] if n.endswith("_Ctx") else n
+        return SIZE_T_SINCE.get(base, SIZE_T_SINCE_DEFAULT)
+    return [f"{n} {i} {p} {since(n)}" for n, (i, p) in sorted(found.items())]
 
 
 def render_sizes(rows: list[str]) -> str:
     head = ("# NPP functions whose CUDA 13.0 prototype takes `size_t *` (nvidia-npp 13.0.1.2 headers): name, 0-based\n"
-            "# parameter index, parameter name. Written by scripts/gen_npp_data.py; do not edit.\n")
+            "# parameter index, parameter name, CUDA release since which it is size_t *. Written by scripts/gen_npp_data.py; do not edit.\n")
     return head + "".join(r + "\n" for r in rows)
 
 

@@ -87,3 +87,16 @@ def test_size_t_out_parameters_come_from_the_13_0_prototypes():
     # 13.0 still declares these with `int *`: code passing &int is right
     assert "nppiFilterCannyBorderGetBufferSize" not in sizes
     assert "nppiLabelMarkersUFGetBufferSize_32u_C1R" not in sizes
+
+
+def test_size_t_out_parameter_is_reported_only_where_the_target_declares_it():
+    """NPP declared the histogram query `size_t *` from CUDA 12.4, the watershed query from 12.8
+    (nvidia-npp-cu12 12.2.5.2 / 12.3.3.65 headers): older targets still take `int *`."""
+    from .helpers import scan_code
+
+    code = ("#include <npp.h>\nint main() {\n  NppiSize roi = {8, 8};\n  int a = 0, b = 0;\n"
+            "  nppiHistogramEvenGetBufferSize_8u_C1R(roi, 4, &a);\n"
+            "  nppiSegmentWatershedGetBufferSize_8u_C1R(roi, &b);\n  return a + b;\n}\n")
+    lines = {t: sorted(f.line for f in scan_code(code, ["CM542"], name="t.cpp", target=t))
+             for t in ((12, 3), (12, 4), (12, 8), (13, 0))}
+    assert lines == {(12, 3): [], (12, 4): [5], (12, 8): [5, 6], (13, 0): [5, 6]}

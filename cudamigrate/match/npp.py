@@ -177,11 +177,18 @@ SIZE_PARAMS = {"cudaMalloc": 1, "cudaMallocManaged": 1, "cudaMallocHost": 1, "cu
 @lru_cache(maxsize=1)
 def size_t_out_params() -> dict[str, tuple[int, str]]:
     """name -> (0-based index, parameter name) of its `size_t *` parameter in the 13.0 NPP headers."""
-    out: dict[str, tuple[int, str]] = {}
+    return {name: (idx, param) for name, (idx, param, _) in _size_t_rows().items()}
+
+
+@lru_cache(maxsize=1)
+def _size_t_rows() -> dict[str, tuple[int, str, tuple[int, int]]]:
+    """name -> (index, parameter name, CUDA release since which NPP declares it `size_t *`)."""
+    out: dict[str, tuple[int, str, tuple[int, int]]] = {}
     for line in SIZES_DATA.read_text(encoding="utf-8").splitlines():
         if line and not line.startswith("#"):
-            name, idx, param = line.split()
-            out[name] = (int(idx), param)
+            name, idx, param, since = line.split()
+            major, minor = since.split(".")
+            out[name] = (int(idx), param, (int(major), int(minor)))
     return out
 
 
@@ -310,6 +317,7 @@ def _type_fix(ctx: FileContext, unit: Any, decl: ts.Node, d: ts.Node, name: str,
 def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     from .context import _declaration_index, declaration_of, type_aliases
 
+    rows = _size_t_rows()
     sizes = size_t_out_params()
     own = ctx.defined_functions
     aliases = type_aliases(ctx.source.data)
@@ -319,8 +327,8 @@ def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) 
         index = None
         for ident in ts.QueryCursor(q).captures(unit.root).get("id", []):
             name = node_text(ident)
-            if name not in sizes or name in own or _role(ident) != "call":
-                continue
+            if name not in sizes or name in own or _role(ident) != "call" or rows[name][2] > ctx.target:
+                continue  # (the target's NPP still declares `int *` there: nothing to change yet)
             call = ident.parent if ident.parent.type == "call_expression" else ident.parent.parent
             args = named_children(call.child_by_field_name("arguments"))
             idx, param = sizes[name]
@@ -361,7 +369,7 @@ def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) 
                 fix_edits, why = _type_fix(ctx, unit, decl, d, node_text(var), sizes)
             m = Match(rule=rule, unit=unit, node=args[idx], name=name, written=name)
             line = decl.start_point[0] + 1 + (0 if unit.base == 0 else ctx.source.data.count(b"\n", 0, unit.base))
-            m.vars.update({"param": param, "index": idx + 1, "var": node_text(var),
+            m.vars.update({"param": param, "index": idx + 1, "var": node_text(var), "since": "%d.%d" % rows[name][2],
                            "declared": " ".join(node_text(tnode).split()), "decl_line": line,
                            "arg": " ".join(node_text(args[idx]).split()), "why_manual": why})
             m.edits = fix_edits
