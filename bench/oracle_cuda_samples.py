@@ -1095,7 +1095,7 @@ def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
     for i, r in enumerate(d["sites"], 1):
         o.append(f"| {i} | `{r['file']}:{r['norm_line']}` | {', '.join(r['changed'])} | "
                  f"{'yes' if r['api_migration'] else 'no'}: {md_escape(r['api_why'])} | {r['kind']} | "
-                 f"{'yes' if r['flagged'] else '**no**'} {' '.join(r['rules'])}{deleted_note(r)} | {r['verdict']} | {code(r['old'])} | "
+                 f"{' '.join(x for x in ('yes' if r['flagged'] else '**no**', *r['rules']) if x)}{deleted_note(r)} | {r['verdict']} | {code(r['old'])} | "
                  f"{code(r['tool']) if r['verdict'] not in ('not-flagged', 'missing') else ''} | "
                  f"{code(r['nvidia']) if r['verdict'] in ('differs', 'not-flagged', 'missing') else ''} |")
     o += ["", "## Precision sample: default findings on lines NVIDIA left unchanged", "",
