@@ -1003,9 +1003,11 @@ def read_gpu_results(path: Path) -> list[list[str]]:
 
 
 # ------------------------------------------------------------------------------------------- markdown
-def deleted_note(r: dict) -> str:
-    rules = r.get("deleted_by_fix_of") or []
-    return f" (fix of {' '.join(rules)} deletes it)" if rules else ""
+def flagged_cell(r: dict) -> str:
+    """`yes CM540`, `**no**`, or `yes (fix of CM410 deletes it)` for a site in a dead branch."""
+    cell = " ".join(["yes" if r["flagged"] else "**no**", *r["rules"]])
+    deleted = r.get("deleted_by_fix_of") or []
+    return cell + (f" (fix of {' '.join(deleted)} deletes it)" if deleted else "")
 
 
 def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
@@ -1095,7 +1097,7 @@ def render_markdown(d: dict, gpu_rows: list[list[str]] | None) -> str:
     for i, r in enumerate(d["sites"], 1):
         o.append(f"| {i} | `{r['file']}:{r['norm_line']}` | {', '.join(r['changed'])} | "
                  f"{'yes' if r['api_migration'] else 'no'}: {md_escape(r['api_why'])} | {r['kind']} | "
-                 f"{' '.join(x for x in ('yes' if r['flagged'] else '**no**', *r['rules']) if x)}{deleted_note(r)} | {r['verdict']} | {code(r['old'])} | "
+                 f"{flagged_cell(r)} | {r['verdict']} | {code(r['old'])} | "
                  f"{code(r['tool']) if r['verdict'] not in ('not-flagged', 'missing') else ''} | "
                  f"{code(r['nvidia']) if r['verdict'] in ('differs', 'not-flagged', 'missing') else ''} |")
     o += ["", "## Precision sample: default findings on lines NVIDIA left unchanged", "",

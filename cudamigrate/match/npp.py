@@ -369,7 +369,7 @@ def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) 
                 fix_edits, why = _type_fix(ctx, unit, decl, d, node_text(var), sizes)
             m = Match(rule=rule, unit=unit, node=args[idx], name=name, written=name)
             line = decl.start_point[0] + 1 + (0 if unit.base == 0 else ctx.source.data.count(b"\n", 0, unit.base))
-            m.vars.update({"param": param, "index": idx + 1, "var": node_text(var), "since": "%d.%d" % rows[name][2],
+            m.vars.update({"param": param, "index": idx + 1, "var": node_text(var), "since": ".".join(map(str, rows[name][2])),
                            "declared": " ".join(node_text(tnode).split()), "decl_line": line,
                            "arg": " ".join(node_text(args[idx]).split()), "why_manual": why})
             m.edits = fix_edits
