@@ -9,7 +9,8 @@ cudamigrate/data/npp_removed_non_ctx.txt (CM540): the NPP functions CUDA 13.0 re
 A name is listed when the 13.0 NPP headers (nvidia-npp 13.0.1.2: nvidia/cu13/include/npp*.h) declare
 `name_Ctx(...)` and the 13.0 libraries (nvidia/cu13/lib/libnpp*.so.13) no longer export `name`. Each line is
 `name link` when the headers still declare the old prototype (nppi: the call compiles, then fails to link with
-`undefined reference`) or `name compile` when they do not (npps: `identifier is undefined`). NVIDIA's
+`undefined reference`) or `name compile` when they do not (npps: `identifier is undefined`), and `name none`
+when the `_Ctx` twin is declared but not exported either (no 13.0 replacement links). NVIDIA's
 cuda-samples switched every call to `_Ctx` for 13.0 ("Update all non-ctx nppi APIs to ctx APIs").
 
 cudamigrate/data/npp_size_t_out_params.txt (CM542): each NPP function whose 13.0 prototype has a `size_t *`
@@ -80,7 +81,8 @@ def removed_names(d: Path) -> list[str]:
     for c in sorted(declared):
         n = c[: -len("_Ctx")]
         if c.endswith("_Ctx") and n not in libs:
-            out.append(f"{n} {'link' if n in declared else 'compile'}")
+            # `none`: the _Ctx twin is declared but not exported either (nppiSub_32s_C4RSfs): no replacement links
+            out.append(f"{n} {'none' if c not in libs else 'link' if n in declared else 'compile'}")
     return out
 
 
@@ -117,7 +119,8 @@ def render_sizes(rows: list[str]) -> str:
 
 def render(names: list[str]) -> str:
     head = ("# NPP functions removed in CUDA 13.0: a _Ctx twin is declared, the name is no longer exported by libnpp*.so.13.\n"
-            "# `link`: still declared (fails to link); `compile`: undeclared. Written by scripts/gen_npp_data.py; do not edit.\n")
+            "# `link`: still declared (fails to link); `compile`: undeclared; `none`: the _Ctx twin is not exported either.\n"
+            "# Written by scripts/gen_npp_data.py; do not edit.\n")
     return head + "".join(n + "\n" for n in names)
 
 
@@ -134,7 +137,7 @@ def main() -> int:
         return 1 if stale else 0
     for p, text in outputs:
         p.write_text(text, encoding="utf-8")
-        print(f"wrote {text.count(chr(10)) - 2} lines to {p}")
+        print(f"wrote {sum(1 for ln in text.splitlines() if not ln.startswith('#'))} lines to {p}")
     return 0
 
 

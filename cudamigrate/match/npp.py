@@ -72,7 +72,8 @@ static inline NppStreamContext cudamigrateNppStreamContext(void)
 
 @lru_cache(maxsize=1)
 def removed() -> dict[str, str]:
-    """name -> `link` (still declared, no longer exported) or `compile` (no longer declared)."""
+    """name -> `link` (still declared, no longer exported), `compile` (no longer declared) or `none` (the `_Ctx`
+    twin is not exported either: no automatic fix)."""
     out: dict[str, str] = {}
     for line in DATA.read_text(encoding="utf-8").splitlines():
         if line and not line.startswith("#"):
@@ -131,7 +132,7 @@ def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[M
                 continue
             m = Match(rule=rule, unit=unit, node=ident, name=name, written=name, ident_range=unit.abs(ident))
             m.vars.update({"how": names[name], "ctx_name": name + "_Ctx", "role": role, "stream_state": stream_state})
-            if role == "call" and not stream_state:
+            if role == "call" and not stream_state and names[name] != "none":
                 call = ident.parent if ident.parent.type == "call_expression" else ident.parent.parent
                 args_node = call.child_by_field_name("arguments")
                 args = named_children(args_node)
