@@ -917,6 +917,12 @@ VERSIONLESS_BREAKS: dict[str, tuple[dict, str]] = {
         "In C the CUDA 13.0 prototype is the only one: cudaGraphExecUpdate(cudaGraphExec_t, cudaGraph_t, "
         "cudaGraphExecUpdateResultInfo *) (cuda_runtime_api.h:12604), so the 4-argument call fails with 'too many "
         "arguments to function'; the 4-argument overload (cuda_runtime.h:1555) exists only for C++."),
+    # the wrappers call __ballot/__any/__all, whose non-.sync `vote` ptxas rejects for sm_70+ (13.0 targets sm_75+)
+    "device:ballot / any / all (bool overloads)": (
+        {},
+        "The wrappers (sm_20_intrinsics.hpp:77, device_atomic_functions.hpp:239) call the deprecated __ballot/__any/"
+        "__all, which compile to `vote` without `.sync`: ptxas rejects it for sm_70 and later ('Instruction 'vote' "
+        "without '.sync' is not supported on .target sm_70 and higher'), and nvcc 13.0 targets sm_75 and later only."),
     "driver:cuGraphExecUpdate": (
         {},
         "CUDA 13.0 cuda.h:158 maps cuGraphExecUpdate to cuGraphExecUpdate_v2(CUgraphExec, CUgraph, "

@@ -386,3 +386,12 @@ def test_graph_exec_update_four_argument_form_is_a_build_break_where_13_0_reject
 
     fs = scan_code(code, [rule], name=name)
     assert [(f.rule_id, f.cost.impact) for f in fs] == [(rule, "build-break")]
+
+
+def test_bool_vote_wrappers_are_a_build_break():
+    """ballot/any/all call the non-.sync vote intrinsics that ptxas rejects for sm_70+ (nvcc 13.0: sm_75+); the
+    fixture catalog/device-ballot-bool-overloads proves it with nvcc."""
+    from .helpers import scan_code
+
+    fs = scan_code("__global__ void k(unsigned *o) { o[0] = ballot(threadIdx.x > 3); }\n", ["CM1123"])
+    assert [(f.rule_id, f.cost.impact) for f in fs] == [("CM1123", "build-break")]
