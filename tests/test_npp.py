@@ -43,7 +43,17 @@ def test_data_lists_both_kinds_of_removal():
     assert names["nppiSub_32s_C4RSfs"] == names["nppiSub_32s_C4IRSfs"] == "none"
 
 
-@needs_npp
+def _npp_wheel() -> bool:
+    """The data files are generated from the nvidia-npp wheel's headers and libraries (a toolkit's own NPP,
+    as on a bare GPU machine, may be another build): the check runs where the wheel is, as in CI."""
+    try:
+        import nvidia
+    except ImportError:
+        return False
+    return any((Path(b) / "cu13" / "include" / "npp.h").is_file() for b in nvidia.__path__)
+
+
+@pytest.mark.skipif(not _npp_wheel(), reason="needs the nvidia-npp 13.0 wheel (scripts/dev-setup-and-test.sh installs it)")
 def test_data_file_is_current():
     p = subprocess.run([sys.executable, str(ROOT / "scripts" / "gen_npp_data.py"), "--check"], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
