@@ -369,3 +369,53 @@ def test_semantic_scan_keeps_max_file_size_in_worker_processes(tmp_path, jobs):
     out = json.loads(r.stdout)
     assert "big.cu: file too large" in r.stderr, r.stderr
     assert sorted({Path(f["path"]).name for f in out["findings"]}) == [f"g{i:03d}.cu" for i in range(70)]
+
+
+@pytest.mark.parametrize(("name", "flags", "lang"), [
+    ("a.cu", [], "cuda"), ("a.cuh", [], "cuda"), ("a.cpp", [], "c++"), ("a.cc", [], "c++"), ("a.cxx", [], "c++"),
+    ("a.c", [], "c"), ("a.cpp", ["-x", "cu"], "cuda"), ("a.cpp", ["--x=cu"], "cuda"), ("a.cpp", ["-xcu"], "cuda"),
+    ("a.cu", ["-x", "c++"], "c++"), ("a.h", [], "cuda"),
+])
+def test_language_is_the_one_nvcc_compiles(name, flags, lang):
+    """nvcc hands `.cpp/.cc/.cxx` to the host compiler as C++ (and `.c` as C) unless `-x cu` says otherwise."""
+    cmd = cl.Command(Path("/p") / name, Path("/p"), ["/usr/local/cuda-13.0/bin/nvcc", *flags, "-c", name])
+    assert cl.source_language(cmd) == lang
+    args = cl.clang_args(cmd)
+    assert args[:2] == ["-x", {"cuda": "cuda", "c++": "c++", "c": "c"}[lang]]
+    assert ("--cuda-host-only" in args) == (lang == "cuda")
+    assert any(a.startswith("-std=") for a in args) == (lang != "c")
+
+
+def test_cpp_tu_is_parsed_as_host_cpp(tmp_path):
+    """A `.cpp` file in an nvcc database sees no `__CUDACC__`: the host-only branch has facts, the CUDA one none
+    (parsed as CUDA, as before, it was the other way round)."""
+    src = tmp_path / "host.cpp"
+    src.write_text("#include <cuda_runtime.h>\n"
+                   "#ifdef __CUDACC__\n"
+                   "void cuda_only(float *d) { cudaMemsetAsync(d, 0, 4, 0); }\n"
+                   "#else\n"
+                   "void host_only(float *d) { cudaMemsetAsync(d, 0, 4, 0); }\n"
+                   "#endif\n")
+    d = SemanticDB(cl.load_compile_db(write_db(tmp_path, [src])))
+    d.build(jobs=1)
+    assert not d.failed, d.failed
+    data = src.read_bytes()
+    ff = d.facts[str(src.resolve())]
+    lines = sorted(data[:off].count(b"\n") + 1 for off, c in ff.calls.items() if c.callee == "cudaMemsetAsync")
+    assert lines == [5]
+
+
+def test_fatal_error_of_a_tu_is_not_parsed_twice(tmp_path):
+    """A TU that fails on its own (a missing header) keeps the parse with the shared PCH: parsing it again
+    without the PCH met the same error at twice the cost. The warning names the TU's own error."""
+    srcs = []
+    for name in ("a.cu", "b.cu"):
+        p = tmp_path / name
+        p.write_text('#include "does_not_exist.h"\nvoid f(float *d) { cudaMemsetAsync(d, 0, 4, 0); }\n'
+                     if name == "a.cu" else "void g(float *d) { cudaMemsetAsync(d, 0, 4, 0); }\n")
+        srcs.append(p)
+    d = SemanticDB(cl.load_compile_db(write_db(tmp_path, srcs)))
+    d.build(jobs=1)
+    a, b = str(srcs[0].resolve()), str(srcs[1].resolve())
+    assert "does_not_exist.h" in d.failed[a] and b not in d.failed
+    assert d.tu_timings[a].pch_used and d.tu_timings[b].pch_used

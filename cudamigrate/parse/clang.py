@@ -226,13 +226,51 @@ def cuda_path_for(argv: list[str]) -> str:
     return DEFAULT_CUDA
 
 
+_CXX_EXTS = {".cpp", ".cc", ".cxx", ".c++", ".cp"}
+_LANG_OF_X = {"cu": "cuda", "cuda": "cuda", "c++": "c++", "cpp": "c++", "c": "c"}
+
+
+def source_language(cmd: Command) -> str:
+    """"cuda", "c++" or "c": the language the command's own compiler gives `cmd.file`.
+
+    nvcc compiles `.cu` as CUDA but hands `.cpp/.cc/.cxx` to the host compiler as plain C++ and `.c` as C
+    (no `__CUDACC__`, no kernels); only `-x cu` (`--x=cu`, `-xcu`) makes it treat them as CUDA. Parsing such a
+    file as CUDA would see declarations nvcc never compiles for it (and force-include clang's CUDA wrapper).
+    clang/gcc commands follow `-x cuda|c++|c` the same way. Headers and unknown suffixes given to nvcc stay
+    CUDA (they are normally included from `.cu` files).
+    """
+    argv = cmd.argv
+    forced: str | None = None
+    for i, a in enumerate(argv[1:], 1):
+        v = None
+        if a in ("-x", "--x") and i + 1 < len(argv):
+            v = argv[i + 1]
+        elif a.startswith(("--x=", "-x=")):
+            v = a.split("=", 1)[1]
+        elif a.startswith("-x") and len(a) > 2 and a[2:] in _LANG_OF_X:
+            v = a[2:]
+        if v is not None:
+            forced = _LANG_OF_X.get(v.lower(), forced)
+    if forced is not None:
+        return forced
+    ext = cmd.file.suffix.lower()
+    exe = os.path.basename(argv[0]) if argv else ""
+    if ext in (".cu", ".cuh"):
+        return "cuda"
+    if ext in _CXX_EXTS or cmd.file.suffix == ".C":
+        return "c++"
+    if ext == ".c":
+        return "c"
+    return "cuda" if exe.startswith("nvcc") else "c++"
+
+
 def clang_args(cmd: Command, setup: ClangSetup | None = None) -> list[str]:
     """Map an nvcc/clang/gcc command line of `cmd.file` to libclang arguments (without the file)."""
     argv = cmd.argv
-    ext = cmd.file.suffix.lower()
     exe = os.path.basename(argv[0]) if argv else ""
     is_nvcc = exe.startswith("nvcc")
-    is_cuda = ext in (".cu", ".cuh") or is_nvcc and ext not in (".c",)
+    language = source_language(cmd)
+    is_cuda = language == "cuda"
     out: list[str] = []
     arches: list[str] = []
     std: str | None = None
@@ -297,7 +335,7 @@ def clang_args(cmd: Command, setup: ClangSetup | None = None) -> list[str]:
         i += 1
     if std is None:
         std = "c++17"
-    lang = ["-x", "cuda", "--cuda-host-only"] if is_cuda else (["-x", "c"] if ext == ".c" else ["-x", "c++"])
+    lang = ["-x", "cuda", "--cuda-host-only"] if is_cuda else (["-x", "c"] if language == "c" else ["-x", "c++"])
     extra: list[str] = []
     if is_cuda:
         cuda = cuda_path_for(argv)
@@ -311,7 +349,7 @@ def clang_args(cmd: Command, setup: ClangSetup | None = None) -> list[str]:
         cccl = os.path.join(cuda, "include", "cccl")
         if os.path.isdir(cccl):
             extra += ["-isystem", cccl]
-    if ext != ".c":
+    if language != "c":
         extra.append(f"-std={std}")
     setup = setup or find_setup()[0]
     if setup is not None:

@@ -26,6 +26,7 @@ import hashlib
 import os
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
@@ -91,6 +92,13 @@ _TOOLKIT_MARKERS = ("/site-packages/nvidia/", "/dist-packages/nvidia/", "/usr/lo
                     "/include/c++/", "/usr/include/", "/usr/lib/llvm", "/lib/clang/")
 
 
+@lru_cache(maxsize=256)
+def _toolkit_dirs(include_dirs: tuple[str, ...]) -> tuple[str, ...]:
+    """The -I directories that hold a toolkit's headers (once per include list, not per TU: ~15 stat calls each)."""
+    return tuple(os.path.realpath(d) + os.sep for d in include_dirs
+                 if any(os.path.exists(os.path.join(d, h)) for h in _TOOLKIT_HEADERS))
+
+
 class _Extractor:
     def __init__(self, ci, tu, main: Path, cuda_path: str, include_dirs: Iterable[str] = ()):
         self.ci = ci
@@ -99,8 +107,7 @@ class _Extractor:
         self.main = str(main)
         self.cuda_path = os.path.realpath(cuda_path)
         # -I directories that hold a toolkit's headers (vendored or pip-installed CUDA libraries)
-        self.toolkit_dirs = tuple(os.path.realpath(d) + os.sep for d in include_dirs
-                                  if any(os.path.exists(os.path.join(d, h)) for h in _TOOLKIT_HEADERS))
+        self.toolkit_dirs = _toolkit_dirs(tuple(include_dirs))
         self.lib = ci.conf.lib
         self.files: dict[str, FileFacts] = {}
         self.written: set[tuple] = set()
@@ -111,22 +118,75 @@ class _Extractor:
         self.real_cache: dict[str, str] = {}
         self.ptr_cache: dict[int, str] = {}
         self.skip_cache: dict[str, bool] = {}
+        # memos per declaration (keyed by the Decl pointer inside the cursor): the same declarations are
+        # referenced thousands of times, and each answer costs several calls into libclang
+        self.qual_cache: dict[tuple, str] = {}
+        self.api_cache: dict[tuple, bool] = {}
+        self.key_cache: dict[tuple, tuple] = {}
+        self.where_cache: dict[tuple, tuple[str | None, int]] = {}
+        self._setup_fast_calls()
+
+    def _setup_fast_calls(self) -> None:
+        """Cursor kinds as ints and private ctypes handles for the hot calls.
+
+        Why: a cursor walk in Python spends most of its time in the bindings' conveniences (`Cursor.kind`
+        builds an enum through a dict, `get_children` defines a closure and a callback per node, every
+        location call allocates four ctypes out-parameters). Comparing `_kind_id` ints, one callback object
+        for every child list and reused out-parameters keep the same walk, in the same order, at about half
+        the CPU (docs/semantic-mode.md).
+        """
+        import ctypes
+
+        ci = self.ci
+        K = self.K
+        self.k_call = K.CALL_EXPR.value
+        self.k_dref = K.DECL_REF_EXPR.value
+        self.k_tref = K.TYPE_REF.value
+        self.k_mref = K.MEMBER_REF_EXPR.value
+        self.k_unexposed = K.UNEXPOSED_EXPR.value
+        self.k_vars = {K.VAR_DECL.value, K.PARM_DECL.value}
+        self.k_write_ok = {getattr(K, n).value for n in _WRITE_PARENTS_OK}
+        self.t_dependent = ci.TypeKind.DEPENDENT.value
+        # `lib[name]` makes a new function object: its argtypes are ours alone (an out-pointer read as an int)
+        self._locfn = {}
+        for name in ("clang_getSpellingLocation", "clang_getFileLocation", "clang_getExpansionLocation"):
+            fn = self.lib[name]
+            fn.argtypes = [ci.SourceLocation, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_uint),
+                           ctypes.POINTER(ctypes.c_uint), ctypes.POINTER(ctypes.c_uint)]
+            fn.restype = None
+            self._locfn[name] = fn
+        self._f, self._line, self._col, self._off = ctypes.c_void_p(), ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
+        self._outs = (ctypes.byref(self._f), ctypes.byref(self._line), ctypes.byref(self._col), ctypes.byref(self._off))
+        tu = self.tu
+
+        def visit(child, _parent, out):
+            child._tu = tu  # keeps the TU alive, as the bindings' own get_children does
+            out.append(child)
+            return 1  # CXChildVisit_Continue
+
+        self._visit_cb = ci.callbacks["cursor_visit"](visit)
+        self._visit_children = self.lib.clang_visitChildren
+
+    def children(self, c) -> list:
+        """`list(c.get_children())`, without a new closure and callback object per call."""
+        out: list = []
+        self._visit_children(c, self._visit_cb, out)
+        return out
 
     # -- locations
     def _loc(self, fn: str, sl) -> tuple[str | None, int]:
-        import ctypes
-
-        f = self.ci.c_object_p()
-        line, col, o = ctypes.c_uint(), ctypes.c_uint(), ctypes.c_uint()
-        getattr(self.lib, fn)(sl, ctypes.byref(f), ctypes.byref(line), ctypes.byref(col), ctypes.byref(o))
-        if not f:
+        f = self._f
+        f.value = None
+        self._locfn[fn](sl, *self._outs)
+        ptr = f.value
+        if not ptr:
             return None, 0
-        ptr = ctypes.cast(f, ctypes.c_void_p).value
-        assert ptr is not None  # f is a non-null CXFile
         real = self.ptr_cache.get(ptr)
         if real is None:
-            real = self.ptr_cache[ptr] = self.real(self.ci.File(f).name)
-        return real, o.value
+            import ctypes
+
+            real = self.ptr_cache[ptr] = self.real(self.ci.File(ctypes.cast(ptr, self.ci.c_object_p)).name)
+        return real, self._off.value
 
     def real(self, raw: str) -> str:
         real = self.real_cache.get(raw)
@@ -162,7 +222,20 @@ class _Extractor:
         return ff
 
     # -- names
+    @staticmethod
+    def _memo_key(decl) -> tuple:
+        """Identity of a declaration cursor: its kind and the Decl pointer (one per declaration, also per
+        template instantiation, so memoized answers are exactly the uncached ones)."""
+        return (decl._kind_id, decl.data[0])
+
     def qualified(self, decl) -> str:
+        key = self._memo_key(decl)
+        got = self.qual_cache.get(key)
+        if got is None:
+            got = self.qual_cache[key] = self._qualified(decl)
+        return got
+
+    def _qualified(self, decl) -> str:
         parts = []
         cur = decl
         K = self.K
@@ -178,6 +251,13 @@ class _Extractor:
         return "::".join(reversed(parts))
 
     def decl_is_api(self, decl) -> bool:
+        key = self._memo_key(decl)
+        got = self.api_cache.get(key)
+        if got is None:
+            got = self.api_cache[key] = self._decl_is_api(decl)
+        return got
+
+    def _decl_is_api(self, decl) -> bool:
         loc = decl.location
         if loc.file is None:
             return True  # builtins
@@ -185,10 +265,13 @@ class _Extractor:
             return True
         return self.is_toolkit_file(self.real(loc.file.name))
 
-    @staticmethod
-    def decl_key(decl) -> tuple:
-        loc = decl.location
-        return (loc.file.name if loc.file else None, loc.offset, decl.spelling)
+    def decl_key(self, decl) -> tuple:
+        key = self._memo_key(decl)
+        got = self.key_cache.get(key)
+        if got is None:
+            loc = decl.location
+            got = self.key_cache[key] = (loc.file.name if loc.file else None, loc.offset, decl.spelling)
+        return got
 
     # -- walking
     def run(self) -> dict[str, FileFacts]:
@@ -213,21 +296,26 @@ class _Extractor:
         return self.files
 
     def walk(self, root) -> None:
-        K = self.K
+        """Every cursor under `root`, depth first, last child first (the order decides which of two facts at one
+        offset is kept, so it is the order of the original `get_children` walk)."""
+        k_call, k_dref, k_tref, k_mref, k_unexposed = self.k_call, self.k_dref, self.k_tref, self.k_mref, self.k_unexposed
+        k_vars, k_write_ok, t_dependent = self.k_vars, self.k_write_ok, self.t_dependent
+        children = self.children
         stack = [(root, None)]
         while stack:
             c, parent_kind = stack.pop()
-            k = c.kind
-            if k == K.CALL_EXPR:
+            k = c._kind_id
+            kids = children(c)
+            if k == k_call:
                 cfg = None
-                for ch in c.get_children():
+                for ch in kids:
                     inner = ch
-                    while inner.kind == K.UNEXPOSED_EXPR:
-                        kids = list(inner.get_children())
-                        if len(kids) != 1:
+                    while inner._kind_id == k_unexposed:
+                        sub = children(inner)
+                        if len(sub) != 1:
                             break
-                        inner = kids[0]
-                    if inner.kind == K.CALL_EXPR and inner.spelling == "__cudaPushCallConfiguration":
+                        inner = sub[0]
+                    if inner._kind_id == k_call and inner.spelling == "__cudaPushCallConfiguration":
                         cfg = inner
                         break
                 if c.spelling != "__cudaPushCallConfiguration":
@@ -235,18 +323,17 @@ class _Extractor:
                     ref = c.referenced
                     if ref is not None:
                         self.calls_to.setdefault(self.decl_key(ref), []).append(c)
-            elif k == K.DECL_REF_EXPR:
+            elif k == k_dref:
                 ref = c.referenced
-                if ref is not None and ref.kind in (K.VAR_DECL, K.PARM_DECL) and parent_kind not in _WRITE_PARENTS_OK:
+                if ref is not None and ref._kind_id in k_vars and parent_kind not in k_write_ok:
                     self.written.add(self.decl_key(ref))
                 self.record_ref(c, ref)
-            elif k == K.TYPE_REF:
+            elif k == k_tref:
                 self.record_ref(c, c.referenced)
-            elif k == K.MEMBER_REF_EXPR or (k == K.UNEXPOSED_EXPR and c.type.kind == self.ci.TypeKind.DEPENDENT):
+            elif k == k_mref or (k == k_unexposed and c.type._kind_id == t_dependent):
                 self.record_member(c)
-            kname = k.name if hasattr(k, "name") else str(k)
-            for ch in c.get_children():
-                stack.append((ch, kname))
+            for ch in kids:
+                stack.append((ch, k))
 
     def record_ref(self, c, ref) -> None:
         if ref is None:
@@ -274,8 +361,11 @@ class _Extractor:
 
     def _implicit_at(self, decl, f, off) -> bool:
         """A declaration clang made up where the name is used (error recovery for an undeclared name)."""
-        loc = decl.location
-        return loc.file is not None and loc.offset == off and self.real(loc.file.name) == f
+        key = self._memo_key(decl)
+        where = self.where_cache.get(key)
+        if where is None:
+            where = self.where_cache[key] = self.expansion(decl.location)
+        return where[0] is not None and where == (f, off)
 
     def record_member(self, c) -> None:
         K = self.K
@@ -288,7 +378,7 @@ class _Extractor:
             ref = c.referenced
             if ref is not None and ref.kind == K.FIELD_DECL:
                 name = self.qualified(ref.semantic_parent)
-        kids = [k for k in c.get_children() if k.kind.is_expression()]
+        kids = [k for k in self.children(c) if k.kind.is_expression()]
         if name is None and kids:
             data = self.src_cache.get(f) if f in self.src_cache else self.facts(f) and self.src_cache.get(f)
             if not data or not re.search(rb"(?:\.|->)\s*\w+\s*$", data[max(0, end - 200):end]):
@@ -308,12 +398,12 @@ class _Extractor:
     def callee_decl(self, call):
         """(callee name cursor, referenced decl or overload set) of a call."""
         K = self.K
-        kids = list(call.get_children())
+        kids = self.children(call)
         if not kids:
             return None, None
         fn = kids[0]
         while fn.kind in (K.UNEXPOSED_EXPR, K.PAREN_EXPR):
-            sub = list(fn.get_children())
+            sub = self.children(fn)
             if not sub:
                 break
             fn = sub[0]
@@ -434,7 +524,7 @@ class _Extractor:
     def arg_fact(self, a, params, i: int, use_end: int, callee_floc: int = -1) -> ArgFact:
         K = self.K
         ext = a.extent
-        default = ext.start.file is None and ext.end.file is None and a.kind == K.UNEXPOSED_EXPR and not list(a.get_children())
+        default = ext.start.file is None and ext.end.file is None and a.kind == K.UNEXPOSED_EXPR and not self.children(a)
         af = ArgFact(default=default)
         if default:
             af.value = self.default_value(params, i)
@@ -484,10 +574,10 @@ class _Extractor:
         if k in (K.CXX_NULL_PTR_LITERAL_EXPR, K.GNU_NULL_EXPR):
             return 0
         if k == K.INIT_LIST_EXPR:
-            kids = [x for x in c.get_children() if x.kind.is_expression()]
+            kids = [x for x in self.children(c) if x.kind.is_expression()]
             return 0 if not kids else (self.value(kids[0], depth + 1) if len(kids) == 1 else None)
         if k.name in _CAST_KINDS:
-            kids = [x for x in c.get_children() if x.kind.is_expression()]
+            kids = [x for x in self.children(c) if x.kind.is_expression()]
             if len(kids) == 1:
                 return self.value(kids[0], depth + 1)
             if not kids and k == K.CXX_FUNCTIONAL_CAST_EXPR:
@@ -506,7 +596,7 @@ class _Extractor:
                     return None
                 if not const and not self._local_or_internal(d):
                     return None
-                init = [x for x in d.get_children() if x.kind.is_expression()]
+                init = [x for x in self.children(d) if x.kind.is_expression()]
                 if not init:
                     return None
                 return self.value(init[-1], depth + 1)
@@ -532,7 +622,7 @@ class _Extractor:
         key = self.decl_key(p)
         if key in self.written:
             return None
-        kids = [k for k in p.get_children() if k.kind.is_expression()]
+        kids = [k for k in self.children(p) if k.kind.is_expression()]
         if not kids:
             return None
         dflt = self.value(kids[-1], depth + 1)
@@ -556,7 +646,7 @@ class _Extractor:
                 values.add(dflt)
                 continue
             a = args[idx]
-            if a.extent.start.file is None and not list(a.get_children()):
+            if a.extent.start.file is None and not self.children(a):
                 values.add(dflt)
             else:
                 values.add(self.value(a, depth + 1))
