@@ -22,7 +22,13 @@ from .clang_facts import FileFacts, _Extractor, digest
 
 # --------------------------------------------------------------------------- parsing TUs
 
-PARSE_OPTS_SCAN = 0x0  # macro uses come from expansion locations; no detailed preprocessing record needed
+# CXTranslationUnit_Incomplete: no end-of-TU work, i.e. no instantiation of the function templates the TU uses.
+# Facts come from the cursors of the code as written (a template's pattern, never its instantiations), and
+# constexpr templates that a value needs are instantiated at once anyway; measured on the 20-TU cuda-samples
+# database: identical facts, parse CPU -8 % (Thrust TUs -10 %). No detailed preprocessing record either: macro
+# uses come from expansion locations.
+PARSE_OPTS_SCAN = 0x02
+REPARSE_OPTS = 0x0
 PREAMBLE_OPTS = 0x04 | 0x100  # precompiled preamble, created on the first parse (for reparses)
 PCH_OPTS = 0x02 | 0x40  # CXTranslationUnit_Incomplete | CXTranslationUnit_SkipFunctionBodies
 
@@ -323,7 +329,7 @@ class SemanticDB:
             self._tus[key] = tu
             return res.facts
         try:
-            tu.reparse(unsaved_files=[(p, d.decode("utf-8", "replace")) for p, d in unsaved], options=PARSE_OPTS_SCAN)
+            tu.reparse(unsaved_files=[(p, d.decode("utf-8", "replace")) for p, d in unsaved], options=REPARSE_OPTS)
         except Exception:
             return None
         n, fatal = _fatal(ci, tu)
