@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -147,3 +148,166 @@ def test_a_guard_with_code_after_its_endif_is_not_a_guard(tmp_path):
     # the #ifndef is an ordinary condition on an unknown macro: nothing inside it is known, LEVEL still is
     assert _env(f).decide("LEVEL == 7", _at(f, "#if LEVEL"), W13) is True
     assert _env(f).decide("defined(G_H)", _at(f, "#if LEVEL"), W13) is None
+
+
+# --------------------------------------------------------------------------- header walks: bounded and exact
+def _walk_env(path: Path, roots=(), memoise: bool = True):
+    from cudamigrate.match import ppenv
+
+    old = ppenv._Walker.memoise
+    ppenv._Walker.memoise = memoise
+    made: list = []
+    init = ppenv._Walker.__init__
+
+    def spy(self, *a):
+        init(self, *a)
+        made.append(self)
+
+    ppenv._Walker.__init__ = spy
+    try:
+        env = build_env(path.read_bytes(), path, False, tuple(str(r) for r in roots), W13)
+    finally:
+        ppenv._Walker.memoise = old
+        ppenv._Walker.__init__ = init
+    return env, made[0].walks
+
+
+def test_headers_included_under_an_undecided_condition_are_walked_a_bounded_number_of_times(tmp_path):
+    """Each header includes the next two; the first include sits under an undecided `#if`, so every guard macro
+    is UNKNOWN and each `#include` walks the header again: 2^N walks without a memo (the CCCL headers of CUDA
+    13.0 never finished: `cuda/std/detail/__config` reached 90,000 walks for one thrust header)."""
+    n = 40
+    for i in range(n):
+        inc = "".join(f'#include "h{j}.h"\n' for j in (i + 1, i + 2) if j < n)
+        (tmp_path / f"h{i}.h").write_text(f"#ifndef H{i}\n#define H{i}\n#define V{i} {i}\n{inc}#endif\n")
+    f = tmp_path / "a.cpp"
+    f.write_text('#if SOME_FLAG\n#include "h0.h"\n#endif\n#include "h0.h"\n#if V39 == 39\n#endif\n')
+    env, walks = _walk_env(f)
+    assert walks <= 4 * n, walks  # each header: once per (certain, state) it is met in
+    assert env.decide("V39 == 39", _at(f, "#if V39"), W13) is True  # the certain include still decides
+
+
+def _random_tree(root: Path, rng) -> Path:
+    """A small project whose headers define, undefine and test macros, include one another (quoted, from a
+    subdirectory, by angle brackets through the root, in cycles), with and without guards and `#pragma once`."""
+    names = [f"h{i}.h" for i in range(6)]
+    where = {n: (root / "sub" / n if i % 3 == 2 else root / n) for i, n in enumerate(names)}
+    macros = ["A", "B", "C", "CUDA_VERSION"]
+
+    def include(owner: Path) -> str:
+        n = rng.choice(names)
+        target = where[n]
+        if rng.random() < 0.3:
+            return f"#include <{target.relative_to(root).as_posix()}>\n"
+        rel = os.path.relpath(target, owner.parent).replace(os.sep, "/")
+        return f'#include "{rel if rng.random() < 0.8 else n}"\n'
+
+    def body(owner: Path, depth: int) -> str:
+        out = []
+        for _ in range(rng.randint(1, 5)):
+            r = rng.random()
+            if r < 0.25:
+                out.append(f"#define {rng.choice(macros[:3])} {rng.randint(0, 2)}\n")
+            elif r < 0.32:
+                out.append(f"#undef {rng.choice(macros[:3])}\n")
+            elif r < 0.4:
+                out.append("#include <cuda.h>\n")
+            elif r < 0.7:
+                out.append(include(owner))
+            elif depth < 2:
+                m = rng.choice(macros)
+                cond = rng.choice([f"#if {m} > 1", f"#ifdef {m}", f"#ifndef {m}", f"#if {m} >= 13000 || UNSET"])
+                els = f"#else\n{body(owner, depth + 1)}" if rng.random() < 0.5 else ""
+                out.append(f"{cond}\n{body(owner, depth + 1)}{els}#endif\n")
+        return "".join(out)
+
+    for i, n in enumerate(names):
+        p = where[n]
+        p.parent.mkdir(parents=True, exist_ok=True)
+        b = body(p, 0)
+        kind = rng.random()
+        if kind < 0.4:
+            b = f"#ifndef G{i}\n#define G{i}\n{b}#endif\n"
+        elif kind < 0.6:
+            b = "#pragma once\n" + b
+        p.write_text(b)
+    main = root / "main.cpp"
+    text = body(main, 0) + "".join(f"{include(main)}#if A > 1\n#endif\n" for _ in range(4)) + "#if B\n#endif\n"
+    main.write_text(text)
+    return main
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_memoised_walk_gives_the_states_of_the_full_walk(tmp_path, seed):
+    import random
+
+    main = _random_tree(tmp_path, random.Random(seed))
+    from cudamigrate.match.ppenv import MAX_WALKS
+
+    fast, _ = _walk_env(main, roots=[tmp_path])
+    slow, walks = _walk_env(main, roots=[tmp_path], memoise=False)
+    assert walks < MAX_WALKS  # the reference walked everything
+    assert fast.positions == slow.positions
+    assert [(s.toolkit, s.macros) for s in fast.states] == [(s.toolkit, s.macros) for s in slow.states]
+
+
+def test_unguarded_headers_that_include_one_another_stop_at_the_walk_budget(tmp_path, monkeypatch):
+    """Without guards every include path is a different walk (the memo cannot replay a walk whose headers are on
+    the stack): 8 headers that include all the others have 8! paths. The budget stops the walk; what the headers
+    not walked could do makes every macro known before them unknown, and the file's own later #defines stay known."""
+    from cudamigrate.match import ppenv
+
+    monkeypatch.setattr(ppenv, "MAX_WALKS", 300)
+    n = 8
+    for i in range(n):
+        (tmp_path / f"u{i}.h").write_text("".join(f'#include "u{j}.h"\n' for j in range(n) if j != i)
+                                          + f"#define U{i} {i}\n")
+    f = tmp_path / "a.cpp"
+    f.write_text('#define MINE 1\n#include "u0.h"\n#define AFTER 2\n#if MINE\n#endif\n')
+    env, walks = _walk_env(f)
+    assert walks == 300
+    pos = _at(f, "#if MINE")
+    assert env.decide("MINE == 1", pos, W13) is None  # a header not walked may have redefined it
+    assert env.decide("AFTER == 2", pos, W13) is True
+    assert env.decide("MINE == 1", _at(f, '#include "u0.h"'), W13) is True  # before the include: known
+
+
+def _both(f: Path, marker: str, cond: str, roots=()):
+    """decide(cond) at marker with the memo and with the full walk."""
+    pos = _at(f, marker)
+    return tuple(_walk_env(f, roots, memoise=m)[0].decide(cond, pos, W13) for m in (True, False))
+
+
+def test_a_header_walk_is_not_replayed_where_one_of_its_headers_is_on_the_stack(tmp_path):
+    # first h.h -> p.h -> (h.h cut) ; then p.h -> h.h -> (p.h cut): h.h then sees Z undefined
+    (tmp_path / "h.h").write_text('#include "p.h"\n#ifdef Z\n#define W 1\n#else\n#define W 2\n#endif\n')
+    (tmp_path / "p.h").write_text('#include "h.h"\n#define Z 1\n')
+    f = tmp_path / "a.cpp"
+    f.write_text('#include "h.h"\n#undef Z\n#undef W\n#include "p.h"\n#if W\n#endif\n')
+    assert _both(f, "#if W", "W == 2") == (True, True)
+
+
+def test_a_header_walk_is_not_replayed_under_includers_in_another_directory(tmp_path):
+    # sub/h.h says #include "cfg.h": found beside its includer (gcc's quote chain), A/ one time and B/ the next
+    for d, v in (("A", 1), ("B", 2)):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "cfg.h").write_text(f"#define CFG {v}\n")
+        (tmp_path / d / "x.h").write_text('#include "../sub/h.h"\n')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "h.h").write_text('#include "cfg.h"\n')
+    f = tmp_path / "a.cpp"
+    f.write_text('#include "A/x.h"\n#include "B/x.h"\n#if CFG\n#endif\n')
+    assert _both(f, "#if CFG", "CFG == 2") == (True, True)
+
+
+def test_a_header_walk_is_not_replayed_deeper_than_the_depth_limit(tmp_path, monkeypatch):
+    from cudamigrate.match import ppenv
+
+    monkeypatch.setattr(ppenv, "MAX_DEPTH", 4)
+    (tmp_path / "k.h").write_text('#include "c1.h"\n')
+    (tmp_path / "c1.h").write_text('#include "c2.h"\n')
+    (tmp_path / "c2.h").write_text('#include "c3.h"\n')
+    (tmp_path / "c3.h").write_text("#define D3 1\n")
+    f = tmp_path / "a.cpp"
+    f.write_text('#include "c1.h"\n#undef D3\n#include "k.h"\n#if D3\n#endif\n')
+    assert _both(f, "#if D3", "defined(D3)") == (False, False)  # a.cpp > k.h > c1.h > c2.h: c3.h is too deep

@@ -66,7 +66,12 @@ def toolkit_groups(include: str) -> set[str]:
 
 
 HEADER_EXTS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".ipp", ".tcc")
-MAX_DEPTH = 24
+MAX_DEPTH = 200  # GCC's own limit on nested #include; cycles are cut by the include stack
+# Header walks per translation unit. The memo below makes a tree of guarded headers cost about one walk per header
+# (the largest translation unit of the CUDA 13.0 CCCL headers: 1,671 walks, median 353), but headers without guards that include one another
+# can still be walked once per include path. Past the budget an #include is not followed and, since the header
+# could redefine anything, every macro known at that point becomes unknown (conditions on them stay undecided).
+MAX_WALKS = 20000
 
 
 # --------------------------------------------------------------------------- directives
@@ -174,7 +179,34 @@ def _values(version: tuple[int, int]) -> dict[str, int]:
             "__CUDA_API_VER_MAJOR__": maj, "__CUDA_API_VER_MINOR__": mnr}
 
 
+@lru_cache(maxsize=8192)
+def _idents(text: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(_IDENT.findall(text)))
+
+
+_DECIDED: dict[tuple, bool | None] = {}
+_DECIDED_MAX = 65536
+
+
 def decide(state: PPState, ctext: str, versions: list[tuple[int, int]], user_macros: bool = True) -> bool | None:
+    """The value of `#if ctext` if it is the same in every world, else None (see `_decide`).
+
+    Memoised on everything the answer depends on: the text, the state of the macros it names, the toolkit flags,
+    the versions and `user_macros`. One condition is evaluated in up to 2 x 281 worlds (a few ms), and the
+    same conditions come back in every header walk and every file of a tree."""
+    key = (ctext, tuple(state.macros.get(n) for n in _idents(ctext)), tuple(state.toolkit.get(g) for g in GROUPS),
+           tuple(versions), user_macros)
+    try:
+        return _DECIDED[key]
+    except KeyError:
+        pass
+    if len(_DECIDED) >= _DECIDED_MAX:
+        _DECIDED.clear()
+    val = _DECIDED[key] = _decide(state, ctext, versions, user_macros)
+    return val
+
+
+def _decide(state: PPState, ctext: str, versions: list[tuple[int, int]], user_macros: bool = True) -> bool | None:
     """The value of `#if ctext` if it is the same in every world, else None.
 
     Worlds: each toolkit version in `versions`, times defined/undefined for each version macro group the condition
@@ -280,36 +312,193 @@ def include_guard(dirs: tuple[Directive, ...]) -> tuple[int, str] | None:
     return None
 
 
+# --------------------------------------------------------------------------- header effects (memo)
+# Walking a header is a pure function of the state it reads (macro values, the toolkit flags, which headers
+# `#pragma once` already closed), of the include stack where it consults it (a quoted include searches the
+# includers' directories; a cycle or the depth limit cuts the walk), and of the files. Without a memo the walk is
+# exponential in the include depth: a header whose guard macro was defined under an undecided condition (UNKNOWN)
+# is walked again at every `#include` of it, and each of those walks again every such header it includes (the
+# CUDA 13 CCCL headers: one thrust header took >10 minutes, with `cuda/std/detail/__config` walked 90,000 times).
+# So each walk of a header records what it read (the value first seen, unless the walk wrote it before) and what it
+# wrote (the final values); an `#include` whose recorded reads still hold and whose stack dependence matches
+# replays the writes instead of walking. Replay gives exactly the state the walk would give.
+
+_KEY_TK = "tk"
+_KEY_ONCE = "once"
+_NO_CUT = 1 << 30
+
+
+@dataclass
+class _Rec:
+    """What one header walk (with the headers it includes) read and wrote so far."""
+
+    base: int  # index of the header in the include stack
+    reads: dict = field(default_factory=dict)  # key -> value first seen (before any write of this walk)
+    writes: dict = field(default_factory=dict)  # key -> final value
+    entered: set = field(default_factory=set)  # headers walked (a replay is invalid where one is on the stack)
+    dir_low: int = _NO_CUT  # lowest stack index whose directory a quoted include consulted
+    cut_low: int = _NO_CUT  # lowest stack index whose presence cut the walk (cycle); -1: the depth limit did
+    deep: int = 0  # the longest stack at which an include passed the depth limit
+
+
+@dataclass(frozen=True)
+class _Effect:
+    reads: tuple  # ((key, value), ...)
+    writes: tuple
+    entered: frozenset
+    outer_dirs: tuple | None  # directories of the stack below the header, when a quoted include consulted them
+    dir_low: int  # relative to the header's stack index when >= 0 (or _NO_CUT); absolute when outer_dirs is set
+    cut_rel: int  # cut_low relative to the header's stack index (or _NO_CUT)
+    deep_rel: int  # deep relative to the header's stack index: a replay deeper than MAX_DEPTH allows is invalid
+
+
+def _dirs(stack: list[str], upto: int) -> tuple[str, ...]:
+    return tuple(os.path.dirname(s) for s in stack[:upto])
+
+
 class _Walker:
+    memoise = True  # False: walk every include (the reference the tests compare the memo with)
+
     def __init__(self, roots: tuple[str, ...], versions: list[tuple[int, int]]):
         self.roots = roots
         self.versions = versions
         self.snapshots: list[tuple[int, PPState]] = []
         self.once: set[str] = set()  # headers with `#pragma once` already walked
+        self.recs: list[_Rec] = []  # the header walks in progress, innermost last
+        self.memo: dict[tuple[str, bool], list[_Effect]] = {}
+        self.resolved: dict[tuple[str, bool, str], str | None] = {}  # _resolve_global, per translation unit
+        self.walks = 0  # headers walked (not replayed): the regression tests bound it
 
+    # ----------------------------------------------------------------- state access, recorded
+    def _peek(self, state: PPState, key: object) -> object:
+        if type(key) is str:
+            return state.macros.get(key)
+        kind, name = key  # type: ignore[misc]
+        return state.toolkit.get(name) if kind == _KEY_TK else (name in self.once)
+
+    def _read(self, state: PPState, key: object) -> object:
+        v = self._peek(state, key)
+        if self.recs:
+            rec = self.recs[-1]
+            if key not in rec.writes and key not in rec.reads:
+                rec.reads[key] = v
+        return v
+
+    def _read_text(self, state: PPState, text: str) -> None:
+        """Record the reads of a `decide` or a value over `text`: its identifiers and the toolkit flags."""
+        if not self.recs:
+            return
+        for n in _idents(text):
+            self._read(state, n)
+        for g in GROUPS:
+            self._read(state, (_KEY_TK, g))
+
+    def _write(self, state: PPState, key: object, value: object) -> None:
+        self._apply(state, key, value)
+        if self.recs:
+            self.recs[-1].writes[key] = value
+
+    def _apply(self, state: PPState, key: object, value: object) -> None:
+        if type(key) is str:
+            state.macros[key] = value  # type: ignore[assignment]
+            return
+        kind, name = key  # type: ignore[misc]
+        if kind == _KEY_TK:
+            state.toolkit[name] = value  # type: ignore[assignment]
+        else:
+            self.once.add(name)
+
+    def _depend_dir(self, index: int) -> None:
+        if self.recs and index < self.recs[-1].dir_low:
+            self.recs[-1].dir_low = index
+
+    def _depend_cut(self, index: int) -> None:
+        if self.recs and index < self.recs[-1].cut_low:
+            self.recs[-1].cut_low = index
+
+    # ----------------------------------------------------------------- include resolution
     def resolve(self, name: str, quoted: bool, stack: list[str]) -> str | None:
         """A project file for `#include`, or None (toolkit or system header, or not found)."""
         if quoted:
-            for base in reversed(stack):  # the including file's directory, then its includers' (gcc's quote chain)
-                cand = os.path.normpath(os.path.join(os.path.dirname(base), name))
+            for j in range(len(stack) - 1, -1, -1):  # the including file's directory, then its includers' (gcc's quote chain)
+                cand = os.path.normpath(os.path.join(os.path.dirname(stack[j]), name))
                 if os.path.isfile(cand):
+                    self._depend_dir(j)
                     return cand
-        if not quoted and toolkit_groups(name):
-            return None
-        for root in self.roots:
-            cand = os.path.normpath(os.path.join(root, name))
-            if os.path.isfile(cand):
-                return cand
-        best: tuple[int, str] | None = None
-        tail = "/" + name.replace("\\", "/").lstrip("./")
+            self._depend_dir(0)
         here = stack[-1] if stack else ""
-        for root in self.roots:
-            for cand in _header_index(root).get(name.rsplit("/", 1)[-1], ()):
-                if cand.replace("\\", "/").endswith(tail):
-                    score = len(os.path.commonprefix([cand, here]))
-                    if best is None or score > best[0]:
-                        best = (score, cand)
-        return best[1] if best else None
+        key = (name, quoted, here)
+        hit = self.resolved.get(key, self)
+        if hit is self:
+            hit = self.resolved[key] = _resolve_global(name, quoted, self.roots, here)
+        return hit  # type: ignore[return-value]
+
+    # ----------------------------------------------------------------- one header: replay or walk
+    def _include(self, path: str, sub: tuple[Directive, ...], state: PPState, certain: bool, stack: list[str]) -> None:
+        key = (path, certain)
+        e = len(stack)  # the header's index once pushed
+        for eff in self.memo.get(key, ()) if self.memoise else ():
+            if e + eff.deep_rel >= MAX_DEPTH:
+                continue
+            if eff.outer_dirs is not None and (len(eff.outer_dirs) != e or _dirs(stack, e) != eff.outer_dirs):
+                continue
+            if any(s in eff.entered for s in stack):
+                continue
+            if any(self._peek(state, k) != v for k, v in eff.reads):
+                continue
+            self._replay(eff, state, e)
+            return
+        if self.walks >= MAX_WALKS:
+            self._forget(state)
+            return
+        self.walks += 1
+        rec = _Rec(base=e, entered={path}, deep=e)
+        self.recs.append(rec)
+        stack.append(path)
+        try:
+            self.walk(sub, state, certain, stack, False)
+        finally:
+            stack.pop()
+            self.recs.pop()
+        if rec.cut_low >= e:
+            outer = _dirs(stack, e) if rec.dir_low < e else None
+            eff = _Effect(tuple(rec.reads.items()), tuple(rec.writes.items()), frozenset(rec.entered), outer,
+                          rec.dir_low if outer is not None else (rec.dir_low - e if rec.dir_low != _NO_CUT else _NO_CUT),
+                          rec.cut_low - e if rec.cut_low != _NO_CUT else _NO_CUT, rec.deep - e)
+            entries = self.memo.setdefault(key, [])
+            entries.insert(0, eff)
+            del entries[8:]
+        self._merge(rec.reads.items(), rec.writes.items(), rec.entered, rec.dir_low, rec.cut_low, rec.deep)
+
+    def _forget(self, state: PPState) -> None:
+        """A header that is not walked may define or undefine any macro: none keeps a known value. The walks in
+        progress are not memoised (what this forgets depends on the whole state, not on recorded reads)."""
+        for name, v in list(state.macros.items()):
+            if v != UNKNOWN:
+                self._write(state, name, UNKNOWN)
+        self._depend_cut(-1)
+
+    def _replay(self, eff: _Effect, state: PPState, e: int) -> None:
+        for k, v in eff.writes:
+            self._apply(state, k, v)
+        dir_low = eff.dir_low if eff.outer_dirs is not None else (e + eff.dir_low if eff.dir_low != _NO_CUT else _NO_CUT)
+        self._merge(eff.reads, eff.writes, eff.entered, dir_low, e + eff.cut_rel if eff.cut_rel != _NO_CUT else _NO_CUT,
+                    e + eff.deep_rel)
+
+    def _merge(self, reads, writes, entered, dir_low: int, cut_low: int, deep: int) -> None:
+        """Fold a finished (or replayed) header walk into the walk that included it."""
+        if not self.recs:
+            return
+        parent = self.recs[-1]
+        pw, pr = parent.writes, parent.reads
+        for k, v in reads:
+            if k not in pw and k not in pr:
+                pr[k] = v
+        pw.update(writes)
+        parent.entered |= entered
+        parent.dir_low = min(parent.dir_low, dir_low)
+        parent.cut_low = min(parent.cut_low, cut_low)
+        parent.deep = max(parent.deep, deep)
 
     def walk(self, dirs: tuple[Directive, ...], state: PPState, certain: bool, stack: list[str], record: bool) -> None:
         # frames: [live of the enclosing region, some branch certainly taken (True/None/False), live of this branch]
@@ -329,9 +518,12 @@ class _Walker:
                 cond = d.text if k == "if" else ("!" if k == "ifndef" else "") + f"defined({d.text.split()[0] if d.text.split() else ''})"
                 val: bool | None
                 if guard is not None and i == guard[0]:  # an include guard: its macro is ours, not a -D
-                    val = state.macros.get(guard[1], UNDEF) in (UNDEF, UNKNOWN) if outer is not False else False
+                    val = self._read(state, guard[1]) in (None, UNDEF, UNKNOWN) if outer is not False else False
+                elif outer is not False:
+                    self._read_text(state, cond)
+                    val = decide(state, cond, self.versions)
                 else:
-                    val = decide(state, cond, self.versions) if outer is not False else False
+                    val = False
                 frames.append([outer, val, val])
                 continue
             if k in ("elif", "elifdef", "elifndef", "else"):
@@ -342,6 +534,7 @@ class _Walker:
                 if k == "else":
                     val = True
                 elif k == "elif":
+                    self._read_text(state, d.text)
                     val = decide(state, d.text, self.versions)
                 else:
                     val = None
@@ -362,22 +555,22 @@ class _Walker:
             if here is False:
                 continue
             if k == "pragma" and d.text.split()[:1] == ["once"]:
-                self.once.add(stack[-1])
+                self._write(state, (_KEY_ONCE, stack[-1]), True)
             elif k == "define":
                 m = _DEFINE.match(d.text)
                 if not m:
                     continue
                 name = m.group(1)
                 if here is not True:
-                    state.macros[name] = UNKNOWN
+                    self._write(state, name, UNKNOWN)
                 elif m.group(2):  # function-like
-                    state.macros[name] = DEFINED
+                    self._write(state, name, DEFINED)
                 else:
-                    state.macros[name] = self._value(state, m.group(3).strip())
+                    self._write(state, name, self._value(state, m.group(3).strip()))
             elif k == "undef":
                 name = d.text.split()[0] if d.text.split() else ""
                 if name:
-                    state.macros[name] = UNDEF if here is True else UNKNOWN
+                    self._write(state, name, UNDEF if here is True else UNKNOWN)
             elif k == "include":
                 m = _INCLUDE_ARG.match(d.text)
                 if not m:
@@ -387,21 +580,48 @@ class _Walker:
                 if path is None:
                     if here is True:
                         for g in toolkit_groups(name):
-                            state.toolkit[g] = True
+                            self._write(state, (_KEY_TK, g), True)
                     continue
-                if path in stack or path in self.once or len(stack) >= MAX_DEPTH:
+                if path in stack:
+                    self._depend_cut(stack.index(path))
                     continue
+                if self._read(state, (_KEY_ONCE, path)):
+                    continue
+                if len(stack) >= MAX_DEPTH:
+                    self._depend_cut(-1)
+                    continue
+                if self.recs and len(stack) > self.recs[-1].deep:
+                    self.recs[-1].deep = len(stack)
                 sub = _path_directives(path)
                 if sub:
-                    stack.append(path)
-                    self.walk(sub, state, here is True, stack, False)
-                    stack.pop()
+                    self._include(path, sub, state, here is True, stack)
 
     def _value(self, state: PPState, body: str) -> int | str:
         if not body:
             return DEFINED
+        self._read_text(state, body)
         val = decide_value(state, body)
         return DEFINED if val is None else val
+
+
+def _resolve_global(name: str, quoted: bool, roots: tuple[str, ...], here: str) -> str | None:
+    """The part of include resolution that does not depend on the includers: a scan root, then the project's
+    headers by basename (the closest to the including file wins)."""
+    if not quoted and toolkit_groups(name):
+        return None
+    for root in roots:
+        cand = os.path.normpath(os.path.join(root, name))
+        if os.path.isfile(cand):
+            return cand
+    best: tuple[int, str] | None = None
+    tail = "/" + name.replace("\\", "/").lstrip("./")
+    for root in roots:
+        for cand in _header_index(root).get(name.rsplit("/", 1)[-1], ()):
+            if cand.replace("\\", "/").endswith(tail):
+                score = len(os.path.commonprefix([cand, here]))
+                if best is None or score > best[0]:
+                    best = (score, cand)
+    return best[1] if best else None
 
 
 def decide_value(state: PPState, body: str) -> int | None:
