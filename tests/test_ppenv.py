@@ -12,7 +12,7 @@ import pytest
 from cudamigrate.build import cuda_home
 from cudamigrate.engine import Engine, Options
 from cudamigrate.match.builtins import toolkits_from
-from cudamigrate.match.ppenv import build_env, toolkit_groups
+from cudamigrate.match.ppenv import build_env, directives, toolkit_groups
 
 from .helpers import all_rules
 
@@ -166,6 +166,7 @@ def _walk_env(path: Path, roots=(), memoise: bool = True):
     ppenv._Walker.__init__ = spy
     try:
         env = build_env(path.read_bytes(), path, False, tuple(str(r) for r in roots), W13)
+        assert env.positions is not None  # the walk is lazy: finish it under this setting
     finally:
         ppenv._Walker.memoise = old
         ppenv._Walker.__init__ = init
@@ -311,3 +312,16 @@ def test_a_header_walk_is_not_replayed_deeper_than_the_depth_limit(tmp_path, mon
     f = tmp_path / "a.cpp"
     f.write_text('#include "c1.h"\n#undef D3\n#include "k.h"\n#if D3\n#endif\n')
     assert _both(f, "#if D3", "defined(D3)") == (False, False)  # a.cpp > k.h > c1.h > c2.h: c3.h is too deep
+
+
+def test_the_main_file_is_walked_only_as_far_as_asked(tmp_path):
+    """A finding inside the file's include guard needs the state at the guard, before any #include."""
+    (tmp_path / "h.h").write_text("#define H 1\n")
+    f = tmp_path / "a.h"
+    f.write_text('#ifndef A_H\n#define A_H\n#include "h.h"\n#if H\n#endif\n#endif\n')
+    env = _env(f)
+    assert env.decide("!defined(A_H)", 0, W13) is None  # nothing known about A_H before the guard
+    assert env._walker.walks == 0
+    assert env.decide("H == 1", _at(f, "#if H"), W13) is True
+    assert env._walker.walks == 1
+    assert env.positions == [d.pos for d in directives(f.read_bytes())]

@@ -362,7 +362,8 @@ class _Walker:
     def __init__(self, roots: tuple[str, ...], versions: list[tuple[int, int]]):
         self.roots = roots
         self.versions = versions
-        self.snapshots: list[tuple[int, PPState]] = []
+        self.positions: list[int] = []  # the main file's directives walked so far, and the state before each
+        self.states: list[PPState] = []
         self.once: set[str] = set()  # headers with `#pragma once` already walked
         self.recs: list[_Rec] = []  # the header walks in progress, innermost last
         self.memo: dict[tuple[str, bool], list[_Effect]] = {}
@@ -456,7 +457,7 @@ class _Walker:
         self.recs.append(rec)
         stack.append(path)
         try:
-            self.walk(sub, state, certain, stack, False)
+            self.walk(sub, state, certain, stack)
         finally:
             stack.pop()
             self.recs.pop()
@@ -500,7 +501,14 @@ class _Walker:
         parent.cut_low = min(parent.cut_low, cut_low)
         parent.deep = max(parent.deep, deep)
 
-    def walk(self, dirs: tuple[Directive, ...], state: PPState, certain: bool, stack: list[str], record: bool) -> None:
+    def walk(self, dirs: tuple[Directive, ...], state: PPState, certain: bool, stack: list[str]) -> None:
+        for _ in self.steps(dirs, state, certain, stack, False):
+            pass
+
+    def steps(self, dirs: tuple[Directive, ...], state: PPState, certain: bool, stack: list[str], record: bool):
+        """Walk `dirs`; with `record`, note the state before each directive and pause there (`PPEnv` walks the
+        main file only as far as the positions it is asked about: a finding inside the include guard needs no
+        header walked)."""
         # frames: [live of the enclosing region, some branch certainly taken (True/None/False), live of this branch]
         frames: list[list[bool | None]] = []
         base: bool | None = True if certain else None
@@ -511,7 +519,9 @@ class _Walker:
         guard = include_guard(dirs)
         for i, d in enumerate(dirs):
             if record:
-                self.snapshots.append((d.pos, state.copy()))
+                self.positions.append(d.pos)
+                self.states.append(state.copy())
+                yield
             k = d.kind
             if k in ("if", "ifdef", "ifndef"):
                 outer = live()
@@ -636,18 +646,36 @@ def decide_value(state: PPState, body: str) -> int | None:
         return None
 
 
-@dataclass
 class PPEnv:
-    """The preprocessor state before each directive of one file."""
+    """The preprocessor state before each directive of one file, walked lazily up to the positions asked about."""
 
-    positions: list[int]
-    states: list[PPState]
-    initial: PPState
+    def __init__(self, walker: _Walker, steps, initial: PPState):
+        self._walker = walker
+        self._steps = steps  # the paused walk of the main file, None when finished
+        self.initial = initial
+
+    def _upto(self, pos: int | None) -> None:
+        w = self._walker
+        while self._steps is not None and (pos is None or not w.positions or w.positions[-1] <= pos):
+            if next(self._steps, StopIteration) is StopIteration:
+                self._steps = None
+
+    @property
+    def positions(self) -> list[int]:
+        self._upto(None)
+        return self._walker.positions
+
+    @property
+    def states(self) -> list[PPState]:
+        self._upto(None)
+        return self._walker.states
 
     def state_at(self, pos: int) -> PPState:
         """The state before the directive whose line starts at or before `pos`."""
-        i = bisect.bisect_right(self.positions, pos) - 1
-        return self.states[i] if i >= 0 else self.initial
+        self._upto(pos)
+        w = self._walker
+        i = bisect.bisect_right(w.positions, pos) - 1
+        return w.states[i] if i >= 0 else self.initial
 
     def decide(self, ctext: str, pos: int, versions: list[tuple[int, int]], user_macros: bool = True) -> bool | None:
         return decide(self.state_at(pos), ctext, versions, user_macros)
@@ -667,5 +695,4 @@ def build_env(data: bytes, path: Path | str, cuda_file: bool, roots: tuple[str, 
     initial = PPState(toolkit)
     w = _Walker(tuple(os.path.abspath(r) for r in roots), versions)
     main = os.path.abspath(str(path))
-    w.walk(directives(data), initial.copy(), True, [main], True)
-    return PPEnv([p for p, _ in w.snapshots], [s for _, s in w.snapshots], initial)
+    return PPEnv(w, w.steps(directives(data), initial.copy(), True, [main], True), initial)
