@@ -78,6 +78,7 @@ class ProjectIndex:
     _by_basename: dict[str, list[Path]] | None = field(default=None, repr=False)
     cache: dict = field(default_factory=dict, repr=False)  # for matchers' own per-run results
     _keys: dict[Path, Path] = field(default_factory=dict, repr=False)
+    _in_run: dict[tuple[Path, str], Path | None] = field(default_factory=dict, repr=False)
 
     def _key(self, path: Path) -> Path:
         """`_key(path)`, remembered for the run: resolving symlinks costs an lstat per path component, and
@@ -115,13 +116,19 @@ class ProjectIndex:
     def resolve_in_run(self, includer: Path, name: str) -> Path | None:
         """`#include <name>` when it is a file of the run (next to the includer, or the one whose path ends
         with `name`); toolkit and system headers never are."""
+        memo = self._in_run  # by directory: the files of a directory say the same `#include <x.h>`
+        key = (includer.parent, name)
+        if key in memo:
+            return memo[key]
         by_name = self._by_basename_map()
         cand = self._key(includer.parent / name)
         if cand in by_name.get(cand.name, []):
+            memo[key] = cand
             return cand
         suffix = "/" + name.lstrip("./")
         hits = [f for f in by_name.get(Path(name).name, []) if str(f).endswith(suffix)]
-        return hits[0] if len(hits) == 1 else None
+        memo[key] = got = hits[0] if len(hits) == 1 else None
+        return got
 
     def _by_basename_map(self) -> dict[str, list[Path]]:
         if self._by_basename is None:

@@ -3,7 +3,9 @@
 Findings on every fixture and example file, with every rule (opt-in ones too), are compared with the
 same engine whose shortcuts are replaced by the straightforward versions: identifier nodes from an
 `#any-of?` query (not from keyword positions), every keyword-selected rule run (no comment-blind
-keywords, no name gates) and the macro-body query always run. Plus the prefilter's building blocks on
+keywords, no name gates) and the macro-body query always run, every project header walked again at each
+`#include` (no ppenv memo) and every `#if` evaluated again, headers' texture declarations parsed per including
+file, the streams regexes run without their literal pre-test. Plus the prefilter's building blocks on
 the inputs that could fool them.
 """
 
@@ -16,6 +18,8 @@ import pytest
 import tree_sitter as ts
 
 import cudamigrate.engine as engine_mod
+import cudamigrate.match.ppenv as ppenv_mod
+import cudamigrate.match.streams as streams_mod
 import cudamigrate.match.texture as texture_mod
 from cudamigrate.engine import Engine, Options
 from cudamigrate.match.matchers import IDENTIFIER_TYPES
@@ -40,7 +44,21 @@ def _query_nodes(ctx, words, types=IDENTIFIER_TYPES):
             yield unit, node
 
 
+def _uncached_header_declarations(ctx, inc, text):
+    """The former texture path: every including file parses the header again."""
+    refs, _ = texture_mod._declarations(texture_mod.parse(text).root_node, None)
+    for r in refs:
+        r.decl = r.declarator = None
+        r.path = inc
+    return refs
+
+
 def _slow(monkeypatch) -> None:
+    monkeypatch.setattr(ppenv_mod._Walker, "memoise", False)  # every #include walked again
+    monkeypatch.setattr(ppenv_mod, "decide", ppenv_mod._decide)  # every condition evaluated again
+    monkeypatch.setattr(texture_mod, "_header_declarations", _uncached_header_declarations)
+    monkeypatch.setattr(streams_mod, "_search_if", lambda rx, code, *words: rx.search(code))
+    streams_mod._header_facts.cache_clear()
     monkeypatch.setattr(engine_mod, "identifier_hits", lambda ctx, kws: _query_nodes(ctx, kws))
     monkeypatch.setattr(texture_mod, "identifier_nodes", _query_nodes)
     monkeypatch.setattr(engine_mod.Engine, "_narrow", lambda self, candidates, *a: candidates)
@@ -187,3 +205,22 @@ def test_name_gate_agrees_with_name_resolution(code, found, tmp_path, monkeypatc
     assert fast == (["CM9902"] if found else [])
     _slow(monkeypatch)
     assert _rule_ids(Engine(rs.rules, Options(select=["CM9902"])), code.encode(), tmp_path) == fast
+
+
+@pytest.mark.parametrize("code", [
+    "std::thread t(f);", "std :: jthread t;", "auto r = std::async(f);", "pthread_create(&t, 0, f, 0);",
+    "#pragma omp parallel for", "#  pragma  omp task", "cudaStreamPerThread", "x = CU_STREAM_PER_THREAD;",
+    "my_thread(); omp_get_num_threads(); async_copy();", "PerThreadStream s;", "",
+])
+def test_streams_literal_pretest_equals_the_regex(code):
+    """The streams facts test a literal before their regex; on these and on every fixture/example file the
+    answer is the regex's own."""
+    texts = [code]
+    if not code:  # the empty case stands for the trees' files
+        texts += [p.read_text("utf-8", "replace") for tree in ("fixtures", "examples")
+                  for p in sorted((ROOT / tree).rglob("*")) if p.suffix in EXTS and p.is_file()]
+    for text in texts:
+        for rx, words in ((streams_mod._PER_THREAD, streams_mod._PER_THREAD_WORDS),
+                          (streams_mod._THREADS, streams_mod._THREADS_WORDS)):
+            fast, slow = streams_mod._search_if(rx, text, *words), rx.search(text)
+            assert (fast and fast.span()) == (slow and slow.span()), text[:80]

@@ -36,6 +36,9 @@ _NON_BLOCKING = re.compile(r"\b(cudaStreamNonBlocking|CU_STREAM_NON_BLOCKING)\b|
 _PER_THREAD = re.compile(r"\b(cudaStreamPerThread|CU_STREAM_PER_THREAD)\b")
 # host threads share the one legacy stream, so their work serializes on it
 _THREADS = re.compile(r"\bstd\s*::\s*(thread|jthread|async)\b|\bpthread_create\s*\(|#\s*pragma\s+omp\s+(parallel|task)\b")
+# a literal that every match of the pattern holds (`_search_if`)
+_PER_THREAD_WORDS = ("PerThread", "PER_THREAD")
+_THREADS_WORDS = ("thread", "async", "omp")
 _INCLUDE_RX = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 MAX_HEADERS = 64
@@ -124,14 +127,20 @@ def _declaration_reasons(root: ts.Node, data: bytes, where: str) -> list[str]:
     return out
 
 
+def _search_if(rx: re.Pattern[str], code: str, *words: str) -> re.Match[str] | None:
+    """`rx.search(code)` when one of the literal words every match of `rx` contains is in `code`: the `\\b`-led
+    alternations scan slowly (0.3 s of a cuda-samples scan), a substring test does not."""
+    return rx.search(code) if any(w in code for w in words) else None
+
+
 def analyse(data: bytes, root: ts.Node | None, where: str) -> list[str]:
     """The reasons one buffer shows for blocking streams besides the legacy one."""
     code = _strip(data.decode("utf-8", "replace"))
     reasons = _creation_reasons(code, where)
-    pt = _PER_THREAD.search(code)
+    pt = _search_if(_PER_THREAD, code, *_PER_THREAD_WORDS)
     if pt is not None:
         reasons.append(f"{where}:{code.count(chr(10), 0, pt.start()) + 1} uses `{pt.group(1)}`")
-    th = _THREADS.search(code)
+    th = _search_if(_THREADS, code, *_THREADS_WORDS)
     if th is not None:
         reasons.append(f"{where}:{code.count(chr(10), 0, th.start()) + 1} runs host threads, which share the legacy stream")
     if root is None:
