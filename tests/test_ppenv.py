@@ -325,3 +325,30 @@ def test_the_main_file_is_walked_only_as_far_as_asked(tmp_path):
     assert env.decide("H == 1", _at(f, "#if H"), W13) is True
     assert env._walker.walks == 1
     assert env.positions == [d.pos for d in directives(f.read_bytes())]
+
+
+def test_a_scan_through_headers_included_under_an_undecided_condition_stays_bounded(tmp_path, monkeypatch):
+    """End to end (engine -> dead_for_target -> ppenv): the CCCL shape, a chain of guarded headers first
+    included under an undecided `#if`. Bounded walks, and the later certain include still decides the `#if`
+    around the call (its `#else` is dead: one finding)."""
+    from cudamigrate.match import ppenv
+
+    made: list = []
+    init = ppenv._Walker.__init__
+
+    def spy(self, *a):
+        init(self, *a)
+        made.append(self)
+
+    monkeypatch.setattr(ppenv._Walker, "__init__", spy)
+    n = 40
+    for i in range(n):
+        inc = "".join(f'#include "h{j}.h"\n' for j in (i + 1, i + 2) if j < n)
+        (tmp_path / f"h{i}.h").write_text(f"#ifndef H{i}\n#define H{i}\n#define V{i} {i}\n{inc}#endif\n")
+    f = tmp_path / "jit.cpp"
+    f.write_text('#if SOME_FLAG\n#include "h0.h"\n#endif\n#include "h0.h"\n'
+                 "void f(CUcontext *c, CUdevice d) {\n#if V39 == 39\n  cuCtxCreate(c, 0, d);\n#else\n"
+                 "  cuCtxCreate(c, 0, d);\n#endif\n}\n")
+    res = Engine(all_rules(), Options(select=["CM509"])).scan_bytes(f, f.read_bytes())
+    assert [(x.rule_id, x.line) for x in res.findings] == [("CM509", 7)]
+    assert made and all(w.walks <= 4 * n for w in made), [w.walks for w in made]
