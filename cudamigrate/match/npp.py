@@ -359,6 +359,7 @@ def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) 
                 seen.add(tname)
             if not seen & NARROW_TYPES:
                 continue
+            fix_edits: list[Any]
             if shape == "reference":
                 fix_edits, why = [], "it is a reference: the object it refers to must become size_t"
             elif form != "pointer" and shape == "pointer":

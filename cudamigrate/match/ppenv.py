@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
 from .ppexpr import Evaluator, PPError, _tokens
 from ..source import read_regular
@@ -374,7 +375,7 @@ class _Walker:
     def _peek(self, state: PPState, key: object) -> object:
         if type(key) is str:
             return state.macros.get(key)
-        kind, name = key  # type: ignore[misc]
+        kind, name = cast("tuple[str, str]", key)
         return state.toolkit.get(name) if kind == _KEY_TK else (name in self.once)
 
     def _read(self, state: PPState, key: object) -> object:
@@ -401,11 +402,11 @@ class _Walker:
 
     def _apply(self, state: PPState, key: object, value: object) -> None:
         if type(key) is str:
-            state.macros[key] = value  # type: ignore[assignment]
+            state.macros[key] = value
             return
-        kind, name = key  # type: ignore[misc]
+        kind, name = cast("tuple[str, str]", key)
         if kind == _KEY_TK:
-            state.toolkit[name] = value  # type: ignore[assignment]
+            state.toolkit[name] = value
         else:
             self.once.add(name)
 
