@@ -56,8 +56,9 @@ from typing import Any, Iterable
 
 from .source import read_regular
 
-SCHEMA = 1
+SCHEMA = 2
 DEFAULT_MAX_MB = 256
+REPLAYS_KEPT = 32  # whole-run replays kept (trees, options and report formats in use)
 CACHE_ENV = "CUDAMIGRATE_CACHE_DIR"
 MAX_MB_ENV = "CUDAMIGRATE_CACHE_MAX_MB"
 HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc", ".cuinc", ""}
@@ -102,50 +103,117 @@ def max_bytes_from_env() -> int:
 
 # ----------------------------------------------------------------------------- what a result depends on
 _CODE_DIGEST: str | None = None
+# the libraries whose code decides what a scan finds (parsers, grammars, templates, YAML): their files, not only
+# their versions (an editable or rebuilt grammar keeps its version)
+DEPENDENCY_MODULES = ("tree_sitter", "tree_sitter_cuda", "tree_sitter_cpp", "tree_sitter_c", "jinja2", "markupsafe",
+                      "yaml", "_yaml")
+RACY_NS = 2_000_000_000  # a file changed this close to when it was looked at may change again unseen
 
 
-def code_digest() -> str:
-    """The tool version plus the bytes of the package's own files: a development checkout that changes a
-    matcher without bumping the version must not read results of the old code."""
+def stat_sig(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    """What a file's bytes are taken to be unchanged by, as git does: size, mtime, ctime (which no tool can set
+    back), inode and device."""
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+
+
+def trusted(st: os.stat_result | tuple[int, ...], looked_ns: int) -> bool:
+    """Whether an equal stat later proves equal bytes: not when the file changed within RACY_NS of `looked_ns`
+    (when its bytes were read), since a second change in the same clock tick would leave the stat as it was."""
+    sig = stat_sig(st) if isinstance(st, os.stat_result) else st
+    return max(sig[1], sig[2]) < looked_ns - RACY_NS
+
+
+def _walk_files(root: str) -> list[str]:
+    out: list[str] = []
+    if os.path.isfile(root):
+        return [root]
+    for base, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        out += [os.path.join(base, f) for f in sorted(files) if not f.endswith((".pyc", ".pyo"))]
+    return out
+
+
+def _module_root(name: str) -> str | None:
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return sorted(spec.submodule_search_locations)[0]
+    return spec.origin
+
+
+def _content_digest(files: list[tuple[str, str]], *head: Any) -> str:
+    """Digest of (label, path) files' bytes, labelled; an unreadable file counts as such."""
+    parts: list[Any] = list(head)
+    for label, p in files:
+        try:
+            with open(p, "rb") as fh:
+                parts += [label, fh.read()]
+        except OSError:
+            parts += [label, "unreadable"]
+    return _digest(*parts)
+
+
+def _memoized(memo: "ResultCache | None", kind: str, files: list[tuple[str, str]], *head: Any) -> str:
+    """_content_digest, memoized in the result cache under the files' stat signatures: the files are read again
+    only when one of them changed (or changed so recently that its stat cannot vouch for its bytes)."""
+    now = time.time_ns()
+    stamp: list[Any] = [kind, *head]
+    ok = True
+    for label, p in files:
+        try:
+            st = os.stat(p)
+        except OSError:
+            stamp += [label, "missing"]
+            continue
+        stamp += [label, p, stat_sig(st)]
+        ok = ok and trusted(st, now)
+    key = kind + ":" + _digest(*stamp)
+    if memo is not None and ok:
+        got = memo.memo_get(key)
+        if got is not None:
+            return got
+    value = _content_digest(files, *head)
+    if memo is not None and ok:
+        memo.memo_put(key, value)
+    return value
+
+
+def code_digest(memo: "ResultCache | None" = None) -> str:
+    """The tool version plus the bytes of the package's own files and of the libraries that parse, match and
+    render: a development checkout that changes a matcher without bumping the version must not read results
+    of the old code."""
     global _CODE_DIGEST
     if _CODE_DIGEST is None:
         from . import __version__
 
-        pkg = Path(__file__).resolve().parent
-        parts: list[Any] = [__version__, sys.version_info[:2]]
-        for p in sorted(pkg.rglob("*")):
-            if "__pycache__" in p.parts or not p.is_file() or p.suffix in (".pyc", ".pyo"):
-                continue
-            try:
-                parts += [p.relative_to(pkg).as_posix(), p.read_bytes()]
-            except OSError:
-                parts += [p.relative_to(pkg).as_posix(), "unreadable"]
-        for dist in ("tree-sitter", "tree-sitter-cpp", "tree-sitter-c", "jinja2", "pyyaml"):
-            try:
-                from importlib.metadata import version
-
-                parts += [dist, version(dist)]
-            except Exception:
-                parts += [dist, "-"]
-        _CODE_DIGEST = _digest(*parts)
+        pkg = str(Path(__file__).resolve().parent)
+        files = [(os.path.relpath(p, pkg), p) for p in _walk_files(pkg)]
+        for mod in DEPENDENCY_MODULES:
+            root = _module_root(mod)
+            files += [(f"{mod}:{os.path.relpath(p, root)}", p) for p in (_walk_files(root) if root else [])]
+            if root is None:
+                files.append((f"{mod}:absent", "/nonexistent/" + mod))
+        _CODE_DIGEST = _memoized(memo, "code", files, __version__, sys.version_info[:2])
     return _CODE_DIGEST
 
 
-def ruleset_digest(rule_dirs: Iterable[Path]) -> str:
+def ruleset_digest(rule_dirs: Iterable[Path], memo: "ResultCache | None" = None) -> str:
     """Every file under the rule directories, by relative path and content (rules, data, templates)."""
-    parts: list[Any] = []
+    files: list[tuple[str, str]] = []
+    head: list[Any] = []
     for d in rule_dirs:
         d = Path(d)
-        parts.append(os.path.abspath(d))
-        files = sorted(d.rglob("*")) if d.is_dir() else ([d] if d.is_file() else [])
-        for p in files:
-            if "__pycache__" in p.parts or not p.is_file():
-                continue
-            try:
-                parts += [p.relative_to(d).as_posix() if p != d else p.name, p.read_bytes()]
-            except OSError:
-                parts += [str(p), "unreadable"]
-    return _digest(*parts)
+        head.append(os.path.abspath(d))
+        root = str(d)
+        for p in _walk_files(root) if os.path.exists(root) else []:
+            files.append((f"{os.path.abspath(d)}:{os.path.relpath(p, root) if p != root else os.path.basename(p)}", p))
+    return _memoized(memo, "rules", files, *head)
 
 
 def _jsonable(o: Any) -> Any:
@@ -185,8 +253,8 @@ def environment_digest() -> str:
     return _digest(str(home), *names)
 
 
-def run_digest(rule_dirs: Iterable[Path], options: Any, **extra: Any) -> str:
-    return _digest(SCHEMA, code_digest(), ruleset_digest(rule_dirs), options_digest(options, **extra),
+def run_digest(rule_dirs: Iterable[Path], options: Any, memo: "ResultCache | None" = None, **extra: Any) -> str:
+    return _digest(SCHEMA, code_digest(memo), ruleset_digest(rule_dirs, memo), options_digest(options, **extra),
                    environment_digest())
 
 
@@ -404,6 +472,9 @@ class ResultCache:
         self._pending: list[tuple[str, str, str, str, bytes]] = []
         self._pending_deps: dict[str, bytes] = {}
         self._depsets: dict[str, DepSet | None] = {}
+        self._pending_memo: dict[str, str] = {}
+        self._pending_replays: dict[str, bytes] = {}
+        self._touched_replays: list[str] = []
         self._open()
 
     # -- connection
@@ -418,11 +489,13 @@ class ResultCache:
         db.execute("CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT)")
         row = db.execute("SELECT v FROM meta WHERE k='schema'").fetchone()
         if row is not None and row[0] != str(SCHEMA):
-            db.execute("DROP TABLE IF EXISTS entries")
-            db.execute("DROP TABLE IF EXISTS depsets")
+            for table in ("entries", "depsets", "memo", "replays"):
+                db.execute(f"DROP TABLE IF EXISTS {table}")
         db.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, content TEXT, shared TEXT,"
                    " depset TEXT, value BLOB, size INTEGER, used REAL)")
         db.execute("CREATE TABLE IF NOT EXISTS depsets (id TEXT PRIMARY KEY, body BLOB, used REAL)")
+        db.execute("CREATE TABLE IF NOT EXISTS memo (k TEXT PRIMARY KEY, v TEXT, used REAL)")
+        db.execute("CREATE TABLE IF NOT EXISTS replays (key TEXT PRIMARY KEY, body BLOB, size INTEGER, used REAL)")
         db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
         try:
             os.chmod(self.path, 0o600)
@@ -511,6 +584,39 @@ class ResultCache:
         self._depsets[ident] = got
         return got
 
+    # -- digests memoized under stat signatures (code_digest, ruleset_digest)
+    def memo_get(self, key: str) -> str | None:
+        if key in self._pending_memo:
+            return self._pending_memo[key]
+        if self.db is None:
+            return None
+        try:
+            row = self.db.execute("SELECT v FROM memo WHERE k=?", (key,)).fetchone()
+        except sqlite3.Error:
+            self._fail()
+            return None
+        return None if row is None else str(row[0])
+
+    def memo_put(self, key: str, value: str) -> None:
+        self._pending_memo[key] = value
+
+    # -- a whole run's replay (cudamigrate/replay.py): one opaque body per key
+    def replay_get(self, key: str) -> bytes | None:
+        if self.db is None:
+            return None
+        try:
+            row = self.db.execute("SELECT body FROM replays WHERE key=?", (key,)).fetchone()
+        except sqlite3.Error:
+            self._fail()
+            return None
+        if row is None:
+            return None
+        self._touched_replays.append(key)
+        return bytes(row[0])
+
+    def replay_put(self, key: str, body: bytes) -> None:
+        self._pending_replays[key] = body
+
     def store(self, key: str, content: str, value: Any, shared: str = "", depset: DepSet | None = None) -> None:
         """Queue an entry; `flush` writes the queue in one transaction."""
         try:
@@ -529,9 +635,18 @@ class ResultCache:
         db = self.db
         if db is None:
             return
+        if not (self._pending or self._pending_deps or self._touched or self._pending_memo or self._pending_replays
+                or self._touched_replays):
+            return  # nothing to write: no write lock taken
         now = time.time()
         try:
             db.execute("BEGIN IMMEDIATE")
+            db.executemany("INSERT OR REPLACE INTO memo VALUES (?, ?, ?)",
+                           [(k, v, now) for k, v in self._pending_memo.items()])
+            db.executemany("INSERT OR REPLACE INTO replays VALUES (?, ?, ?, ?)",
+                           [(k, b, len(b), now) for k, b in self._pending_replays.items()])
+            if self._touched_replays:
+                db.executemany("UPDATE replays SET used=? WHERE key=?", [(now, k) for k in self._touched_replays])
             for ident, body in self._pending_deps.items():
                 db.execute("INSERT OR REPLACE INTO depsets VALUES (?, ?, ?)", (ident, body, now))
             db.executemany("INSERT OR REPLACE INTO entries VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -549,6 +664,9 @@ class ResultCache:
             self._pending.clear()
             self._pending_deps.clear()
             self._touched.clear()
+            self._pending_memo.clear()
+            self._pending_replays.clear()
+            self._touched_replays.clear()
 
     def _prune(self, db: sqlite3.Connection) -> None:
         """Least recently used entries out until the values fit in max_bytes; unused dependency sets out."""
@@ -564,6 +682,15 @@ class ResultCache:
                 excess -= size
             db.executemany("DELETE FROM entries WHERE key=?", drop)
             db.execute("DELETE FROM depsets WHERE id NOT IN (SELECT DISTINCT depset FROM entries)")
+        # replays hold whole reports: the most recently used REPLAYS_KEPT, within a fifth of the size bound
+        rows = db.execute("SELECT key, size FROM replays ORDER BY used DESC").fetchall()
+        budget, drop = self.max_bytes // 5, []
+        for n, (key, size) in enumerate(rows):
+            budget -= size
+            if n >= REPLAYS_KEPT or budget < 0:
+                drop.append((key,))
+        db.executemany("DELETE FROM replays WHERE key=?", drop)
+        db.execute("DELETE FROM memo WHERE used < ?", (time.time() - 30 * 86400,))
 
     def close(self) -> None:
         self.flush()
@@ -571,7 +698,8 @@ class ResultCache:
 
 
 # ----------------------------------------------------------------------------- one cached run
-def _read_limited(path: str, limit: int) -> tuple[bytes | None, tuple[int, int] | None]:
+def _read_limited(path: str, limit: int) -> tuple[bytes | None, tuple[int, ...] | None]:
+    """The bytes of a regular file of at most `limit` bytes and its stat signature (taken before reading)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError:
@@ -590,19 +718,28 @@ def _read_limited(path: str, limit: int) -> tuple[bytes | None, tuple[int, int] 
             chunks.append(b)
             left -= len(b)
         data = b"".join(chunks)
-        return (None, None) if len(data) > limit else (data, (st.st_size, st.st_mtime_ns))
+        return (None, None) if len(data) > limit else (data, stat_sig(st))
     except OSError:
         return None, None
     finally:
         os.close(fd)
 
 
-def _stat(path: str) -> tuple[int, int] | None:
+def _stat(path: str) -> tuple[int, ...] | None:
     try:
-        st = os.stat(path)
+        return stat_sig(os.stat(path))
     except OSError:
         return None
-    return st.st_size, st.st_mtime_ns
+
+
+@dataclass
+class RunFiles:
+    """A complete cached run's files, for a replay (cudamigrate/replay.py): (absolute path, stat signature or
+    None when the stat cannot vouch for the bytes, content hash) of each file, and the dependency sets that
+    their results rest on."""
+
+    files: list[tuple[str, tuple[int, ...] | None, str]]
+    depsets: list[str]
 
 
 @dataclass
@@ -624,10 +761,15 @@ class CachedRun:
     stats: dict[str, tuple[int, int] | None] = field(default_factory=dict)
     _store: dict[int, Any] = field(default_factory=dict)
     _valid_depsets: dict[str, bool] = field(default_factory=dict)
+    looked_ns: int = 0  # when the files were read (their stats vouch for their bytes only if older)
+    hits: int = 0
+    used_depsets: set[str] = field(default_factory=set)
+    complete: RunFiles | None = None  # after `finish`: every file's result is cached (hit or stored)
 
     def partition(self) -> tuple[dict[int, Any], list[int]]:
         """({index: cached FileResult}, indexes to scan)."""
         datas: list[tuple[str, bytes | None]] = []
+        self.looked_ns = time.time_ns()
         for path, display in self.items:
             ap = os.path.abspath(path)
             data, st = _read_limited(ap, self.max_bytes)
@@ -644,8 +786,10 @@ class CachedRun:
             e = found.get(key)
             if e is not None and self._usable(e):
                 hits[i] = e.value
+                self.used_depsets.add(e.depset)
             else:
                 todo.append(i)
+        self.hits = len(hits)
         return hits, todo
 
     def _usable(self, e: Entry) -> bool:
@@ -670,17 +814,25 @@ class CachedRun:
 
     def finish(self, opened: Iterable[str], listed: Iterable[str], this_run: Iterable[str] = ()) -> int:
         """Store the recorded results with the process's reads outside the run's files (`this_run`: those
-        made during this run); how many were stored."""
+        made during this run); how many were stored. Sets `complete` when every file's result is cached."""
         assert self.state is not None
         try:
-            if not self._store:
-                return 0
             if any(_stat(p) != st for p, st in self.stats.items()):
                 return 0  # a file changed during the run: what was scanned may not be what was hashed
-            deps = DepSet.capture(opened, listed, set(self.state.hashes), this_run)
-            shared = self.state.shared(deps.texture())
-            for i, res in sorted(self._store.items()):
-                self.cache.store(self.keys[i], self.contents[i] or "", res, shared, deps)
+            depsets = set(self.used_depsets)
+            if self._store:
+                deps = DepSet.capture(opened, listed, set(self.state.hashes), this_run)
+                shared = self.state.shared(deps.texture())
+                for i, res in sorted(self._store.items()):
+                    self.cache.store(self.keys[i], self.contents[i] or "", res, shared, deps)
+                depsets.add(deps.digest())
+            if self.hits + len(self._store) == len(self.items):
+                files = []
+                for (path, _), content in zip(self.items, self.contents, strict=True):
+                    ap = os.path.abspath(path)
+                    st = self.stats.get(ap)
+                    files.append((ap, st if st is not None and trusted(st, self.looked_ns) else None, content or ""))
+                self.complete = RunFiles(files, sorted(depsets))
             return len(self._store)
         finally:
             self.cache.flush()

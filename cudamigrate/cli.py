@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from .textsafe import printable
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
     from .engine import Engine
+    from .options import Options
     from .report.model import Run
     from .runner import EngineSpec
 
@@ -163,11 +165,24 @@ def _diff_base(paths: tuple[Path, ...], ref: str | None):
         raise click.UsageError(printable(str(exc))) from None
 
 
-def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineSpec, list[Path], Config, list[str]]:
+@dataclass
+class Prepared:
+    """What a run is, before any rule is loaded: configuration, options, rule directories and the files."""
+
+    cfg: Config
+    opts: Options
+    rule_dirs: list[Path]
+    max_bytes: int | None
+    use_cache: bool
+    files: list[Path]
+    walk_errors: list[str]
+
+
+def _prepare(paths: tuple[Path, ...], kw: dict[str, Any]) -> Prepared:
+    """Configuration, options and discovery: all that `scan` needs to know whether a replay of an unchanged
+    run applies (cudamigrate/replay.py), before loading the rules or importing the engine."""
     from .discover import discover
-    from .engine import Engine, Options
-    from .project_index import ProjectIndex
-    from .runner import EngineSpec
+    from .options import Options
 
     if kw.get("compile_commands") is not None:
         _check_regular(kw["compile_commands"], "--compile-commands")
@@ -203,8 +218,23 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
                    options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
                    keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"),
                    include_roots=tuple(str(p if os.path.isdir(p) else p.parent) for p in (paths or (Path("."),))))
-    use_cache = not kw.get("no_cache")
-    rs = load_rules(rule_dirs, use_cache=use_cache)
+    walk_errors: list[str] = []
+    files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
+                          respect_gitignore=cfg.get("respect-gitignore", True), errors=walk_errors,
+                          base=cfg.path.parent if cfg.path else None))
+    return Prepared(cfg, opts, rule_dirs, kw.get("max_file_size") or cfg.get("max-file-size"),
+                    not kw.get("no_cache"), files, walk_errors)
+
+
+def _setup(paths: tuple[Path, ...], kw: dict[str, Any],
+           pre: Prepared | None = None) -> tuple[Engine, EngineSpec, list[Path], Config, list[str]]:
+    from .engine import Engine
+    from .project_index import ProjectIndex
+    from .runner import EngineSpec
+
+    pre = pre or _prepare(paths, kw)
+    cfg, opts, files = pre.cfg, pre.opts, pre.files
+    rs = load_rules(pre.rule_dirs, use_cache=pre.use_cache)
     from .selectors import check as check_selectors
 
     where = f"{cfg.path}" if cfg.path else "config"
@@ -217,17 +247,34 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any]) -> tuple[Engine, EngineS
     if bad:
         raise click.UsageError("; ".join(bad))
     engine = Engine(rs.rules, opts)
-    spec = EngineSpec(rule_dirs, opts, kw.get("max_file_size") or cfg.get("max-file-size"), use_rule_cache=use_cache)
-    walk_errors: list[str] = []
-    files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
-                          respect_gitignore=cfg.get("respect-gitignore", True), errors=walk_errors,
-                          base=cfg.path.parent if cfg.path else None))
+    spec = EngineSpec(pre.rule_dirs, opts, pre.max_bytes, use_rule_cache=pre.use_cache)
     engine.project = ProjectIndex(files=files)  # project-wide facts: headers, class members, includers
     spec.project_files = files
     for e in rs.errors:  # one line per bad rule file; the other rules still run
         _err(e)
-    kw["walk_errors"] = walk_errors  # what could not be walked: reported like unreadable files
+    kw["walk_errors"] = pre.walk_errors  # what could not be walked: reported like unreadable files
     return engine, spec, files, cfg, rs.errors
+
+
+def _replay_key(paths: tuple[Path, ...], pre: Prepared, kw: dict[str, Any], presentation: dict[str, Any]):
+    """(result cache, replay key, run digest) when this scan may be replayed or stored as a replay
+    (cudamigrate/replay.py), else None."""
+    from . import cache
+    from .parse.clang import find_compile_db
+    from .replay import replay_key
+    from .textsafe import display_path
+
+    if not pre.use_cache or os.environ.get("CUDAMIGRATE_NO_CACHE") or pre.walk_errors or kw.get("timings"):
+        return None
+    if not kw.get("no_semantic") and (kw.get("compile_commands") is not None
+                                      or find_compile_db(list(paths) or [Path(".")]) is not None):
+        return None  # semantic mode: not cached
+    db = cache.ResultCache()
+    if not db.enabled:
+        return None
+    run = cache.run_digest(pre.rule_dirs, pre.opts, db, max_bytes=pre.max_bytes)
+    items = [(str(p), display_path(p)) for p in pre.files]
+    return db, replay_key(run, [(os.path.abspath(p), d) for p, d in items], presentation), run, items
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -272,7 +319,13 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
 
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
-    engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    pre = _prepare(paths, kw)
+    replay = None
+    if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None:
+        replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics})
+    if replay is not None:
+        _replay_or_continue(replay, pre, output, exit_zero)
+    engine, spec, files, cfg, rule_errors = _setup(paths, kw, pre)
     changed = _diff_base(paths, kw.get("diff_base"))
     if changed is not None:  # unchanged files cannot hold a changed line: not even scanned
         files = [p for p in files if changed.has_file(p)]
@@ -286,12 +339,13 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     sources: dict[str, bytes] = {}
     internal = 0
     results: Iterable[Any]
+    completed: list[Any] = []  # (run digest, cache.RunFiles) when every file's result is cached
     if stdin is not None:  # the buffer, reported under its name; nothing when excludes cover that name
         results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
         sources.update({display_path(p): stdin.data for p in files})
     else:
         results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db,
-                             use_cache=not kw.get("no_cache"))
+                             use_cache=not kw.get("no_cache"), completed=completed)
     notes: list[str] = []
     for res in results:
         findings += res.findings
@@ -347,6 +401,23 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         text = stats(run)
     else:
         text = render_report(fmt, run, sort)
+    if replay is not None and db is None and completed and completed[0][0] == replay[2] and not errors \
+            and not rule_errors and not internal:
+        from .replay import Replay, store
+
+        store(replay[1], Replay(completed[0][1].files, completed[0][1].depsets, text, [f"note: {n}" for n in notes],
+                                bool(findings)))
+    _write_report(text, output)
+    if kw.get("timings"):
+        timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
+    if rule_errors or internal:
+        sys.exit(EXIT_ERROR)
+    if (findings or errors) and not exit_zero:
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
+
+
+def _write_report(text: str, output: Path | None) -> None:
     if output is not None:
         try:
             output.write_text(text, encoding="utf-8")
@@ -355,13 +426,26 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
             sys.exit(EXIT_ERROR)
     else:
         click.echo(text, nl=False)
-    if kw.get("timings"):
-        timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
-    if rule_errors or internal:
-        sys.exit(EXIT_ERROR)
-    if (findings or errors) and not exit_zero:
-        sys.exit(EXIT_FINDINGS)
-    sys.exit(EXIT_CLEAN)
+
+
+def _replay_or_continue(replay: tuple[Any, str, str, list[tuple[str, str]]], pre: Prepared, output: Path | None,
+                        exit_zero: bool) -> None:
+    """Print the stored report of this very run and exit, when nothing it depends on changed
+    (cudamigrate/replay.py); else return, and the scan runs."""
+    from .replay import lookup
+    from .source import DEFAULT_MAX_BYTES
+
+    db, key, _run, items = replay
+    try:
+        got = lookup(db, key, items, pre.max_bytes or DEFAULT_MAX_BYTES)
+    finally:
+        db.close()
+    if got is None:
+        return
+    for n in got.notes:
+        _err(n)
+    _write_report(got.stdout, output)
+    sys.exit(EXIT_FINDINGS if got.findings and not exit_zero else EXIT_CLEAN)
 
 
 def render_report(fmt: str, run: Run, sort: str = "plan") -> str:

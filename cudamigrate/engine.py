@@ -15,6 +15,7 @@ from . import cost as costmod
 from . import unused_suppressions
 from .calibration import lookup as lookup_calibration
 from .findings import Finding, Fix, assign_fingerprints, finding_for, sort_key
+from .options import Options  # re-exported: defined apart so the CLI's cached path need not import the engine
 from .match import builtins
 from .match.conditions import ConditionError, evaluate
 from .match.context import FileContext, reset_scope_cache
@@ -33,21 +34,6 @@ from .suppress import Suppressions, unknown_ids
 from .templates import TemplateError, render
 from .guard import internal_message, trace
 from .textsafe import one_line
-
-
-@dataclass
-class Options:
-    target: tuple[int, int] = (13, 0)
-    from_version: tuple[int, int] | None = None
-    select: list[str] | None = None
-    ignore: list[str] = field(default_factory=list)
-    extend_select: list[str] = field(default_factory=list)
-    options: dict[str, Any] = field(default_factory=dict)  # global template options (e.g. stream)
-    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    calibration: dict[str, Any] | None = None
-    keep_compat: tuple[int, int] | None = None  # oldest toolkit the fixed code must still build with
-    include_roots: tuple[str, ...] = ()  # the scanned paths: where `#include` finds the project's headers
-    time_budget_s: float | None = 60.0  # per file and scan: a pathological file becomes an error, not a hang
 
 
 class FileTimeout(Exception):

@@ -18,13 +18,11 @@ run with facts stays in this process.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import sys
-from concurrent.futures import Executor, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
 
 from . import cache
 from .engine import Engine, FileResult, Options, guarded_file
@@ -36,7 +34,10 @@ from .parse.clang_facts import digest
 from .project_index import ProjectIndex
 from .rules.load import load_rules
 from .source import DEFAULT_MAX_BYTES, SourceError, load_source
-from .textsafe import path_text
+from .textsafe import display_path  # noqa: F401  (re-exported: reports' names for paths)
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, ProcessPoolExecutor
 
 PARALLEL_MIN_FILES = 64  # below this, starting workers costs more than it saves
 # from the start of the process: a matcher's memo cache (keyed by a header's stat) filled by an earlier scan in
@@ -196,16 +197,6 @@ class FixWork:
 # --------------------------------------------------------------------------- running
 
 
-def display_path(p: Path) -> str:
-    """The path as reports show it: relative when below the current directory, with undecodable bytes
-    and control characters escaped (`\\xff`, `\\x1b`), so no name can break a report or a terminal."""
-    try:
-        rel = os.path.relpath(p)
-    except ValueError:
-        return path_text(p)
-    return path_text(p if rel.startswith("..") else rel)
-
-
 _WORKER: Engine | None = None
 _WORK: Any = None
 
@@ -220,6 +211,9 @@ def _pool(engine: Engine, spec: EngineSpec, work: Any, jobs: int) -> ProcessPool
     """Workers that start with this process's engine: forked where the platform allows, so the compiled
     rule set (rules, templates, keyword regexes) and the project index are inherited instead of loaded
     again in every worker; elsewhere (spawn) each worker rebuilds the engine from `spec` once."""
+    import multiprocessing as mp  # here: a one-file run never starts a pool
+    from concurrent.futures import ProcessPoolExecutor
+
     global _WORKER, _WORK
     if "fork" in mp.get_all_start_methods() and sys.platform.startswith("linux"):
         _WORKER, _WORK = engine, work  # what the forked children see
@@ -237,7 +231,7 @@ def _chunk(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     return [fn(it) for it in items]
 
 
-def pool_map(pool: Executor, fn: Callable[[Any], R], items: list[Any], failed: Callable[[Any, BaseException], R],
+def pool_map(pool: "Executor", fn: Callable[[Any], R], items: list[Any], failed: Callable[[Any, BaseException], R],
              chunk: int = 16) -> Iterator[R]:
     """fn over items in the pool, in order. A chunk whose worker fails (died, could not pickle a result)
     gives each of its files a one-line internal error (`failed`) instead of losing the whole run."""
@@ -282,27 +276,30 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
 
 def scan_files(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int | None = None,
                progress: Callable[[FileResult], None] | None = None,
-               facts: FactsProvider | None = None, use_cache: bool = False) -> Iterator[FileResult]:
+               facts: FactsProvider | None = None, use_cache: bool = False,
+               completed: list[tuple[str, cache.RunFiles]] | None = None) -> Iterator[FileResult]:
     """Scan `files` (see `run`). With `use_cache` (and no semantic facts), files whose stored result is still
-    valid (cudamigrate/cache.py) are not scanned again, and what is scanned is stored."""
+    valid (cudamigrate/cache.py) are not scanned again, and what is scanned is stored. `completed` receives
+    (run digest, files) when every file's result ended up cached (what a replay needs: cudamigrate/replay.py)."""
     if use_cache and facts is None and not os.environ.get("CUDAMIGRATE_NO_CACHE"):
         db = cache.ResultCache()
         if db.enabled:
-            return _scan_cached(engine, spec, files, jobs, progress, db)
+            return _scan_cached(engine, spec, files, jobs, progress, db, completed)
     return run(engine, spec, files, ScanWork(spec.max_bytes), jobs, progress, facts)
 
 
-def run_digest(engine: Engine, spec: EngineSpec) -> str:
+def run_digest(engine: Engine, spec: EngineSpec, memo: cache.ResultCache | None = None) -> str:
     """What every cached result of this run depends on besides the files (cudamigrate/cache.py)."""
-    return cache.run_digest(spec.rule_dirs, engine.opts, max_bytes=spec.max_bytes)
+    return cache.run_digest(spec.rule_dirs, engine.opts, memo, max_bytes=spec.max_bytes)
 
 
 def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int | None,
-                 progress: Callable[[FileResult], None] | None, db: cache.ResultCache) -> Iterator[FileResult]:
+                 progress: Callable[[FileResult], None] | None, db: cache.ResultCache,
+                 completed: list[tuple[str, cache.RunFiles]] | None = None) -> Iterator[FileResult]:
     """Cached results where valid, the others scanned (in workers when many), all in input order."""
     try:
         items = [(str(p), display_path(p)) for p in files]
-        run_ = cache.CachedRun(db, run_digest(engine, spec), items, spec.max_bytes or DEFAULT_MAX_BYTES)
+        run_ = cache.CachedRun(db, run_digest(engine, spec, db), items, spec.max_bytes or DEFAULT_MAX_BYTES)
         before, _ = cache.recorded_reads()
         cache.new_reads()  # forked workers then report only what they read themselves
         hits, todo = run_.partition()
@@ -324,6 +321,8 @@ def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int 
             yield r
         o, ls = cache.recorded_reads()
         run_.finish(opened | o, listed | ls, (o - before) | in_workers)
+        if completed is not None and run_.complete is not None:
+            completed.append((run_.run, run_.complete))
     finally:
         db.close()
 

@@ -9,6 +9,7 @@ diagnostic on one line.
 from __future__ import annotations
 
 import math
+import os
 import re
 
 # C0 controls except TAB, DEL, C1 controls, and the Unicode bidi/format controls used in "Trojan Source"
@@ -48,3 +49,13 @@ def finite(x: float, limit: float = 1e12) -> float:
     if isinstance(x, float) and math.isnan(x):
         return 0.0
     return max(-limit, min(limit, x))
+
+
+def display_path(p: "os.PathLike[str] | str") -> str:
+    """The path as reports show it: relative when below the current directory, with undecodable bytes
+    and control characters escaped (`\\xff`, `\\x1b`), so no name can break a report or a terminal."""
+    try:
+        rel = os.path.relpath(p)
+    except ValueError:
+        return path_text(p)
+    return path_text(p if rel.startswith("..") else rel)
