@@ -262,7 +262,7 @@ def _replay_key(paths: tuple[Path, ...], pre: Prepared, kw: dict[str, Any], pres
     from . import cache
     from .parse.clang import find_compile_db
     from .replay import replay_key
-    from .textsafe import display_path
+    from .textsafe import display_paths
 
     if not pre.use_cache or os.environ.get("CUDAMIGRATE_NO_CACHE") or pre.walk_errors or kw.get("timings"):
         return None
@@ -273,7 +273,7 @@ def _replay_key(paths: tuple[Path, ...], pre: Prepared, kw: dict[str, Any], pres
     if not db.enabled:
         return None
     run = cache.run_digest(pre.rule_dirs, pre.opts, db, max_bytes=pre.max_bytes)
-    items = [(str(p), display_path(p)) for p in pre.files]
+    items = list(zip(map(str, pre.files), display_paths(pre.files), strict=True))
     return db, replay_key(run, [(os.path.abspath(p), d) for p, d in items], presentation), run, items
 
 

@@ -34,7 +34,7 @@ from .parse.clang_facts import digest
 from .project_index import ProjectIndex
 from .rules.load import load_rules
 from .source import DEFAULT_MAX_BYTES, SourceError, load_source
-from .textsafe import display_path  # noqa: F401  (re-exported: reports' names for paths)
+from .textsafe import display_path, display_paths  # noqa: F401  (display_path re-exported: reports' names)
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor, ProcessPoolExecutor
@@ -250,8 +250,8 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
     """`work` (ScanWork, FixWork) over `files`, results in input order; `facts`: semantic mode's provider."""
     jobs = jobs or min(os.cpu_count() or 1, 8)
     ship = facts is not None and work.ships_facts
-    items = [FileJob(str(p), display_path(p), facts.facts.get(os.path.realpath(p)) if ship and facts is not None else None)
-             for p in files]
+    items = [FileJob(str(p), d, facts.facts.get(os.path.realpath(p)) if ship and facts is not None else None)
+             for p, d in zip(files, display_paths(files), strict=True)]
     if jobs <= 1 or len(items) < PARALLEL_MIN_FILES or (facts is not None and not ship):
         try:
             for job in items:
@@ -298,7 +298,7 @@ def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int 
                  completed: list[tuple[str, cache.RunFiles]] | None = None) -> Iterator[FileResult]:
     """Cached results where valid, the others scanned (in workers when many), all in input order."""
     try:
-        items = [(str(p), display_path(p)) for p in files]
+        items = list(zip(map(str, files), display_paths(files), strict=True))
         run_ = cache.CachedRun(db, run_digest(engine, spec, db), items, spec.max_bytes or DEFAULT_MAX_BYTES)
         before, _ = cache.recorded_reads()
         cache.new_reads()  # forked workers then report only what they read themselves
