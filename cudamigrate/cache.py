@@ -497,7 +497,8 @@ class ResultCache:
         db.execute("CREATE TABLE IF NOT EXISTS depsets (id TEXT PRIMARY KEY, body BLOB, used REAL)")
         db.execute("CREATE TABLE IF NOT EXISTS memo (k TEXT PRIMARY KEY, v TEXT, used REAL)")
         db.execute("CREATE TABLE IF NOT EXISTS replays (key TEXT PRIMARY KEY, body BLOB, size INTEGER, used REAL)")
-        db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
+        if row is None or row[0] != str(SCHEMA):
+            db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (str(SCHEMA),))
         try:
             os.chmod(self.path, 0o600)
         except OSError:
@@ -554,13 +555,16 @@ class ResultCache:
         # heap, doubled the cost (0.5 -> 0.2 s for 11,000 findings); results hold no cycles to collect
         paused = gc.isenabled()
         gc.disable()
+        # the least-recently-used order needs no precision finer than an hour: rewriting every entry's time
+        # on every run grew the journal by the whole tree each time
+        stale_use, touched = time.time() - 3600, []
         try:
             for i in range(0, len(keys), 500):
                 part = keys[i : i + 500]
                 rows = self.db.execute(
-                    f"SELECT key, content, shared, depset, value FROM entries WHERE key IN ({','.join('?' * len(part))})",
+                    f"SELECT key, content, shared, depset, value, used FROM entries WHERE key IN ({','.join('?' * len(part))})",
                     part).fetchall()
-                for key, content, shared, depset, value in rows:
+                for key, content, shared, depset, value, used in rows:
                     if content != want.get(key):
                         continue
                     try:
@@ -568,13 +572,15 @@ class ResultCache:
                     except Exception:
                         continue  # an entry that does not read back is a miss
                     out[key] = Entry(obj, shared, depset)
+                    if not isinstance(used, (int, float)) or used < stale_use:
+                        touched.append(key)
         except sqlite3.Error:
             self._fail()
             return {}
         finally:
             if paused:
                 gc.enable()
-        self._touched += list(out)
+        self._touched += touched
         return out
 
     def depset(self, ident: str) -> DepSet | None:
@@ -661,7 +667,8 @@ class ResultCache:
                            [(k, c, s, d, b, len(b), now) for k, c, s, d, b in self._pending])
             if self._touched:
                 db.executemany("UPDATE entries SET used=? WHERE key=?", [(now, k) for k in self._touched])
-            self._prune(db)
+            if self._pending or self._pending_replays:
+                self._prune(db)
             db.execute("COMMIT")
         except sqlite3.Error:
             try:

@@ -345,7 +345,9 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         sources.update({display_path(p): stdin.data for p in files})
     else:
         results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db,
-                             use_cache=not kw.get("no_cache"), completed=completed)
+                             use_cache=not kw.get("no_cache"), completed=completed,
+                             digest=replay[2] if replay is not None and engine.opts is pre.opts else None,
+                             db=replay[0] if replay is not None else None)
     notes: list[str] = []
     for res in results:
         findings += res.findings
@@ -405,8 +407,10 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
             and not rule_errors and not internal:
         from .replay import Replay, store
 
-        store(replay[1], Replay(completed[0][1].files, completed[0][1].depsets, text, [f"note: {n}" for n in notes],
+        store(replay[0], replay[1], Replay(completed[0][1].files, completed[0][1].depsets, text, [f"note: {n}" for n in notes],
                                 bool(findings)))
+    if replay is not None:
+        replay[0].close()
     _write_report(text, output)
     if kw.get("timings"):
         timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
@@ -436,12 +440,10 @@ def _replay_or_continue(replay: tuple[Any, str, str, list[tuple[str, str]]], pre
     from .source import DEFAULT_MAX_BYTES
 
     db, key, _run, items = replay
-    try:
-        got = lookup(db, key, items, pre.max_bytes or DEFAULT_MAX_BYTES)
-    finally:
-        db.close()
+    got = lookup(db, key, items, pre.max_bytes or DEFAULT_MAX_BYTES)
     if got is None:
-        return
+        return  # the scan goes on with this open database (closed once the report is rendered)
+    db.close()
     for n in got.notes:
         _err(n)
     _write_report(got.stdout, output)

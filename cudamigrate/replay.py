@@ -91,9 +91,6 @@ def lookup(db: cache.ResultCache, key: str, items: list[tuple[str, str]], max_by
     return r if valid(r, db, items, max_bytes) else None
 
 
-def store(key: str, r: Replay) -> None:
-    db = cache.ResultCache()
-    try:
-        db.replay_put(key, r.encode())
-    finally:
-        db.close()
+def store(db: cache.ResultCache, key: str, r: Replay) -> None:
+    db.replay_put(key, r.encode())
+    db.flush()

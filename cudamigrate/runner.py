@@ -26,18 +26,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
 
 from . import cache
 from .engine import Engine, FileResult, Options, guarded_file
-from .fix import apply as fix_apply
-from .fix.apply import FixResult
-from .fix.write import Snapshot
 from .guard import internal_message, trace
-from .parse.clang_facts import digest
 from .project_index import ProjectIndex
 from .rules.load import load_rules
 from .source import DEFAULT_MAX_BYTES, SourceError, load_source
 from .textsafe import display_path, display_paths  # noqa: F401  (display_path re-exported: reports' names)
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # imported where used: a scan loads neither the fixer nor the pool machinery
     from concurrent.futures import Executor, ProcessPoolExecutor
+
+    from .fix.apply import FixResult
+    from .fix.write import Snapshot
 
 PARALLEL_MIN_FILES = 64  # below this, starting workers costs more than it saves
 # from the start of the process: a matcher's memo cache (keyed by a header's stat) filled by an earlier scan in
@@ -83,6 +82,8 @@ class FactsProvider(Protocol):
 
 def _shipped(facts: Any) -> Callable[[Path, bytes], Any]:
     """The provider a worker uses for a file's shipped facts: only for the very bytes they were computed from."""
+    from .parse.clang_facts import digest
+
     return lambda _p, data: facts if facts is not None and facts.digest == digest(data) else None
 
 
@@ -123,6 +124,9 @@ class FixOutcome:
 def fix_file(engine: Engine, job: FileJob, max_bytes: int | None, unsafe: bool,
              display_only: frozenset[str] = frozenset()) -> FixOutcome:
     """Compute one file's fix; writes nothing (the parent writes, in order)."""
+    from .fix import apply as fix_apply
+    from .fix.write import Snapshot
+
     out = FixOutcome(job.display, job.path)
     try:
         try:
@@ -277,14 +281,18 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
 def scan_files(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int | None = None,
                progress: Callable[[FileResult], None] | None = None,
                facts: FactsProvider | None = None, use_cache: bool = False,
-               completed: list[tuple[str, cache.RunFiles]] | None = None) -> Iterator[FileResult]:
+               completed: list[tuple[str, cache.RunFiles]] | None = None,
+               digest: str | None = None, db: cache.ResultCache | None = None) -> Iterator[FileResult]:
     """Scan `files` (see `run`). With `use_cache` (and no semantic facts), files whose stored result is still
     valid (cudamigrate/cache.py) are not scanned again, and what is scanned is stored. `completed` receives
-    (run digest, files) when every file's result ended up cached (what a replay needs: cudamigrate/replay.py)."""
+    (run digest, files) when every file's result ended up cached (what a replay needs: cudamigrate/replay.py);
+    `digest`: the run digest when the caller computed it already (`run_digest(engine, spec)`); `db`: the
+    caller's open result cache (it closes it), else one is opened and closed here."""
     if use_cache and facts is None and not os.environ.get("CUDAMIGRATE_NO_CACHE"):
-        db = cache.ResultCache()
+        own = db is None
+        db = db if db is not None else cache.ResultCache()
         if db.enabled:
-            return _scan_cached(engine, spec, files, jobs, progress, db, completed)
+            return _scan_cached(engine, spec, files, jobs, progress, db, completed, digest, own)
     return run(engine, spec, files, ScanWork(spec.max_bytes), jobs, progress, facts)
 
 
@@ -295,11 +303,12 @@ def run_digest(engine: Engine, spec: EngineSpec, memo: cache.ResultCache | None 
 
 def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int | None,
                  progress: Callable[[FileResult], None] | None, db: cache.ResultCache,
-                 completed: list[tuple[str, cache.RunFiles]] | None = None) -> Iterator[FileResult]:
+                 completed: list[tuple[str, cache.RunFiles]] | None = None,
+                 digest: str | None = None, own: bool = True) -> Iterator[FileResult]:
     """Cached results where valid, the others scanned (in workers when many), all in input order."""
     try:
         items = list(zip(map(str, files), display_paths(files), strict=True))
-        run_ = cache.CachedRun(db, run_digest(engine, spec, db), items, spec.max_bytes or DEFAULT_MAX_BYTES)
+        run_ = cache.CachedRun(db, digest or run_digest(engine, spec, db), items, spec.max_bytes or DEFAULT_MAX_BYTES)
         before, _ = cache.recorded_reads()
         cache.new_reads()  # forked workers then report only what they read themselves
         hits, todo = run_.partition()
@@ -324,7 +333,10 @@ def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int 
         if completed is not None and run_.complete is not None:
             completed.append((run_.run, run_.complete))
     finally:
-        db.close()
+        if own:
+            db.close()
+        else:
+            db.flush()
 
 
 def fix_files(engine: Engine, spec: EngineSpec, files: list[Path], unsafe: bool,
