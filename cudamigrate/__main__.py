@@ -1,3 +1,7 @@
-from .cli import main
+import gc
 
-main()
+gc.disable()  # start-up without the cyclic collector: cli._settled turns it on for the work
+
+from .cli import console  # noqa: E402
+
+console()

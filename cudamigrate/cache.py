@@ -465,7 +465,9 @@ class Entry:
 class ResultCache:
     """Entries by key; every failure of the database turns the cache off for the run, silently."""
 
-    def __init__(self, path: Path | None = None, max_bytes: int | None = None):
+    def __init__(self, path: Path | None = None, max_bytes: int | None = None, freeze: bool = False):
+        """`freeze`: results looked up live until the process ends (the CLI): `gc.freeze()` them."""
+        self.freeze = freeze
         self.path = path or cache_dir() / "results.sqlite"
         self.max_bytes = max_bytes or max_bytes_from_env()
         self.db: sqlite3.Connection | None = None
@@ -579,6 +581,8 @@ class ResultCache:
             return {}
         finally:
             if paused:
+                if self.freeze:
+                    gc.freeze()  # they live as long as the run: never walked by the collector
                 gc.enable()
         self._touched += touched
         return out

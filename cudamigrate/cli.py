@@ -269,7 +269,9 @@ def _replay_key(paths: tuple[Path, ...], pre: Prepared, kw: dict[str, Any], pres
     if not kw.get("no_semantic") and (kw.get("compile_commands") is not None
                                       or find_compile_db(list(paths) or [Path(".")]) is not None):
         return None  # semantic mode: not cached
-    db = cache.ResultCache()
+    import gc
+
+    db = cache.ResultCache(freeze=not gc.isenabled())  # the CLI's own process (see `_settled`)
     if not db.enabled:
         return None
     run = cache.run_digest(pre.rule_dirs, pre.opts, db, max_bytes=pre.max_bytes)
@@ -279,8 +281,20 @@ def _replay_key(paths: tuple[Path, ...], pre: Prepared, kw: dict[str, Any], pres
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cudamigrate")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """Find and fix deprecated, removed and slow CUDA API uses."""
+    if ctx.invoked_subcommand != "scan":  # `scan` settles after loading its rules
+        _settled()
+
+
+def console() -> None:
+    """The `cudamigrate` command (and `python -m cudamigrate`): start-up without the cyclic collector (see
+    `_settled`)."""
+    import gc
+
+    gc.disable()
+    main()
 
 
 @main.command()
@@ -326,6 +340,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
     engine, spec, files, cfg, rule_errors = _setup(paths, kw, pre)
+    _settled()
     changed = _diff_base(paths, kw.get("diff_base"))
     if changed is not None:  # unchanged files cannot hold a changed line: not even scanned
         files = [p for p in files if changed.has_file(p)]
@@ -419,6 +434,19 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     if (findings or errors) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _settled() -> None:
+    """Start-up done (modules imported, rules loaded): when the command started without the cyclic collector
+    (`console`), what start-up built lives as long as the process, so it is frozen out of the collector's
+    way and the collector turned on for the work. The collector's passes over the growing heap cost 0.15 s of
+    a 0.8 s re-scan and 0.04 s of a one-file scan. In a host process that has the collector on (tests calling
+    `main` in-process) nothing changes."""
+    import gc
+
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
 
 
 def _write_report(text: str, output: Path | None) -> None:

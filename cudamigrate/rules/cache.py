@@ -86,6 +86,10 @@ def cache_key(dirs: list[Path]) -> str | None:
 
 
 def _read(path: Path, key: str):
+    import gc
+
+    paused = gc.isenabled()
+    gc.disable()  # tens of thousands of objects: the cyclic collector would walk the growing heap again and again
     try:
         with open(path, "rb") as fh:
             if fh.read(len(_MAGIC)) != _MAGIC or fh.read(64).decode("ascii", "replace") != key:
@@ -93,6 +97,9 @@ def _read(path: Path, key: str):
             return pickle.load(fh)
     except Exception:  # missing, truncated, from an older layout: rebuild
         return None
+    finally:
+        if paused:
+            gc.enable()
 
 
 def _write(directory: Path, path: Path, key: str, value) -> None:
