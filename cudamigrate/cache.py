@@ -195,12 +195,14 @@ def code_digest(memo: "ResultCache | None" = None) -> str:
 
         pkg = str(Path(__file__).resolve().parent)
         files = [(os.path.relpath(p, pkg), p) for p in _walk_files(pkg)]
+        absent = []
         for mod in DEPENDENCY_MODULES:
             root = _module_root(mod)
-            files += [(f"{mod}:{os.path.relpath(p, root)}", p) for p in (_walk_files(root) if root else [])]
             if root is None:
-                files.append((f"{mod}:absent", "/nonexistent/" + mod))
-        _CODE_DIGEST = _memoized(memo, "code", files, __version__, sys.version_info[:2])
+                absent.append(mod)
+                continue
+            files += [(f"{mod}:{os.path.relpath(p, root)}", p) for p in _walk_files(root)]
+        _CODE_DIGEST = _memoized(memo, "code", files, __version__, sys.version_info[:2], "absent", *absent)
     return _CODE_DIGEST
 
 
@@ -255,8 +257,9 @@ def environment_digest() -> str:
 
 
 def run_digest(rule_dirs: Iterable[Path], options: Any, memo: "ResultCache | None" = None, **extra: Any) -> str:
-    return _digest(SCHEMA, code_digest(memo), ruleset_digest(rule_dirs, memo), options_digest(options, **extra),
-                   environment_digest())
+    with unrecorded():  # what the digest reads is in the digest: not a dependency of the results as well
+        return _digest(SCHEMA, code_digest(memo), ruleset_digest(rule_dirs, memo), options_digest(options, **extra),
+                       environment_digest())
 
 
 def entry_key(run: str, path: Path | str, display: str) -> str:
@@ -311,6 +314,7 @@ _SOURCE_LIKE = HEADER_SUFFIXES | {".cu", ".cpp", ".cc", ".cxx", ".c", ".c++", ".
 _OPENED: set[str] = set()
 _LISTED: set[str] = set()
 _HOOKED = False
+_PAUSED = 0  # > 0: inside `unrecorded()`
 _SKIP_PREFIXES: tuple[str, ...] = ()
 _SKIP_DIRS: frozenset[str] = frozenset()  # sys.path entries: the import system lists them
 _PKG = str(Path(__file__).resolve().parent) + os.sep
@@ -327,7 +331,24 @@ def _from_cudamigrate() -> bool:
     return False
 
 
+class unrecorded:
+    """Reads that are not the scan's dependencies, because what they read is part of the run digest itself
+    (the tool's and the rules' files, the toolkit's header names) or is the tool's own state (the rule
+    cache): recorded, a rule cache rewrite or a listing of the rule directories would have thrown away
+    every cached result."""
+
+    def __enter__(self) -> None:
+        global _PAUSED
+        _PAUSED += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _PAUSED
+        _PAUSED -= 1
+
+
 def _audit(event: str, args: tuple) -> None:
+    if _PAUSED:
+        return
     if event == "open":
         p = args[0]
         if isinstance(p, int) or p is None:

@@ -232,9 +232,12 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any],
     from .project_index import ProjectIndex
     from .runner import EngineSpec
 
+    from .cache import unrecorded
+
     pre = pre or _prepare(paths, kw)
     cfg, opts, files = pre.cfg, pre.opts, pre.files
-    rs = load_rules(pre.rule_dirs, use_cache=pre.use_cache)
+    with unrecorded():  # the rule files are in the result cache's run digest; the rule cache is the tool's own
+        rs = load_rules(pre.rule_dirs, use_cache=pre.use_cache)
     from .selectors import check as check_selectors
 
     where = f"{cfg.path}" if cfg.path else "config"
