@@ -8,7 +8,6 @@ for a progress line to help.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
 from typing import TextIO
@@ -41,6 +40,8 @@ class Progress:
         if now - self._last < self.interval and self.done != self.total:
             return
         self._last = now
+        import shutil  # here: only a terminal that shows the line needs it
+
         cols = shutil.get_terminal_size((80, 24)).columns
         text = f"{self.done}/{self.total} files, {self.findings} findings"
         bar = max(10, min(30, cols - len(text) - 4))
