@@ -166,8 +166,8 @@ def test_file_deleted_mid_run(tmp_path, monkeypatch):
     (tmp_path / "gone.cu").write_bytes(GOOD)
     real_setup = cli_mod._setup
 
-    def setup_then_delete(paths, kw):
-        out = real_setup(paths, kw)
+    def setup_then_delete(paths, kw, *rest):
+        out = real_setup(paths, kw, *rest)
         (tmp_path / "gone.cu").unlink()
         return out
 
