@@ -5,9 +5,12 @@ them. One entry per scanned file holds its pickled `FileResult`. An entry is use
 these are what they were when it was stored (never stale is the requirement; a wasted re-scan is the
 price of every doubt):
 
-* the entry key (`entry_key`): the run digest (tool version and the digest of the package's own code,
-  the rule files' contents, every option that changes findings, the library versions that parse, the
-  toolkit whose header names matchers consult), the file's absolute path and its displayed path;
+* the entry key (`entry_key`): the run digest (tool version and the bytes of the package's own files and
+  of the libraries that parse, match and render (tree-sitter, the grammars, Jinja, MarkupSafe, PyYAML),
+  the rule files' contents, every option that changes findings, the toolkit whose header names matchers
+  consult), the file's absolute path and its displayed path. The code and rule digests are memoized under
+  the files' stat signatures (`stat_sig`: size, mtime, ctime, inode, device), and only for files that had
+  not changed within `RACY_NS` of being looked at, so a start costs stats, not reading ~20 MB of libraries;
 * the file's content hash (`lookup(key, content_hash)` compares it);
 * the *shared* digest of the run's other files: the list of files, every file's `#include` lines (they
   decide a header's language and what includes what), and the content of every file that can be
@@ -17,7 +20,9 @@ price of every doubt):
 * the files and directories outside the run that the run read while scanning (headers found through
   `-I`-like searches, directory listings): recorded by an audit hook on `open`/`os.listdir`/
   `os.scandir` (so every matcher's reads count, also those behind per-process memo caches, which are
-  filled in the same process), stored once per run as a *dependency set*, and checked by hash.
+  filled in the same process), stored once per run as a *dependency set*, and checked by hash. Reads
+  whose content is in the run digest itself (the tool's, the rules', the toolkit's names) and the rule
+  loader's are made `unrecorded()`.
 
 So editing a `.cu` file that no file includes costs that one file; editing a header, an `#include`
 line, a rule, an option, the tool or a file read from outside the run re-scans what may depend on it.
@@ -29,9 +34,11 @@ one is moved aside and rebuilt), as is an entry that does not unpickle. The size
 (`CUDAMIGRATE_CACHE_MAX_MB`, default 256): the least recently used entries go first. Results that
 carry errors are never stored (a timeout or an internal error must be retried, not remembered).
 
-`fix` never writes from a cached result: it scans the bytes it is about to edit.
+`fix` never writes from a cached result: it scans the bytes it is about to edit. A whole unchanged run is
+replayed from its stored report (cudamigrate/replay.py, stored in the same database: `replays`), under
+exactly the conditions above (`RunFiles`).
 
-Why one module of ~680 lines: the entry key, the dependency audit (what a scan read) and the storage must
+Why one module of ~880 lines: the entry key, the dependency audit (what a scan read) and the storage must
 agree on what "unchanged" means; split apart, a change to one could make the cache stale without the
 others noticing, and staleness is the one failure this module must never have.
 """
