@@ -330,9 +330,6 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     if baseline is not None:
         _check_regular(baseline, "--baseline")
     from .cli_semantic import clock, semantic_timed, since, timings
-    from .progress import Progress
-    from .report.model import Run
-    from .runner import display_path, scan_files
 
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
@@ -342,6 +339,10 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics})
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
+    from .progress import Progress  # after the replay, which needs neither the engine nor the reports
+    from .report.model import Run
+    from .runner import display_path, scan_files
+
     engine, spec, files, cfg, rule_errors = _setup(paths, kw, pre)
     _settled()
     changed = _diff_base(paths, kw.get("diff_base"))

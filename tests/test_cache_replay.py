@@ -180,3 +180,25 @@ def test_runs_with_errors_are_not_replayed(tmp_path, cache_dir):
     assert "big.cu" in err
     assert _replays(cache_dir) == 0
     assert _scan(tmp_path, "--max-file-size", "1000") == (code, out, err)
+
+
+def test_a_replay_imports_neither_the_engine_nor_its_libraries(tmp_path):
+    """What a replay needs is the configuration, the file list and the database: tree-sitter, Jinja, PyYAML,
+    the engine and the matchers stay unloaded (they are most of a start-up)."""
+    import json
+    import subprocess
+    import sys
+
+    _tree(tmp_path / "t")
+    env = dict(os.environ, CUDAMIGRATE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
+    script = ("import json, sys\nfrom cudamigrate.cli import console\nsys.argv = ['cudamigrate', 'scan', sys.argv[1]]\n"
+              "try:\n    console()\nexcept SystemExit:\n    pass\n"
+              "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+              "('tree_sitter', 'tree_sitter_cuda', 'jinja2', 'yaml') or m in ('cudamigrate.engine', 'cudamigrate.runner') "
+              "or m.startswith('cudamigrate.match'))))\n")
+    runs = [subprocess.run([sys.executable, "-c", script, str(tmp_path / "t")], env=env, capture_output=True, text=True)
+            for _ in range(2)]
+    first, again = (json.loads(r.stdout.splitlines()[-1]) for r in runs)
+    assert "tree_sitter" in first and "cudamigrate.engine" in first  # the scan that stored the replay
+    assert again == [], again
+    assert runs[0].stdout.splitlines()[:-1] == runs[1].stdout.splitlines()[:-1]
