@@ -23,13 +23,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .gpu import first_gpu_name
 
 DEFAULT_FILE = Path(__file__).resolve().parent / "calibration.json"
 
 
 def current_gpu() -> str | None:
     """The user's GPU name: CUDAMIGRATE_GPU_NAME, else nvidia-smi's first GPU, else None."""
+    from .gpu import first_gpu_name  # here: a scan without calibration never asks nvidia-smi
+
     return os.environ.get("CUDAMIGRATE_GPU_NAME") or first_gpu_name()
 
 
