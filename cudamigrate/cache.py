@@ -808,7 +808,7 @@ class CachedRun:
     state: TreeState | None = None
     keys: list[str] = field(default_factory=list)
     contents: list[str | None] = field(default_factory=list)
-    stats: dict[str, tuple[int, int] | None] = field(default_factory=dict)
+    stats: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
     _store: dict[int, Any] = field(default_factory=dict)
     _valid_depsets: dict[str, bool] = field(default_factory=dict)
     looked_ns: int = 0  # when the files were read (their stats vouch for their bytes only if older)

@@ -15,7 +15,7 @@ SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".h
 ALWAYS_SKIP = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", ".mypy_cache"}
 
 
-def _spec_for(directory: Path) -> pathspec.PathSpec | None:
+def _spec_for(directory: Path) -> "pathspec.PathSpec | _NoPatterns | None":
     lines: list[str] = []
     for name in (".gitignore", ".cudamigrateignore"):
         p = directory / name

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Sequence
 
 # C0 controls except TAB, DEL, C1 controls, and the Unicode bidi/format controls used in "Trojan Source"
 _UNSAFE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]")
@@ -57,7 +58,7 @@ def display_path(p: "os.PathLike[str] | str") -> str:
     return display_paths([p])[0]
 
 
-def display_paths(paths: "list[os.PathLike[str]] | list[str]") -> list[str]:
+def display_paths(paths: "Sequence[os.PathLike[str] | str]") -> list[str]:
     """display_path of each path (what `os.path.relpath` gives below the current directory, the path as
     given elsewhere), with the current directory looked up once: 2,000 relpath calls cost 40 ms."""
     try:
