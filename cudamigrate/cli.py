@@ -129,6 +129,13 @@ def diff_base_option(fn):
                              "REF`; untracked files count as wholly changed).")(fn)
 
 
+def _diff_scope(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]) -> tuple[Any, list[Path]]:
+    """`--diff-base`'s changed lines (None without the flag) and the files that hold any: an unchanged file
+    cannot hold a changed line, so it is not even scanned."""
+    changed = _diff_base(paths, kw.get("diff_base"))
+    return changed, files if changed is None else [p for p in files if changed.has_file(p)]
+
+
 def _on_changed_lines(findings: list[Any], files: list[Path], changed: Any) -> list[Any]:
     """The findings on lines `--diff-base` counts as changed (all of them without the flag)."""
     if changed is None:
@@ -345,9 +352,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw, pre)
     _settled()
-    changed = _diff_base(paths, kw.get("diff_base"))
-    if changed is not None:  # unchanged files cannot hold a changed line: not even scanned
-        files = [p for p in files if changed.has_file(p)]
+    changed, files = _diff_scope(paths, files, kw)
     db, t_sem = semantic_timed(paths, files, kw)
     c1 = clock()
     progress = Progress(len(files))
@@ -670,9 +675,7 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
-    changed = _diff_base(paths, kw.get("diff_base"))
-    if changed is not None:  # unchanged files cannot hold a changed line: not even scanned
-        files = [p for p in files if changed.has_file(p)]
+    changed, files = _diff_scope(paths, files, kw)
     results: Iterable[Any]
     if stdin is not None:  # the buffer, planned under its name; nothing when excludes cover that name
         results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
