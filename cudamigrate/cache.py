@@ -433,13 +433,18 @@ def _listing(d: str) -> str | None:
 _DEP_LIMIT = 1 << 30  # bytes hashed per dependency: all of any real header
 
 
-def _file_hash(p: str) -> str | None:
-    """A dependency's hash; a FIFO or device that carries a source name hashes as absent instead of
-    blocking the run (the matchers refused to read it too)."""
+def _read_dep(p: str) -> bytes | None:
+    """A dependency's bytes, None when unreadable; a FIFO or device that carries a source name reads as
+    absent instead of blocking the run (the matchers refused to read it too)."""
     try:
-        return content_hash(read_regular(p, _DEP_LIMIT))
+        return read_regular(p, _DEP_LIMIT)
     except OSError:
         return None
+
+
+def _file_hash(p: str) -> str | None:
+    data = _read_dep(p)
+    return None if data is None else content_hash(data)
 
 
 @dataclass
@@ -456,10 +461,17 @@ class DepSet:
         """`opened`: every read of the process (memo caches stand for earlier reads); `this_run`: the reads
         made during this run, whose texture declarations decide the coarse mode (the texture migration reads
         the files it needs through the run's own project index, never from a memo of another run)."""
-        files = {p: _file_hash(p) for p in sorted(set(opened) - run_files) if not os.path.isdir(p)}
+        ours = set(this_run)
+        files: dict[str, str | None] = {}
+        texture = False
+        for p in sorted(set(opened) - run_files):
+            if os.path.isdir(p):
+                continue
+            data = _read_dep(p)  # read once: hashed, and searched for texture declarations when this run read it
+            files[p] = None if data is None else content_hash(data)
+            texture = texture or (p in ours and data is not None and TEXTURE_REF.search(data) is not None)
         dirs = {os.path.dirname(p) for p in files} | set(listed)
-        return cls(files, {d: _listing(d) for d in sorted(dirs)},
-                   _any_texture(p for p in sorted(set(this_run) - run_files) if p in files))
+        return cls(files, {d: _listing(d) for d in sorted(dirs)}, texture)
 
     def digest(self) -> str:
         return _digest(json.dumps([self.files, self.dirs, self.texture_ref], sort_keys=True))
@@ -470,16 +482,6 @@ class DepSet:
 
     def texture(self) -> bool:
         return self.texture_ref
-
-
-def _any_texture(paths: Iterable[str]) -> bool:
-    for p in paths:
-        try:
-            if TEXTURE_REF.search(read_regular(p, _DEP_LIMIT)):
-                return True
-        except OSError:
-            continue
-    return False
 
 
 # ----------------------------------------------------------------------------- the store
