@@ -5,7 +5,8 @@ same engine whose shortcuts are replaced by the straightforward versions: identi
 `#any-of?` query (not from keyword positions), every keyword-selected rule run (no comment-blind
 keywords, no name gates) and the macro-body query always run, every project header walked again at each
 `#include` (no ppenv memo) and every `#if` evaluated again, headers' texture declarations parsed per including
-file, the streams regexes run without their literal pre-test. Plus the prefilter's building blocks on
+file, the streams regexes run without their literal pre-test, and the tree walks that stand in for queries
+(`parse/walk.py`) replaced by the queries. Plus the prefilter's building blocks on
 the inputs that could fool them.
 """
 
@@ -21,6 +22,7 @@ import cudamigrate.engine as engine_mod
 import cudamigrate.match.ppenv as ppenv_mod
 import cudamigrate.match.streams as streams_mod
 import cudamigrate.match.texture as texture_mod
+import cudamigrate.parse.walk as walk_mod
 from cudamigrate.engine import Engine, Options
 from cudamigrate.match.matchers import IDENTIFIER_TYPES
 from cudamigrate.parse.treesitter import query
@@ -53,7 +55,21 @@ def _uncached_header_declarations(ctx, inc, text):
     return refs
 
 
+def _query_field_matches(root, patterns):
+    """The former implementation of a walk: one query, `(TYPE field: (CHILD) @c) @x` per pattern."""
+    q = query(" ".join(f"({p.node_type} {p.field}: ({p.child_type or '_'}) @c) @x" for p in patterns))
+    for i, caps in ts.QueryCursor(q).matches(root):
+        yield patterns[i], caps["x"][0], caps["c"][0]
+
+
+def _query_kernel_launches(root):
+    q = query("(call_expression function: (_) @fn (kernel_call_syntax) @cfg arguments: (argument_list) @args) @launch")
+    return [(c["launch"][0], c["fn"][0], c["cfg"][0], c["args"][0]) for _, c in ts.QueryCursor(q).matches(root)]
+
+
 def _slow(monkeypatch) -> None:
+    monkeypatch.setattr(walk_mod, "field_matches", _query_field_matches)
+    monkeypatch.setattr(walk_mod, "kernel_launches", _query_kernel_launches)
     monkeypatch.setattr(ppenv_mod._Walker, "memoise", False)  # every #include walked again
     monkeypatch.setattr(ppenv_mod, "decide", ppenv_mod._decide)  # every condition evaluated again
     monkeypatch.setattr(texture_mod, "_header_declarations", _uncached_header_declarations)
@@ -88,6 +104,63 @@ def test_fast_paths_find_what_the_slow_paths_find(tree, monkeypatch):
     slow = _findings(files)
     assert fast == slow
     assert '"rule_id"' in fast  # the trees have findings: the comparison is not vacuous
+
+
+# the queries the walks replaced, as they were written
+_FORMER_QUERIES = [
+    ("cudamigrate.match.context", "DEFINED_FUNCTION_PATTERNS", "d", None,
+     "(function_definition declarator: (_) @d) (declaration declarator: (function_declarator) @d) "
+     "(field_declaration declarator: (function_declarator) @d)"),
+    ("cudamigrate.match.shadows", "DECL_PATTERNS", "d", "x",
+     "(function_definition declarator: (_) @d) @x (declaration declarator: (_) @d) @x "
+     "(field_declaration declarator: (_) @d) @x (type_definition declarator: (_) @d) @x "
+     "(parameter_declaration declarator: (_) @d) @x"),
+    ("cudamigrate.match.shadows", "MACRO_PATTERNS", "n", "x",
+     "(preproc_def name: (_) @n) @x (preproc_function_def name: (_) @n) @x"),
+    ("cudamigrate.match.streams", "DECLARATION_PATTERNS", "t", "x",
+     "(parameter_declaration type: (_) @t) @x (optional_parameter_declaration type: (_) @t) @x "
+     "(field_declaration type: (_) @t) @x (declaration type: (_) @t) @x"),
+]
+
+
+def _corpus_roots():
+    from cudamigrate.parse.treesitter import parse
+
+    extra = [b"int f(), g(int), *h(void);\nstruct S { void m(); int a, b; };\n"
+             b"auto l = [](cudaStream_t s, int k = 1) { int z; return k; };\n#define A 1\n#define B(x) x\n"
+             b"template <class T> void t() { k<<<1, 2>>>(a); k2<<<g, b, 0, s>>>(); (*p)<<<1, 1>>>(); }\n"
+             b"int broken( { x<<<1,>>>(; typedef int T1, *T2;\n"]
+    datas = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*"))
+             if p.suffix in EXTS and p.is_file()] + extra
+    return [parse(d).root_node for d in datas]
+
+
+def _spans(nodes):
+    return [(n.type, n.start_byte, n.end_byte) for n in nodes]
+
+
+def test_walks_find_what_the_former_queries_found():
+    """Each walk gives the matches of the query it replaced, in the same order, on every fixture and example
+    file (and on multi-declarator, lambda, launch and broken code)."""
+    import importlib
+
+    roots = _corpus_roots()
+    seen = 0
+    for mod, name, inner, outer, text in _FORMER_QUERIES:
+        patterns = getattr(importlib.import_module(mod), name)
+        q = query(text)
+        for root in roots:
+            want = [(i, c[inner][0], c[outer][0] if outer else None) for i, c in ts.QueryCursor(q).matches(root)]
+            got = [(patterns.index(p), c, x if outer else None) for p, x, c in walk_mod.field_matches(root, patterns)]
+            assert [(i, _spans([c]), _spans([x]) if x else None) for i, c, x in got] == \
+                [(i, _spans([c]), _spans([x]) if x else None) for i, c, x in want]
+            seen += len(want)
+    launches = 0
+    for root in roots:
+        want = _query_kernel_launches(root)
+        assert [tuple(_spans(m)) for m in walk_mod.kernel_launches(root)] == [tuple(_spans(m)) for m in want]
+        launches += len(want)
+    assert seen > 100 and launches > 3  # not vacuous
 
 
 def _engine(*ids: str) -> Engine:

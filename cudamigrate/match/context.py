@@ -9,6 +9,7 @@ from typing import Any
 
 import tree_sitter as ts
 
+from ..parse import walk
 from ..parse.treesitter import Unit, note_deep, parent_of, query
 from ..source import SourceFile
 
@@ -151,6 +152,15 @@ def scope_of(node: ts.Node) -> Scope:
     return scope
 
 
+# `(function_definition declarator: (_) @d) (declaration declarator: (function_declarator) @d)
+#  (field_declaration declarator: (function_declarator) @d)`, walked (parse/walk.py says why)
+DEFINED_FUNCTION_PATTERNS = (
+    walk.FieldPattern("function_definition", "declarator"),
+    walk.FieldPattern("declaration", "declarator", "function_declarator"),
+    walk.FieldPattern("field_declaration", "declarator", "function_declarator"),
+)
+
+
 @dataclass
 class FileContext:
     source: SourceFile
@@ -212,10 +222,7 @@ class FileContext:
     def defined_functions(self) -> set[str]:
         """Names of functions defined (with a body) or declared in this file."""
         out: set[str] = set()
-        q = query("(function_definition declarator: (_) @d) (declaration declarator: (function_declarator) @d) "
-                  "(field_declaration declarator: (function_declarator) @d)")
-        for _, caps in ts.QueryCursor(q).matches(self.main.root):
-            d = caps["d"][0]
+        for _, _, d in walk.field_matches(self.main.root, DEFINED_FUNCTION_PATTERNS):
             anc = parent_of(d)
             nested = False
             while anc is not None:

@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 import tree_sitter as ts
 
+from ..parse import walk
 from ..parse.treesitter import Unit, query, parent_of
 from ..rules.schema import Rule
 from .context import FileContext, named_children, node_text, normalize, normalize_name
@@ -370,14 +371,11 @@ def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Matc
 
 def launches(rule: Rule, ctx: FileContext) -> list[Match]:
     out: list[Match] = []
-    q = query("(call_expression function: (_) @fn (kernel_call_syntax) @cfg arguments: (argument_list) @args) @launch")
     for unit in ctx.units:
-        for _, caps in ts.QueryCursor(q).matches(unit.root):
-            call = caps["launch"][0]
-            cfg = caps["cfg"][0]
-            out.append(Match(rule=rule, unit=unit, node=call, name="<<<>>>", written=normalize_name(node_text(caps["fn"][0])),
-                             callee=caps["fn"][0], arglist=cfg, args=named_children(cfg), params=LAUNCH_PARAMS,
-                             call_args=named_children(caps["args"][0])))
+        for call, fn, cfg, args in walk.kernel_launches(unit.root):
+            out.append(Match(rule=rule, unit=unit, node=call, name="<<<>>>", written=normalize_name(node_text(fn)),
+                             callee=fn, arglist=cfg, args=named_children(cfg), params=LAUNCH_PARAMS,
+                             call_args=named_children(args)))
     return out
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import tree_sitter as ts
 
+from ..parse import walk
 from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse, query
 from .context import FileContext, node_text, normalize, scope_of
 from ..source import read_regular
@@ -49,6 +50,10 @@ _DECLS = ("(function_definition declarator: (_) @d) @x (declaration declarator: 
           "(field_declaration declarator: (_) @d) @x (type_definition declarator: (_) @d) @x "
           "(parameter_declaration declarator: (_) @d) @x")
 _MACROS = "(preproc_def name: (_) @n) @x (preproc_function_def name: (_) @n) @x"
+# the two queries above, walked (parse/walk.py says why)
+DECL_PATTERNS = tuple(walk.FieldPattern(t, "declarator") for t in (
+    "function_definition", "declaration", "field_declaration", "type_definition", "parameter_declaration"))
+MACRO_PATTERNS = (walk.FieldPattern("preproc_def", "name"), walk.FieldPattern("preproc_function_def", "name"))
 
 
 @dataclass(frozen=True)
@@ -168,8 +173,7 @@ def _enclosing(node: ts.Node, types: tuple[str, ...]) -> ts.Node | None:
 def declarations(root: ts.Node, names: set[str], local: bool) -> dict[str, list[_Decl]]:
     """Declarations of `names` in one tree. `local`: keep function-local ones (the scanned file itself)."""
     out: dict[str, list[_Decl]] = {}
-    for _, caps in ts.QueryCursor(query(_DECLS)).matches(root):
-        x, d = caps["x"][0], caps["d"][0]
+    for _, x, d in walk.field_matches(root, DECL_PATTERNS):
         got = _declared_name(d)
         if got is None or got[0] not in names:
             continue
@@ -201,10 +205,9 @@ def declarations(root: ts.Node, names: set[str], local: bool) -> dict[str, list[
         out.setdefault(name, []).append(_Decl(kind, x.start_point[0] + 1, _conditional(x),
                                               fn.start_byte if fn is not None else None, klass, x.start_byte,
                                               _arity(d) if kind == "function" else None))
-    for _, caps in ts.QueryCursor(query(_MACROS)).matches(root):
-        n = node_text(caps["n"][0])
+    for _, x, nn in walk.field_matches(root, MACRO_PATTERNS):
+        n = node_text(nn)
         if n in names:
-            x = caps["x"][0]
             v = x.child_by_field_name("value")
             if x.type == "preproc_def" and v is not None and re.fullmatch(
                     rf"\s*\(?\s*{re.escape(n)}_v\d+\s*\)?\s*", node_text(v)):

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import tree_sitter as ts
 
-from ..parse.treesitter import parse, query
+from ..parse import walk
+from ..parse.treesitter import parse
 from .context import FileContext, normalize
 from ..source import read_regular
 
@@ -106,22 +107,30 @@ def _is_definition_parameter(param: ts.Node) -> bool:
     return False
 
 
+# `(parameter_declaration type: (_) @t) @p (optional_parameter_declaration type: (_) @t) @p
+#  (field_declaration type: (_) @t) @f (declaration type: (_) @t) @d`, walked (parse/walk.py says why)
+DECLARATION_PATTERNS = (
+    walk.FieldPattern("parameter_declaration", "type", tag="p"),
+    walk.FieldPattern("optional_parameter_declaration", "type", tag="p"),
+    walk.FieldPattern("field_declaration", "type", tag="f"),
+    walk.FieldPattern("declaration", "type", tag="d"),
+)
+
+
 def _declaration_reasons(root: ts.Node, data: bytes, where: str) -> list[str]:
-    q = query("(parameter_declaration type: (_) @t) @p (optional_parameter_declaration type: (_) @t) @p "
-              "(field_declaration type: (_) @t) @f (declaration type: (_) @t) @d")
     out = []
-    for _, caps in ts.QueryCursor(q).matches(root):
-        t = normalize(caps["t"][0].text.decode("utf-8", "replace"))
+    for pat, x, tn in walk.field_matches(root, DECLARATION_PATTERNS):
+        t = normalize(tn.text.decode("utf-8", "replace"))  # type: ignore[union-attr]
         if t not in STREAM_TYPES:
             continue
-        line = caps["t"][0].start_point[0] + 1
-        if "p" in caps:
-            if _is_definition_parameter(caps["p"][0]):
+        line = tn.start_point[0] + 1
+        if pat.tag == "p":
+            if _is_definition_parameter(x):
                 out.append(f"{where}:{line} receives a stream as a parameter")
-        elif "f" in caps:
+        elif pat.tag == "f":
             out.append(f"{where}:{line} holds a stream in a field")
-        elif "d" in caps:
-            d = caps["d"][0]
+        elif pat.tag == "d":
+            d = x
             if d.parent is not None and d.parent.type in ("translation_unit", "declaration_list"):
                 out.append(f"{where}:{line} declares a file-scope stream")
     return out
