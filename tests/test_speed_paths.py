@@ -55,20 +55,13 @@ def _uncached_header_declarations(ctx, inc, text):
     return refs
 
 
-def _query_field_matches(root, patterns):
-    """The former implementation of a walk: one query, `(TYPE field: (CHILD) @c) @x` per pattern."""
-    q = query(" ".join(f"({p.node_type} {p.field}: ({p.child_type or '_'}) @c) @x" for p in patterns))
-    for i, caps in ts.QueryCursor(q).matches(root):
-        yield patterns[i], caps["x"][0], caps["c"][0]
-
-
 def _query_kernel_launches(root):
     q = query("(call_expression function: (_) @fn (kernel_call_syntax) @cfg arguments: (argument_list) @args) @launch")
     return [(c["launch"][0], c["fn"][0], c["cfg"][0], c["args"][0]) for _, c in ts.QueryCursor(q).matches(root)]
 
 
 def _slow(monkeypatch) -> None:
-    monkeypatch.setattr(walk_mod, "field_matches", _query_field_matches)
+    monkeypatch.setattr(walk_mod, "field_matches", walk_mod.query_field_matches)
     monkeypatch.setattr(walk_mod, "kernel_launches", _query_kernel_launches)
     monkeypatch.setattr(ppenv_mod._Walker, "memoise", False)  # every #include walked again
     monkeypatch.setattr(ppenv_mod, "decide", ppenv_mod._decide)  # every condition evaluated again
@@ -151,9 +144,10 @@ def test_walks_find_what_the_former_queries_found():
         q = query(text)
         for root in roots:
             want = [(i, c[inner][0], c[outer][0] if outer else None) for i, c in ts.QueryCursor(q).matches(root)]
-            got = [(patterns.index(p), c, x if outer else None) for p, x, c in walk_mod.field_matches(root, patterns)]
-            assert [(i, _spans([c]), _spans([x]) if x else None) for i, c, x in got] == \
-                [(i, _spans([c]), _spans([x]) if x else None) for i, c, x in want]
+            for impl in (walk_mod.walk_field_matches, walk_mod.query_field_matches):
+                got = [(patterns.index(p), c, x if outer else None) for p, x, c in impl(root, patterns)]
+                assert [(i, _spans([c]), _spans([x]) if x else None) for i, c, x in got] == \
+                    [(i, _spans([c]), _spans([x]) if x else None) for i, c, x in want], (impl.__name__, text)
             seen += len(want)
     launches = 0
     for root in roots:
@@ -161,6 +155,22 @@ def test_walks_find_what_the_former_queries_found():
         assert [tuple(_spans(m)) for m in walk_mod.kernel_launches(root)] == [tuple(_spans(m)) for m in want]
         launches += len(want)
     assert seen > 100 and launches > 3  # not vacuous
+
+
+def test_field_matches_walks_small_inputs_and_queries_after_the_threshold(monkeypatch):
+    from cudamigrate.match.shadows import DECL_PATTERNS
+    from cudamigrate.parse.treesitter import parse
+
+    root = parse(b"int a, b; void f(int x) { int y; }\n").root_node
+    calls = []
+    monkeypatch.setattr(walk_mod, "_walked", {})
+    monkeypatch.setattr(walk_mod, "QUERY_AFTER_BYTES", root.end_byte + 1)
+    for impl in ("walk_field_matches", "query_field_matches"):
+        real = getattr(walk_mod, impl)
+        monkeypatch.setattr(walk_mod, impl, lambda r, p, real=real, impl=impl: calls.append(impl) or real(r, p))
+    runs = [_spans(x for _, _, x in walk_mod.field_matches(root, DECL_PATTERNS)) for _ in range(3)]
+    assert calls == ["walk_field_matches", "walk_field_matches", "query_field_matches"]
+    assert runs[0] == runs[1] == runs[2] and len(runs[0]) == 5
 
 
 def _engine(*ids: str) -> Engine:

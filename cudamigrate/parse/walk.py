@@ -1,10 +1,10 @@
 """Tree walks that stand in for simple tree-sitter queries.
 
 Compiling a query against the CUDA grammar costs 5-30 ms per query, once per process; a one-file run
-(pre-commit) needs half a dozen of them, about a third of its time. A `TreeCursor` walk in pre-order visits
-a node in well under a microsecond, as fast as running the compiled query on a large file, so the queries
-of the form `(TYPE field: (CHILD) @c) @x` that every scanned file meets are walks instead.
-`tests/test_speed_paths.py` checks that each walk finds what its former query found, in the same order.
+(pre-commit) needed half a dozen of them, a third of its time. A `TreeCursor` walk in pre-order costs ~15 %
+more than running the compiled query, nothing to compile: the queries of the form `(TYPE field: (CHILD) @c) @x`
+that every scanned file meets are walked until a process has seen enough source for the compilation to pay.
+`tests/test_speed_paths.py` checks that walk and query find what the former queries found, in the same order.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import tree_sitter as ts
+
+from .treesitter import query
 
 
 @dataclass(frozen=True)
@@ -25,30 +27,53 @@ class FieldPattern:
     tag: str = ""  # which pattern matched, for callers whose patterns differ in meaning
 
 
+# Bytes of source a process walks for one pattern set before it compiles the query instead: a walk costs
+# ~15 % more than running the compiled query, so compiling (5-30 ms) pays off after a few MB.
+QUERY_AFTER_BYTES = 2_000_000
+_walked: dict[tuple[FieldPattern, ...], int] = {}
+
+
 def field_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> Iterator[tuple[FieldPattern, ts.Node, ts.Node]]:
     """(pattern, node, child) for every match of `patterns` under `root`, in the order a query's `matches`
-    gives them: a match is complete when the query reaches its child, so in the pre-order of the children
-    (a declaration's second declarator comes after the parameters of its first), then in pattern order."""
+    gives them: walked while the process has seen little source (a one-file run never compiles the query),
+    the compiled query once it has walked QUERY_AFTER_BYTES (a large tree); both give the same matches."""
+    walked = _walked.get(patterns, 0)
+    if walked >= QUERY_AFTER_BYTES:
+        return query_field_matches(root, patterns)
+    _walked[patterns] = walked + root.end_byte - root.start_byte
+    return walk_field_matches(root, patterns)
+
+
+def walk_field_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> Iterator[tuple[FieldPattern, ts.Node, ts.Node]]:
+    """field_matches by a TreeCursor walk. A query completes a match when it reaches the match's child, so
+    matches come in the pre-order of the children (a declaration's second declarator after the parameters of
+    its first), then in pattern order."""
     fields = frozenset(p.field for p in patterns)
+    types = frozenset(p.node_type for p in patterns)
     cur = root.walk()
-    parents: list[ts.Node] = []
     while True:
-        if parents and cur.field_name in fields:
+        f = cur.field_name
+        if f is not None and f in fields:
             child = cur.node
             if child is not None and child.is_named:
-                parent = parents[-1]
-                for p in patterns:
-                    if p.node_type == parent.type and p.field == cur.field_name and \
-                            (p.child_type is None or child.type == p.child_type):
-                        yield p, parent, child
-        node = cur.node
+                parent = child.parent
+                if parent is not None and parent.type in types:
+                    for p in patterns:
+                        if p.node_type == parent.type and p.field == f and \
+                                (p.child_type is None or child.type == p.child_type):
+                            yield p, parent, child
         if cur.goto_first_child():
-            parents.append(node)  # type: ignore[arg-type]
             continue
         while not cur.goto_next_sibling():
             if not cur.goto_parent():
                 return
-            parents.pop()
+
+
+def query_field_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> Iterator[tuple[FieldPattern, ts.Node, ts.Node]]:
+    """field_matches by the query `(TYPE field: (CHILD) @c) @x ...`, compiled once per process."""
+    q = query(" ".join(f"({p.node_type} {p.field}: ({p.child_type or '_'}) @c) @x" for p in patterns))
+    for i, caps in ts.QueryCursor(q).matches(root):
+        yield patterns[i], caps["x"][0], caps["c"][0]
 
 
 _LAUNCH_ARGS = (FieldPattern("call_expression", "arguments", "argument_list"),)
