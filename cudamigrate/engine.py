@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-import tree_sitter as ts
 
 from . import cost as costmod
 from . import unused_suppressions
@@ -23,7 +22,8 @@ from .match.edits import EditError, build_edits, keep_compat_edits, template_con
 from .match.semantic import SemanticContext
 from .match.kinds import MATCHER_KINDS, keywords as rule_keywords
 from .match.matchers import Match, identifier_hits
-from .parse.treesitter import (ErrorSpans, Unit, macro_units, parse, query, register_roots, reset_parent_cache,
+from .parse import walk
+from .parse.treesitter import (ErrorSpans, Unit, macro_units, parse, register_roots, reset_parent_cache,
                                syntax_blocker)
 from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions
 from .project_index import ProjectIndex
@@ -553,13 +553,15 @@ def clip_message(text: str) -> str:
 PREPROC_IF = re.compile(rb"#[ \t]*if(?![A-Za-z0-9_])")
 
 
+IF_CONDITION_PATTERNS = (walk.FieldPattern("preproc_if", "condition"),)  # `(preproc_if condition: (_) @c) @if`
+
+
 def disabled_ranges(tree) -> list[tuple[int, int]]:
     """Byte ranges of `#if 0` branches (not their `#else`): code there is documentation, not code.
     Computed once per file: walking each match's ancestors costs O(depth) per step in tree-sitter,
     which made deeply nested calls cubic."""
     out: list[tuple[int, int]] = []
-    for _, caps in ts.QueryCursor(query("(preproc_if condition: (_) @c) @if")).matches(tree.root_node):
-        node, cond = caps["if"][0], caps["c"][0]
+    for _, node, cond in walk.field_matches(tree.root_node, IF_CONDITION_PATTERNS):
         if cond.text.strip() not in (b"0", b"(0)"):
             continue
         alt = node.child_by_field_name("alternative")

@@ -63,6 +63,8 @@ def _query_kernel_launches(root):
 def _slow(monkeypatch) -> None:
     monkeypatch.setattr(walk_mod, "field_matches", walk_mod.query_field_matches)
     monkeypatch.setattr(walk_mod, "kernel_launches", _query_kernel_launches)
+    monkeypatch.setattr(walk_mod, "typed_nodes", lambda root, types: ts.QueryCursor(
+        query(" ".join(f"({t}) @n" for t in sorted(types)))).captures(root).get("n", []))  # in the query's order
     monkeypatch.setattr(ppenv_mod._Walker, "memoise", False)  # every #include walked again
     monkeypatch.setattr(ppenv_mod, "decide", ppenv_mod._decide)  # every condition evaluated again
     monkeypatch.setattr(texture_mod, "_header_declarations", _uncached_header_declarations)
@@ -110,6 +112,12 @@ _FORMER_QUERIES = [
      "(parameter_declaration declarator: (_) @d) @x"),
     ("cudamigrate.match.shadows", "MACRO_PATTERNS", "n", "x",
      "(preproc_def name: (_) @n) @x (preproc_function_def name: (_) @n) @x"),
+    ("cudamigrate.match.context", "CALL_PATTERNS", "fn", "call", "(call_expression function: (_) @fn) @call"),
+    ("cudamigrate.match.context", "DECL_TYPE_PATTERNS", "t", "decl",
+     "(declaration type: (_) @t) @decl (parameter_declaration type: (_) @t) @decl "
+     "(optional_parameter_declaration type: (_) @t) @decl (field_declaration type: (_) @t) @decl"),
+    ("cudamigrate.match.matchers", "INCLUDE_PATTERNS", "path", "inc", "(preproc_include path: (_) @path) @inc"),
+    ("cudamigrate.engine", "IF_CONDITION_PATTERNS", "c", "if", "(preproc_if condition: (_) @c) @if"),
     ("cudamigrate.match.streams", "DECLARATION_PATTERNS", "t", "x",
      "(parameter_declaration type: (_) @t) @x (optional_parameter_declaration type: (_) @t) @x "
      "(field_declaration type: (_) @t) @x (declaration type: (_) @t) @x"),
@@ -133,8 +141,11 @@ def _spans(nodes):
 
 
 def test_walks_find_what_the_former_queries_found():
-    """Each walk gives the matches of the query it replaced, in the same order, on every fixture and example
-    file (and on multi-declarator, lambda, launch and broken code)."""
+    """Each walk (and each query that replaces it on large inputs) gives the matches of the query it replaced,
+    in the same order (typed nodes: in document order, which a query's captures are not), on every fixture and
+    example file (and on multi-declarator, lambda, launch and broken code)."""
+    from cudamigrate.match.builtins import CONDITIONAL_TYPES, NAMESPACE_IDENTIFIER
+
     import importlib
 
     roots = _corpus_roots()
@@ -148,6 +159,14 @@ def test_walks_find_what_the_former_queries_found():
                 got = [(patterns.index(p), c, x if outer else None) for p, x, c in impl(root, patterns)]
                 assert [(i, _spans([c]), _spans([x]) if x else None) for i, c, x in got] == \
                     [(i, _spans([c]), _spans([x]) if x else None) for i, c, x in want], (impl.__name__, text)
+            seen += len(want)
+    for types, text in [(CONDITIONAL_TYPES, "(preproc_if) @p (preproc_ifdef) @p"),
+                        (NAMESPACE_IDENTIFIER, "(namespace_identifier) @p")]:
+        q = query(text)
+        for root in roots:
+            want = sorted(_spans(ts.QueryCursor(q).captures(root).get("p", [])), key=lambda s: (s[1], -s[2]))
+            assert _spans(walk_mod.walk_typed_nodes(root, types)) == want, text
+            assert _spans(walk_mod.query_typed_nodes(root, types)) == want, text
             seen += len(want)
     launches = 0
     for root in roots:

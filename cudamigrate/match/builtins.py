@@ -12,6 +12,7 @@ from typing import Any
 import tree_sitter as ts
 
 from ..findings import Edit
+from ..parse import walk
 from ..parse.treesitter import query
 from ..rules.schema import Rule
 from .context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
@@ -29,6 +30,8 @@ VERSION_MACROS = ("CUDA_VERSION", "CUDART_VERSION", "__CUDACC_VER_MAJOR__", "__C
                   "__CUDA_API_VER_MAJOR__", "__CUDA_API_VER_MINOR__")
 _VM = re.compile(r"\b(" + "|".join(VERSION_MACROS) + r")\b")
 # `#if CUDART_VERSION >= 13000  /* cudamigrate: keep-compat 12.0 */`: the chain must keep building with 12.0
+CONDITIONAL_TYPES = frozenset({"preproc_if", "preproc_ifdef"})  # `(preproc_if) @p (preproc_ifdef) @p`, walked
+NAMESPACE_IDENTIFIER = frozenset({"namespace_identifier"})  # `(namespace_identifier) @ns`, walked
 KEEP_COMPAT_MARK = re.compile(rb"cudamigrate:\s*keep-compat\s+(\d+)\.(\d+)")
 
 
@@ -84,7 +87,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
     out: list[Match] = []
     unit = ctx.main
     nl = ctx.source.newline.decode()
-    for node in ts.QueryCursor(query("(preproc_if) @p (preproc_ifdef) @p")).captures(unit.root).get("p", []):
+    for node in walk.typed_nodes(unit.root, CONDITIONAL_TYPES):
         # branches: [directive, condition text, state, line start, body start, body end]
         branches: list[list[Any]] = []
         cur: ts.Node | None = node
@@ -514,8 +517,7 @@ def namespace_use(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
     lasts = {w.split("::")[-1] for w in wanted}
     out: list[Match] = []
     for unit in ctx.units:
-        q = query("(namespace_identifier) @ns")
-        for ns in ts.QueryCursor(q).captures(unit.root).get("ns", []):
+        for ns in walk.typed_nodes(unit.root, NAMESPACE_IDENTIFIER):
             if node_text(ns) not in lasts:
                 continue
             path = [node_text(ns)]

@@ -10,7 +10,7 @@ from typing import Any
 import tree_sitter as ts
 
 from ..parse import walk
-from ..parse.treesitter import Unit, note_deep, parent_of, query
+from ..parse.treesitter import Unit, note_deep, parent_of
 from ..source import SourceFile
 
 LOOP_TYPES = {"for_statement", "for_range_loop", "while_statement", "do_statement"}
@@ -159,6 +159,7 @@ DEFINED_FUNCTION_PATTERNS = (
     walk.FieldPattern("declaration", "declarator", "function_declarator"),
     walk.FieldPattern("field_declaration", "declarator", "function_declarator"),
 )
+CALL_PATTERNS = (walk.FieldPattern("call_expression", "function"),)  # `(call_expression function: (_) @fn) @call`
 
 
 @dataclass
@@ -189,11 +190,10 @@ class FileContext:
     def calls(self) -> dict[str, list[tuple[Unit, ts.Node]]]:
         """Every call in the file by normalized callee name (incl. macro bodies)."""
         out: dict[str, list[tuple[Unit, ts.Node]]] = {}
-        q = query("(call_expression function: (_) @fn) @call")
         for unit in self.units:
-            for _, caps in ts.QueryCursor(q).matches(unit.root):
-                name = normalize_name(node_text(caps["fn"][0]))
-                out.setdefault(name, []).append((unit, caps["call"][0]))
+            for _, call, fn in walk.field_matches(unit.root, CALL_PATTERNS):
+                name = normalize_name(node_text(fn))
+                out.setdefault(name, []).append((unit, call))
         return out
 
     @cached_property
@@ -260,8 +260,10 @@ class FileContext:
 
 
 # --------------------------------------------------------------------------- declared types
-_DECL_QUERY = ("(declaration type: (_) @t) @decl (parameter_declaration type: (_) @t) @decl "
-               "(optional_parameter_declaration type: (_) @t) @decl (field_declaration type: (_) @t) @decl")
+# `(declaration type: (_) @t) @decl (parameter_declaration type: (_) @t) @decl
+#  (optional_parameter_declaration type: (_) @t) @decl (field_declaration type: (_) @t) @decl`, walked
+DECL_TYPE_PATTERNS = tuple(walk.FieldPattern(t, "type") for t in (
+    "declaration", "parameter_declaration", "optional_parameter_declaration", "field_declaration"))
 _ITER_CALLS = {"begin", "end", "cbegin", "cend", "rbegin", "rend", "crbegin", "crend", "data", "raw_pointer_cast"}
 
 
@@ -335,13 +337,12 @@ def type_aliases(data: bytes) -> dict[str, str]:
 def _declaration_index(root: ts.Node) -> dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]]:
     """Name -> [(declaration, type node, declares an object, start of its enclosing function)], in file order."""
     out: dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]] = {}
-    for _, caps in ts.QueryCursor(query(_DECL_QUERY)).matches(root):
-        decl = caps["decl"][0]
+    for _, decl, tn in walk.field_matches(root, DECL_TYPE_PATTERNS):
         dfn = scope_of(decl).function
         for d in declarators(decl):
             got = declarator_name(d)
             if got is not None:
-                out.setdefault(got[0], []).append((decl, caps["t"][0], got[1], dfn.start_byte if dfn is not None else None))
+                out.setdefault(got[0], []).append((decl, tn, got[1], dfn.start_byte if dfn is not None else None))
     return out
 
 

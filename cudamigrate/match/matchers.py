@@ -379,20 +379,20 @@ def launches(rule: Rule, ctx: FileContext) -> list[Match]:
     return out
 
 
+INCLUDE_PATTERNS = (walk.FieldPattern("preproc_include", "path"),)  # `(preproc_include path: (_) @path) @inc`
+
+
 def includes(rule: Rule, ctx: FileContext) -> list[Match]:
     out: list[Match] = []
     wanted = set(rule.spec.get("paths", []))
     prefixes = tuple(rule.spec.get("prefixes", []))
-    q = query("(preproc_include path: (_) @path) @inc")
-    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
-        path = caps["path"][0]
+    for _, inc, path in walk.field_matches(ctx.main.root, INCLUDE_PATTERNS):
         text = node_text(path).strip()
         inner = text[1:-1] if len(text) >= 2 else text
         if inner in wanted or (prefixes and inner.startswith(prefixes)):
-            m = Match(rule=rule, unit=ctx.main, node=caps["inc"][0], name=inner, written=text, name_range=ctx.main.abs(path))
+            m = Match(rule=rule, unit=ctx.main, node=inc, name=inner, written=text, name_range=ctx.main.abs(path))
             m.vars["path"] = inner
             m.vars["system"] = text.startswith("<")
-            inc = caps["inc"][0]
             # the include node swallows its newline; report just the directive
             s, e = ctx.main.abs(inc)
             if ctx.source.data[s:e].endswith(b"\n"):

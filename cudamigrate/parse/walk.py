@@ -30,7 +30,7 @@ class FieldPattern:
 # Bytes of source a process walks for one pattern set before it compiles the query instead: a walk costs
 # ~15 % more than running the compiled query, so compiling (5-30 ms) pays off after a few MB.
 QUERY_AFTER_BYTES = 2_000_000
-_walked: dict[tuple[FieldPattern, ...], int] = {}
+_walked: dict[tuple[FieldPattern, ...] | frozenset[str], int] = {}
 
 
 def field_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> Iterator[tuple[FieldPattern, ts.Node, ts.Node]]:
@@ -74,6 +74,35 @@ def query_field_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> It
     q = query(" ".join(f"({p.node_type} {p.field}: ({p.child_type or '_'}) @c) @x" for p in patterns))
     for i, caps in ts.QueryCursor(q).matches(root):
         yield patterns[i], caps["x"][0], caps["c"][0]
+
+
+def typed_nodes(root: ts.Node, types: frozenset[str]) -> list[ts.Node]:
+    """The nodes of `types` under `root` (itself included) in document order (ancestors first): the captures
+    of `(TYPE) @n ...` (whose own order is not the document's), walked or queried as field_matches is."""
+    walked = _walked.get(types, 0)
+    if walked >= QUERY_AFTER_BYTES:
+        return query_typed_nodes(root, types)
+    _walked[types] = walked + root.end_byte - root.start_byte
+    return walk_typed_nodes(root, types)
+
+
+def walk_typed_nodes(root: ts.Node, types: frozenset[str]) -> list[ts.Node]:
+    out: list[ts.Node] = []
+    cur = root.walk()
+    while True:
+        if cur.node.type in types:
+            out.append(cur.node)
+        if cur.goto_first_child():
+            continue
+        while not cur.goto_next_sibling():
+            if not cur.goto_parent():
+                return out
+
+
+def query_typed_nodes(root: ts.Node, types: frozenset[str]) -> list[ts.Node]:
+    """typed_nodes by a query; sorted, as a query's captures of several patterns are not in document order."""
+    got = ts.QueryCursor(query(" ".join(f"({t}) @n" for t in sorted(types)))).captures(root).get("n", [])
+    return sorted(got, key=lambda n: (n.start_byte, -n.end_byte))
 
 
 _LAUNCH_ARGS = (FieldPattern("call_expression", "arguments", "argument_list"),)
