@@ -55,6 +55,11 @@ def _uncached_header_declarations(ctx, inc, text):
     return refs
 
 
+def _query_pair_matches(root, last, first_field, first_type=None):
+    q = query(f"({last.node_type} {first_field}: ({first_type or '_'}) @f {last.field}: ({last.child_type or '_'}) @l) @x")
+    return [(c["x"][0], c["f"][0], c["l"][0]) for _, c in ts.QueryCursor(q).matches(root)]
+
+
 def _query_kernel_launches(root):
     q = query("(call_expression function: (_) @fn (kernel_call_syntax) @cfg arguments: (argument_list) @args) @launch")
     return [(c["launch"][0], c["fn"][0], c["cfg"][0], c["args"][0]) for _, c in ts.QueryCursor(q).matches(root)]
@@ -63,6 +68,7 @@ def _query_kernel_launches(root):
 def _slow(monkeypatch) -> None:
     monkeypatch.setattr(walk_mod, "field_matches", walk_mod.query_field_matches)
     monkeypatch.setattr(walk_mod, "kernel_launches", _query_kernel_launches)
+    monkeypatch.setattr(walk_mod, "pair_matches", _query_pair_matches)
     monkeypatch.setattr(walk_mod, "typed_nodes", lambda root, types: ts.QueryCursor(
         query(" ".join(f"({t}) @n" for t in sorted(types)))).captures(root).get("n", []))  # in the query's order
     monkeypatch.setattr(ppenv_mod._Walker, "memoise", False)  # every #include walked again
@@ -168,6 +174,23 @@ def test_walks_find_what_the_former_queries_found():
             assert _spans(walk_mod.walk_typed_nodes(root, types)) == want, text
             assert _spans(walk_mod.query_typed_nodes(root, types)) == want, text
             seen += len(want)
+    from cudamigrate.match.texture import reference_type_names, texture_templates
+
+    for fn, text, caps in [
+        (texture_templates, '((template_type name: (type_identifier) @n arguments: (template_argument_list) @a) @t '
+                            '(#any-of? @n "texture" "surface"))', ("t", "n", "a")),
+        (lambda r: walk_mod.pair_matches(r, texture_mod.CALL_ARGS, "function"),
+         "(call_expression function: (_) @fn arguments: (argument_list) @args) @call", ("call", "fn", "args")),
+    ]:
+        q = query(text)
+        for root in roots:
+            want = [tuple(_spans(c[k][0] for k in caps)) for _, c in ts.QueryCursor(q).matches(root)]
+            assert [tuple(_spans(m)) for m in fn(root)] == want, text
+            seen += len(want)
+    q = query('((type_identifier) @t (#any-of? @t "textureReference" "surfaceReference"))')
+    for root in roots:
+        assert _spans(reference_type_names(root)) == sorted(_spans(ts.QueryCursor(q).captures(root).get("t", [])),
+                                                            key=lambda s: (s[1], -s[2]))  # captures: not in order
     launches = 0
     for root in roots:
         want = _query_kernel_launches(root)

@@ -43,6 +43,7 @@ from typing import Any
 import tree_sitter as ts
 
 from ..findings import Edit
+from ..parse import walk
 from ..parse.treesitter import Unit, parse, query
 from ..rules.schema import Rule
 from ..registry import Registry
@@ -173,16 +174,32 @@ def _at_file_scope(node: ts.Node) -> bool:
     return True
 
 
+TEMPLATE_ARGS = walk.FieldPattern("template_type", "arguments", "template_argument_list")
+CALL_ARGS = walk.FieldPattern("call_expression", "arguments", "argument_list")
+REFERENCE_TYPES = frozenset({"type_identifier"})
+
+
+def texture_templates(root: ts.Node) -> list[tuple[ts.Node, ts.Node, ts.Node]]:
+    """(template type, name, arguments) of `texture<...>`/`surface<...>`, walked (parse/walk.py says why): the
+    former query `((template_type name: (type_identifier) @n arguments: (template_argument_list) @a) @t
+    (#any-of? @n "texture" "surface"))`."""
+    return [m for m in walk.pair_matches(root, TEMPLATE_ARGS, "name", "type_identifier")
+            if m[1].text in (b"texture", b"surface")]
+
+
+def reference_type_names(root: ts.Node) -> list[ts.Node]:
+    """`textureReference`/`surfaceReference` type names in document order: the former query
+    `((type_identifier) @t (#any-of? @t "textureReference" "surfaceReference"))`, walked."""
+    return [n for n in walk.typed_nodes(root, REFERENCE_TYPES) if n.text in (b"textureReference", b"surfaceReference")]
+
+
 def _declarations(root: ts.Node, unit: Unit | None) -> tuple[list[Ref], list[tuple[ts.Node, str]]]:
     """File-scope texture<>/surface<> declarations; other texture<> type uses (parameters, typedefs...)."""
     refs: list[Ref] = []
     odd: list[tuple[ts.Node, str]] = []
-    q = query('((template_type name: (type_identifier) @n arguments: (template_argument_list) @a) @t '
-              '(#any-of? @n "texture" "surface"))')
-    for _, caps in ts.QueryCursor(q).matches(root):
-        t = caps["t"][0]
-        kind = node_text(caps["n"][0])
-        targs = [normalize_spaces(node_text(c)) for c in named_children(caps["a"][0])]
+    for t, n, a in texture_templates(root):
+        kind = node_text(n)
+        targs = [normalize_spaces(node_text(c)) for c in named_children(a)]
         decl = t.parent
         fname = _returning_function(decl)
         if fname is not None:
@@ -1033,12 +1050,11 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
     """Uses of the removed reference API that no CM601/CM602 finding accounts for."""
     _, _, by_name, _ = _refs_in_scope(ctx)
     out: list[Match] = []
-    q = query("(call_expression function: (_) @fn arguments: (argument_list) @args) @call")
     for unit in ctx.units:
-        for _, caps in ts.QueryCursor(q).matches(unit.root):
-            call = caps["call"][0]
+        # `(call_expression function: (_) @fn arguments: (argument_list) @args) @call`, walked
+        for call, _, argl in walk.pair_matches(unit.root, CALL_ARGS, "function"):
             fn, templ = _fn_name(call)
-            args = named_children(caps["args"][0])
+            args = named_children(argl)
             if fn in ctx.defined_functions:
                 continue
             ref_arg = None
@@ -1073,9 +1089,8 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
             m = Match(rule=rule, unit=unit, node=call, name=fn, written=fn)
             m.vars.update({"function": fn, "reason": why})
             out.append(m)
-    q2 = query('((type_identifier) @t (#any-of? @t "textureReference" "surfaceReference"))')
     for unit in ctx.units:
-        for node in ts.QueryCursor(q2).captures(unit.root).get("t", []):
+        for node in reference_type_names(unit.root):
             if _project_type_use(node, _project_types(unit.root)):
                 continue
             m = Match(rule=rule, unit=unit, node=node, name=node_text(node), written=node_text(node))

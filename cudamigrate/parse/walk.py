@@ -105,6 +105,21 @@ def query_typed_nodes(root: ts.Node, types: frozenset[str]) -> list[ts.Node]:
     return sorted(got, key=lambda n: (n.start_byte, -n.end_byte))
 
 
+def pair_matches(root: ts.Node, last: FieldPattern, first_field: str, first_type: str | None = None
+                 ) -> list[tuple[ts.Node, ts.Node, ts.Node]]:
+    """(node, first, last) for `(TYPE first_field: (FIRST) @f last_field: (LAST) @l) @x`, in that query's order
+    (a match completes at its last child): `last` gives TYPE, last_field and LAST."""
+    out = []
+    for _, node, lc in field_matches(root, (last,)):
+        kids = node.children
+        k = next(i for i, c in enumerate(kids) if c == lc)
+        for i in range(k):
+            c = kids[i]
+            if c.is_named and node.field_name_for_child(i) == first_field and (first_type is None or c.type == first_type):
+                out.append((node, c, lc))
+    return out
+
+
 _LAUNCH_ARGS = (FieldPattern("call_expression", "arguments", "argument_list"),)
 
 
