@@ -19,6 +19,8 @@ import pytest
 import tree_sitter as ts
 
 import cudamigrate.engine as engine_mod
+import cudamigrate.match.deviceprop as deviceprop_mod
+import cudamigrate.match.matchers as matchers_mod
 import cudamigrate.match.ppenv as ppenv_mod
 import cudamigrate.match.streams as streams_mod
 import cudamigrate.match.texture as texture_mod
@@ -55,8 +57,9 @@ def _uncached_header_declarations(ctx, inc, text):
     return refs
 
 
-def _query_pair_matches(root, last, first_field, first_type=None):
-    q = query(f"({last.node_type} {first_field}: ({first_type or '_'}) @f {last.field}: ({last.child_type or '_'}) @l) @x")
+def _query_pair_matches(root, lasts, first_field, first_type=None):
+    q = query(" ".join(f"({p.node_type} {first_field}: ({first_type or '_'}) @f {p.field}: ({p.child_type or '_'}) @l) @x"
+                       for p in lasts))
     return [(c["x"][0], c["f"][0], c["l"][0]) for _, c in ts.QueryCursor(q).matches(root)]
 
 
@@ -124,6 +127,7 @@ _FORMER_QUERIES = [
      "(optional_parameter_declaration type: (_) @t) @decl (field_declaration type: (_) @t) @decl"),
     ("cudamigrate.match.matchers", "INCLUDE_PATTERNS", "path", "inc", "(preproc_include path: (_) @path) @inc"),
     ("cudamigrate.engine", "IF_CONDITION_PATTERNS", "c", "if", "(preproc_if condition: (_) @c) @if"),
+    ("cudamigrate.match.deviceprop", "FIELD_READS", "f", "fe", "(field_expression field: (field_identifier) @f) @fe"),
     ("cudamigrate.match.streams", "DECLARATION_PATTERNS", "t", "x",
      "(parameter_declaration type: (_) @t) @x (optional_parameter_declaration type: (_) @t) @x "
      "(field_declaration type: (_) @t) @x (declaration type: (_) @t) @x"),
@@ -181,11 +185,18 @@ def test_walks_find_what_the_former_queries_found():
                             '(#any-of? @n "texture" "surface"))', ("t", "n", "a")),
         (lambda r: walk_mod.pair_matches(r, texture_mod.CALL_ARGS, "function"),
          "(call_expression function: (_) @fn arguments: (argument_list) @args) @call", ("call", "fn", "args")),
+        (lambda r: walk_mod.pair_matches(r, matchers_mod.TYPED_DECLARATORS, "type"),
+         "(declaration type: (_) @t declarator: (_) @d) (parameter_declaration type: (_) @t declarator: (_) @d) "
+         "(field_declaration type: (_) @t declarator: (_) @d) @x", None),
+        (lambda r: walk_mod.pair_matches(r, deviceprop_mod.FIELD_DECLARATORS, "type"),
+         "(field_declaration type: (_) @t declarator: (_) @d) @x", ("x", "t", "d")),
+        (lambda r: walk_mod.pair_matches(r, deviceprop_mod.FIELD_READS, "argument"),
+         "(field_expression argument: (_) @r field: (field_identifier) @f) @x", ("x", "r", "f")),
     ]:
         q = query(text)
         for root in roots:
-            want = [tuple(_spans(c[k][0] for k in caps)) for _, c in ts.QueryCursor(q).matches(root)]
-            assert [tuple(_spans(m)) for m in fn(root)] == want, text
+            want = [tuple(_spans(c[k][0] for k in caps or ("t", "d"))) for _, c in ts.QueryCursor(q).matches(root)]
+            assert [tuple(_spans(m[1 if caps is None else 0:])) for m in fn(root)] == want, text
             seen += len(want)
     q = query('((type_identifier) @t (#any-of? @t "textureReference" "surfaceReference"))')
     for root in roots:

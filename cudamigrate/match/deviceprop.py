@@ -20,12 +20,17 @@ from pathlib import Path
 import tree_sitter as ts
 
 from ..findings import Edit
+from ..parse import walk
 from ..parse.treesitter import Unit, query
 from .context import FileContext, declaration_of, named_children, node_text, normalize, normalize_name, scope_of, type_aliases
 
 _BLOCKS = {"compound_statement"}
 _PP_BLOCKS = {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
 _LOOPS = {"for_statement", "for_range_loop", "while_statement", "do_statement"}
+# walked, not queried (parse/walk.py says why): `(field_declaration type: (_) @t declarator: (_) @d)`,
+# `(field_expression field: (field_identifier) @f) @fe` (also with `argument: (_) @r` first)
+FIELD_DECLARATORS = (walk.FieldPattern("field_declaration", "declarator"),)
+FIELD_READS = (walk.FieldPattern("field_expression", "field", "field_identifier"),)
 _CHECK_NAME = re.compile(r"(?i)check|err|safe|call|assert")
 _NOT_CHECKS = {"printf", "fprintf", "puts", "assert", "static_cast", "sizeof", "exit", "abort", "decltype"}
 
@@ -94,17 +99,15 @@ def _field_types(ctx: FileContext) -> dict[str, list[str]]:
     from .shadows import _tree
 
     got = {}
-    q = query("(field_declaration type: (_) @t declarator: (_) @d)")
     for path, data in _project_texts(ctx):
         if b"cudaDeviceProp" not in data and not any(a.encode() in data for a in _aliases(ctx)):
             continue
         root = ctx.main.root if path == ctx.source.path else _tree(path, data).root_node
-        for _, caps in ts.QueryCursor(q).matches(root):
-            d = caps["d"][0]
+        for _, tn, d in walk.pair_matches(root, FIELD_DECLARATORS, "type"):
             while d.type in ("pointer_declarator", "reference_declarator", "array_declarator", "init_declarator") and d.named_children:
                 d = d.child_by_field_name("declarator") or d.named_children[0]
             if d.type == "field_identifier":
-                got.setdefault(node_text(d), []).append(node_text(caps["t"][0]))
+                got.setdefault(node_text(d), []).append(node_text(tn))
     ctx.__dict__["_dp_fields"] = got
     return got
 
@@ -237,11 +240,10 @@ def _earlier_hoists(stmt: ts.Node, field: str) -> int:
     if fn is None:
         return 0
     starts = set()
-    q = query("(field_expression field: (field_identifier) @f) @fe")
-    for _, caps in ts.QueryCursor(q).matches(fn):
-        if node_text(caps["f"][0]) != field or caps["fe"][0].start_byte >= stmt.start_byte:
+    for _, fe, f in walk.field_matches(fn, FIELD_READS):
+        if node_text(f) != field or fe.start_byte >= stmt.start_byte:
             continue
-        other, _ = _hoist_point(caps["fe"][0])
+        other, _ = _hoist_point(fe)
         if other is not None and other.start_byte < stmt.start_byte:
             starts.add(other.start_byte)
     return len(starts)
@@ -258,10 +260,9 @@ def hoist_edits(ctx: FileContext, unit: Unit, fe: ts.Node, field: str, attr: str
     recv = fe.child_by_field_name("argument")
     want = normalize(node_text(recv)) if recv is not None else ""
     same: list[ts.Node] = []
-    q = query("(field_expression argument: (_) @r field: (field_identifier) @f) @fe")
-    for _, caps in ts.QueryCursor(q).matches(stmt):
-        if node_text(caps["f"][0]) == field and normalize(node_text(caps["r"][0])) == want:
-            same.append(caps["fe"][0])
+    for fe2, r, f in walk.pair_matches(stmt, FIELD_READS, "argument"):
+        if node_text(f) == field and normalize(node_text(r)) == want:
+            same.append(fe2)
     if not same:
         same = [fe]
     for n in same:

@@ -311,18 +311,21 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
     return m
 
 
+# `(declaration type: (_) @t declarator: (_) @d) (parameter_declaration type: (_) @t declarator: (_) @d)
+#  (field_declaration type: (_) @t declarator: (_) @d)`, walked (parse/walk.py says why)
+TYPED_DECLARATORS = tuple(walk.FieldPattern(t, "declarator")
+                          for t in ("declaration", "parameter_declaration", "field_declaration"))
+
+
 def _declarations(ctx: FileContext, unit: Unit) -> dict[str, list[tuple[int, str]]]:
     """Variable name -> [(offset, declared type)] for every declaration in the unit (computed once)."""
     cache = ctx.__dict__.setdefault("_decl_cache", {})
     key = id(unit)
     if key in cache:
         return cache[key]
-    q = query("(declaration type: (_) @t declarator: (_) @d) (parameter_declaration type: (_) @t declarator: (_) @d) "
-              "(field_declaration type: (_) @t declarator: (_) @d)")
     out: dict[str, list[tuple[int, str]]] = {}
-    for _, caps in ts.QueryCursor(q).matches(unit.root):
-        d = caps["d"][0]
-        t = normalize_name(node_text(caps["t"][0]))
+    for _, tn, d in walk.pair_matches(unit.root, TYPED_DECLARATORS, "type"):
+        t = normalize_name(node_text(tn))
         ref = "&" in node_text(d).split("=")[0] or "*" in node_text(d).split("=")[0]
         while d.type in ("init_declarator", "reference_declarator", "pointer_declarator", "array_declarator") and d.named_children:
             d = d.child_by_field_name("declarator") or d.named_children[0]

@@ -174,8 +174,8 @@ def _at_file_scope(node: ts.Node) -> bool:
     return True
 
 
-TEMPLATE_ARGS = walk.FieldPattern("template_type", "arguments", "template_argument_list")
-CALL_ARGS = walk.FieldPattern("call_expression", "arguments", "argument_list")
+TEMPLATE_ARGS = (walk.FieldPattern("template_type", "arguments", "template_argument_list"),)
+CALL_ARGS = (walk.FieldPattern("call_expression", "arguments", "argument_list"),)
 REFERENCE_TYPES = frozenset({"type_identifier"})
 
 

@@ -105,12 +105,13 @@ def query_typed_nodes(root: ts.Node, types: frozenset[str]) -> list[ts.Node]:
     return sorted(got, key=lambda n: (n.start_byte, -n.end_byte))
 
 
-def pair_matches(root: ts.Node, last: FieldPattern, first_field: str, first_type: str | None = None
+def pair_matches(root: ts.Node, lasts: tuple[FieldPattern, ...], first_field: str, first_type: str | None = None
                  ) -> list[tuple[ts.Node, ts.Node, ts.Node]]:
-    """(node, first, last) for `(TYPE first_field: (FIRST) @f last_field: (LAST) @l) @x`, in that query's order
-    (a match completes at its last child): `last` gives TYPE, last_field and LAST."""
+    """(node, first, last) for `(TYPE first_field: (FIRST) @f last_field: (LAST) @l) @x ...` (one pattern per
+    entry of `lasts`, which gives TYPE, last_field and LAST), in that query's order (a match completes at its
+    last child)."""
     out = []
-    for _, node, lc in field_matches(root, (last,)):
+    for _, node, lc in field_matches(root, lasts):
         kids = node.children
         k = next(i for i, c in enumerate(kids) if c == lc)
         for i in range(k):
