@@ -179,6 +179,7 @@ def test_walks_find_what_the_former_queries_found():
             assert _spans(walk_mod.query_typed_nodes(root, types)) == want, text
             seen += len(want)
     from cudamigrate.match.texture import reference_type_names, texture_templates
+    from cudamigrate.parse.treesitter import MACRO_BODIES
 
     for fn, text, caps in [
         (texture_templates, '((template_type name: (type_identifier) @n arguments: (template_argument_list) @a) @t '
@@ -192,6 +193,9 @@ def test_walks_find_what_the_former_queries_found():
          "(field_declaration type: (_) @t declarator: (_) @d) @x", ("x", "t", "d")),
         (lambda r: walk_mod.pair_matches(r, deviceprop_mod.FIELD_READS, "argument"),
          "(field_expression argument: (_) @r field: (field_identifier) @f) @x", ("x", "r", "f")),
+        (lambda r: walk_mod.pair_matches(r, MACRO_BODIES, "name"),
+         "(preproc_def name: (_) @name value: (preproc_arg) @body) @x "
+         "(preproc_function_def name: (_) @name value: (preproc_arg) @body) @x", ("x", "name", "body")),
     ]:
         q = query(text)
         for root in roots:

@@ -426,20 +426,18 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     """
     from .matchers import _declared_type
     from ..project_index import member_expression_type, project_member_type
-    from .deviceprop import hoist_edits, receiver_is
+    from .deviceprop import FIELD_READS, hoist_edits, receiver_is
 
     spec = rule.spec
     fields = set(spec.get("fields", []))
     types = spec.get("types", [])
     getters: dict[str, list[int]] = spec.get("getters", {}) or {}
     out: list[Match] = []
-    q = query("(field_expression argument: (_) @r field: (field_identifier) @f) @fe")
     for unit in ctx.units:
-        for _, caps in ts.QueryCursor(q).matches(unit.root):
-            f = caps["f"][0]
+        # `(field_expression argument: (_) @r field: (field_identifier) @f) @fe`, walked
+        for fe, recv, f in walk.pair_matches(unit.root, FIELD_READS, "argument"):
             if node_text(f) not in fields:
                 continue
-            fe, recv = caps["fe"][0], caps["r"][0]
             t: str | None = None
             base = recv
             while base.type in ("subscript_expression", "pointer_expression", "parenthesized_expression") and base.named_children:

@@ -20,6 +20,8 @@ from functools import lru_cache
 import tree_sitter as ts
 import tree_sitter_cuda
 
+from .walk import FieldPattern, pair_matches
+
 MACRO_WRAP_PREFIX = b"void __cudamigrate_macro__(){\n"
 MACRO_WRAP_SUFFIX = b"\n;}\n"
 
@@ -79,13 +81,14 @@ def count_errors(tree: ts.Tree) -> int:
 _CONT = re.compile(rb"\\\r?\n")
 
 
+MACRO_BODIES = tuple(FieldPattern(t, "value", "preproc_arg") for t in ("preproc_def", "preproc_function_def"))
+
+
 def macro_units(tree: ts.Tree, data: bytes, keywords: re.Pattern[bytes] | None) -> list[Unit]:
     """Parse `#define` bodies that mention a keyword, each as the body of a function."""
     units: list[Unit] = []
-    q = query("(preproc_def name: (_) @name value: (preproc_arg) @body) "
-              "(preproc_function_def name: (_) @name value: (preproc_arg) @body)")
-    for _, caps in ts.QueryCursor(q).matches(tree.root_node):
-        body = caps["body"][0]
+    # `(preproc_def name: (_) @name value: (preproc_arg) @body) (preproc_function_def ...)`, walked
+    for _, name_node, body in pair_matches(tree.root_node, MACRO_BODIES, "name"):
         text = data[body.start_byte : body.end_byte]
         if keywords is not None and not keywords.search(text):
             continue
@@ -93,7 +96,7 @@ def macro_units(tree: ts.Tree, data: bytes, keywords: re.Pattern[bytes] | None) 
         text = _CONT.sub(lambda m: b" " * (len(m.group(0)) - 1) + b"\n", text)
         buf = MACRO_WRAP_PREFIX + text + MACRO_WRAP_SUFFIX
         sub = parse(buf)
-        name = caps["name"][0].text.decode("utf-8", "replace")
+        name = name_node.text.decode("utf-8", "replace")
         units.append(Unit(tree=sub, base=body.start_byte - len(MACRO_WRAP_PREFIX), in_macro=True, macro_name=name))
     return units
 
