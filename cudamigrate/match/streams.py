@@ -120,7 +120,7 @@ DECLARATION_PATTERNS = (
 def _declaration_reasons(root: ts.Node, data: bytes, where: str) -> list[str]:
     out = []
     for pat, x, tn in walk.field_matches(root, DECLARATION_PATTERNS):
-        t = normalize(tn.text.decode("utf-8", "replace"))  # type: ignore[union-attr]
+        t = normalize(tn.text.decode("utf-8", "replace"))
         if t not in STREAM_TYPES:
             continue
         line = tn.start_point[0] + 1
