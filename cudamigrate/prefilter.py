@@ -26,31 +26,45 @@ from .match.kinds import keywords as rule_keywords
 from .rules.schema import Rule
 
 # comments, plus the tokens inside which `//` or `/*` is not a comment: strings, character literals (not a
-# C++14 digit separator `1'000`: no word character before the quote or its prefix) and `<...>` include paths
+# C++14 digit separator `1'000`: no word character or quote before the quote or its prefix) and `<...>` include
+# paths. Every branch starts with a literal byte and loops are unrolled (`[^"\\]*(?:\\.[^"\\]*)*`, not
+# `(?:[^"\\]|\\.)*`): `re` then jumps between candidate bytes instead of trying each branch at every byte,
+# twice as fast over real trees. A match is a comment when it starts with `/`.
+_CHAR_BODY = rb"[^'\\\n]*(?:\\.[^'\\\n]*)*'"
 _LEX = re.compile(
-    rb"(?P<c>//(?:[^\n\\]|\\\r?\n|\\.)*|/\*.*?\*/)"
-    rb"|\"(?:[^\"\\\n]|\\.)*\""
-    rb"|(?<![\w'])(?:u8|[uUL])?'(?:[^'\\\n]|\\.)*'"
-    rb"|\#[ \t]*include[ \t]*<[^>\n]*>",
+    rb"//[^\n\\]*(?:\\(?:\r\n|.)[^\n\\]*)*|/\*.*?\*/"
+    rb"|\"[^\"\\\n]*(?:\\.[^\"\\\n]*)*\""
+    rb"|'(?<![\w']')" + _CHAR_BODY
+    + rb"|u8'(?<![\w']u8')" + _CHAR_BODY
+    + rb"|[uUL]'(?<![\w'][uUL]')" + _CHAR_BODY
+    + rb"|\#[ \t]*include[ \t]*<[^>\n]*>",
     re.S,
 )
 _RAW_STRING = re.compile(rb"R\"[^\s()\\]{0,16}\(")
-_DEFINE = re.compile(rb"#[ \t]*define\b(?:[^\n\\]|\\\r?\n|\\.)*")
+_DEFINE = re.compile(rb"#[ \t]*define\b[^\n\\]*(?:\\(?:\r\n|.)[^\n\\]*)*", re.S)
 _WORD = re.compile(r"[A-Za-z_]\w*")
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
 
 
-_WORDS = re.compile(rb"\w+")  # bytes: ASCII word characters, the words that `\bkeyword\b` can match
+# bytes that are not ASCII word characters (`\w` of a bytes pattern) -> space: `translate` + `split` gives the
+# words `\bkeyword\b` can match, twice as fast as `re.findall(rb"\w+")`
+_NOT_WORD = bytes(b if chr(b).isascii() and (chr(b).isalnum() or b == 0x5F) else 0x20 for b in range(256))
+
+
+def words_of(data: bytes) -> set[bytes]:
+    """The distinct ASCII words (`\\w+`) of `data`."""
+    return set(data.translate(_NOT_WORD).split())
 
 
 @dataclass
 class KeywordFinder:
-    """The rules' keywords that occur in a file as whole words (`\bkw\b`), plus the words that `*` keywords
+    """The rules' keywords that occur in a file as whole words (`\\bkw\\b`), plus the words that `*` keywords
     (`Agent*`) match. A set intersection of the file's words with the keywords: as fast as one regex of ~1,000
-    alternatives over the bytes, without compiling that regex at every start (0.3 s, a third of a one-file run)."""
+    alternatives over the bytes, without compiling that regex at every start (0.3 s, a third of a one-file run).
+    The `*` keywords are matched against the file's distinct words, not its bytes."""
 
     words: frozenset[bytes]
-    globs: re.Pattern[bytes] | None = None
+    globs: re.Pattern[bytes] | None = None  # one word per line: `^(?:Agent\w*|...)$`
 
     @classmethod
     def build(cls, keywords: Iterable[str], glob_patterns: Iterable[str]) -> "KeywordFinder | None":
@@ -58,12 +72,13 @@ class KeywordFinder:
         pats = list(glob_patterns)
         if not words and not pats:
             return None
-        return cls(words, re.compile(rb"\b(" + "|".join(pats).encode() + rb")\b") if pats else None)
+        return cls(words, re.compile(rb"^(?:" + "|".join(pats).encode() + rb")$", re.M) if pats else None)
 
     def find(self, data: bytes) -> set[str]:
-        got = set(_WORDS.findall(data)) & self.words
+        present = words_of(data)
+        got = present & self.words
         if self.globs is not None:
-            got |= set(self.globs.findall(data))
+            got |= set(self.globs.findall(b"\n".join(present)))
         return {w.decode() for w in got}
 
 
@@ -82,7 +97,7 @@ def comment_spans(data: bytes) -> list[tuple[int, int]]:
     (its body could hold `/*` or `"`: then nothing is treated as a comment)."""
     if b"/" not in data or _RAW_STRING.search(data):
         return []
-    return [m.span() for m in _LEX.finditer(data) if m.lastgroup == "c"]
+    return [m.span() for m in _LEX.finditer(data) if data[m.start()] == 0x2F]  # `/`
 
 
 def define_regions(data: bytes) -> list[bytes]:
