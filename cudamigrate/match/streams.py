@@ -32,23 +32,30 @@ STREAM_TYPES = {"cudaStream_t", "CUstream", "::cudaStream_t", "::CUstream"}
 # stream constructors and the index of their flags argument (None: no flags, always blocking)
 CREATORS = {"cudaStreamCreate": None, "cudaStreamCreateWithFlags": 1, "cudaStreamCreateWithPriority": 1,
             "cuStreamCreate": 1, "cuStreamCreateWithPriority": 1}
-_CREATE_RX = re.compile(r"\b(" + "|".join(sorted(CREATORS, key=len, reverse=True)) + r")\s*\(")
+# Patterns searched over whole decoded files start with a literal and check the word boundary behind it
+# (`cu(?<!\wcu)`, not `\b(cu...)`): `re` then jumps to the literal's occurrences instead of trying a Unicode
+# `\b` at every position of the str (10-40x faster on cuda-samples; the same matches)
+_CREATE_RX = re.compile(r"(cu(?<!\wcu)(?:" + "|".join(n[2:] for n in sorted(CREATORS, key=len, reverse=True))
+                        + r"))\s*\(")
+assert all(n.startswith("cu") for n in CREATORS)
 _NON_BLOCKING = re.compile(r"\b(cudaStreamNonBlocking|CU_STREAM_NON_BLOCKING)\b|^\(?(0x0*1|1)[uU]?\)?$")
 _PER_THREAD = re.compile(r"\b(cudaStreamPerThread|CU_STREAM_PER_THREAD)\b")
 # host threads share the one legacy stream, so their work serializes on it
-_THREADS = re.compile(r"\bstd\s*::\s*(thread|jthread|async)\b|\bpthread_create\s*\(|#\s*pragma\s+omp\s+(parallel|task)\b")
+_THREADS = re.compile(r"std(?<!\wstd)\s*::\s*(thread|jthread|async)\b|pthread_create(?<!\wpthread_create)\s*\("
+                      r"|#\s*pragma\s+omp\s+(parallel|task)\b")
 # a literal that every match of the pattern holds (`_search_if`)
 _PER_THREAD_WORDS = ("PerThread", "PER_THREAD")
 _THREADS_WORDS = ("thread", "async", "omp")
 _INCLUDE_RX = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
-_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+_COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\\\n]*(?:\\.[^\'\\\n]*)*\'', re.S)
 MAX_HEADERS = 64
 MAX_HEADER_BYTES = 2 << 20
 
 
 @dataclass(frozen=True)
 class StreamUse:
-    """Why the legacy stream meets another blocking stream here (empty: it does not, as far as the source shows)."""
+    """Why the legacy stream meets another blocking stream here: the first reason found (empty: it does not, as far
+    as the source shows)."""
 
     reasons: tuple[str, ...] = field(default_factory=tuple)
 
@@ -59,7 +66,7 @@ class StreamUse:
 
 def _strip(text: str) -> str:
     """Comments and literals blanked (newlines kept), so that only code is searched."""
-    return _COMMENT_OR_STRING.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
+    return _COMMENT_OR_STRING.sub(lambda m: "\n".join(" " * len(x) for x in m.group(0).split("\n")), text)
 
 
 def _call_args(text: str, open_paren: int) -> list[str] | None:
@@ -142,20 +149,25 @@ def _search_if(rx: re.Pattern[str], code: str, *words: str) -> re.Match[str] | N
     return rx.search(code) if any(w in code for w in words) else None
 
 
-def analyse(data: bytes, root: ts.Node | None, where: str) -> list[str]:
-    """The reasons one buffer shows for blocking streams besides the legacy one."""
+def analyse(data: bytes, root: ts.Node | None, where: str, first: bool = False) -> list[str]:
+    """The reasons one buffer shows for blocking streams besides the legacy one; with `first`, only the first
+    found (the text searches run before the tree walk, which parses a header that has no tree yet)."""
     code = _strip(data.decode("utf-8", "replace"))
     reasons = _creation_reasons(code, where)
+    if first and reasons:
+        return reasons[:1]
     pt = _search_if(_PER_THREAD, code, *_PER_THREAD_WORDS)
     if pt is not None:
         reasons.append(f"{where}:{code.count(chr(10), 0, pt.start()) + 1} uses `{pt.group(1)}`")
     th = _search_if(_THREADS, code, *_THREADS_WORDS)
     if th is not None:
         reasons.append(f"{where}:{code.count(chr(10), 0, th.start()) + 1} runs host threads, which share the legacy stream")
+    if first and reasons:
+        return reasons[:1]
     if root is None:
         root = parse(data).root_node
     reasons += _declaration_reasons(root, data, where)
-    return reasons
+    return reasons[:1] if first else reasons
 
 
 @lru_cache(maxsize=512)
@@ -166,7 +178,7 @@ def _header_facts(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, ...],
     except OSError:
         return (), ()
     incs = tuple(m.group(1).decode("utf-8", "replace") for m in _INCLUDE_RX.finditer(data))
-    return tuple(analyse(data, None, Path(path).name)), incs
+    return tuple(analyse(data, None, Path(path).name, first=True)), incs
 
 
 def _resolve_include(name: str, here: Path) -> Path | None:
@@ -183,15 +195,16 @@ def _resolve_include(name: str, here: Path) -> Path | None:
 
 
 def stream_use(ctx: FileContext) -> StreamUse:
-    """Cached per file: the file itself plus the project headers it includes, transitively (bounded)."""
+    """Cached per file: the file itself plus the project headers it includes, transitively (bounded). The rules
+    only ask whether there is a reason (`meets_blocking`), so the search stops at the first one found."""
     got = ctx.__dict__.get("_stream_use")
     if got is not None:
         return got
     data = ctx.source.data
-    reasons = analyse(data, ctx.main.root, ctx.source.path.name)
+    reasons = analyse(data, ctx.main.root, ctx.source.path.name, first=True)
     seen: set[Path] = set()
     todo = [(m.group(1).decode("utf-8", "replace"), ctx.source.path.parent) for m in _INCLUDE_RX.finditer(data)]
-    while todo and len(seen) < MAX_HEADERS:
+    while todo and len(seen) < MAX_HEADERS and not reasons:
         name, here = todo.pop(0)
         try:
             p = _resolve_include(name, here)
