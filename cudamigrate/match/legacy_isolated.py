@@ -30,6 +30,7 @@ import re
 
 import tree_sitter as ts
 
+from ..parse import walk
 from ..parse.treesitter import parent_of
 
 STREAM_TYPE = re.compile(r"^(const\s+)?(cudaStream_t|CUstream)$")
@@ -71,18 +72,24 @@ def stream_names(root: ts.Node) -> set[str]:
     return names
 
 
+# `(declaration type: (_) @t) @d ...`: the declarations whose type can be a stream type, walked (parse/walk.py)
+_DECLARATIONS = tuple(walk.FieldPattern(t, "type") for t in ("declaration", "parameter_declaration", "field_declaration"))
+
+
 def _stream_names(root: ts.Node) -> set[str]:
     names: set[str] = set()
-    for n in _walk(root):
-        if n.type in ("declaration", "parameter_declaration", "field_declaration"):
-            if not STREAM_TYPE.match(re.sub(r"\s+", " ", _text(n.child_by_field_name("type"))).strip()):
-                continue
-            for d in n.children_by_field_name("declarator"):
-                while d is not None and d.type not in ("identifier", "field_identifier"):
-                    d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
-                if d is not None:
-                    names.add(_text(d))
-    return names - _null_constants(root, names)
+    text = root.text or b""
+    if b"cudaStream_t" not in text and b"CUstream" not in text:  # no declaration can have a stream type
+        return names
+    for _, n, t in walk.field_matches(root, _DECLARATIONS):
+        if not STREAM_TYPE.match(re.sub(r"\s+", " ", _text(t)).strip()):
+            continue
+        for d in n.children_by_field_name("declarator"):
+            while d is not None and d.type not in ("identifier", "field_identifier"):
+                d = d.child_by_field_name("declarator") or (d.named_children[0] if d.named_children else None)
+            if d is not None:
+                names.add(_text(d))
+    return names - _null_constants(root, names) if names else names
 
 
 def _null_constants(root: ts.Node, names: set[str]) -> set[str]:

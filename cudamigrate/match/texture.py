@@ -183,13 +183,21 @@ def texture_templates(root: ts.Node) -> list[tuple[ts.Node, ts.Node, ts.Node]]:
     """(template type, name, arguments) of `texture<...>`/`surface<...>`, walked (parse/walk.py says why): the
     former query `((template_type name: (type_identifier) @n arguments: (template_argument_list) @a) @t
     (#any-of? @n "texture" "surface"))`."""
+    if not _TEMPLATE_WORD.search(root.text or b""):  # the name node's text is the whole word: no walk needed
+        return []
     return [m for m in walk.pair_matches(root, TEMPLATE_ARGS, "name", "type_identifier")
             if m[1].text in (b"texture", b"surface")]
+
+
+_TEMPLATE_WORD = re.compile(rb"\b(?:texture|surface)\b")
 
 
 def reference_type_names(root: ts.Node) -> list[ts.Node]:
     """`textureReference`/`surfaceReference` type names in document order: the former query
     `((type_identifier) @t (#any-of? @t "textureReference" "surfaceReference"))`, walked."""
+    text = root.text or b""
+    if b"textureReference" not in text and b"surfaceReference" not in text:
+        return []
     return [n for n in walk.typed_nodes(root, REFERENCE_TYPES) if n.text in (b"textureReference", b"surfaceReference")]
 
 
@@ -334,7 +342,8 @@ def _header_declarations(ctx: FileContext, inc: Path, text: bytes) -> list[Ref]:
     cache = ctx.project.cache.setdefault("texture.header_declarations", {}) if ctx.project is not None else {}
     got = cache.get((inc, text))
     if got is None:
-        got, _ = _declarations(parse(text).root_node, None)
+        # (no `texture`/`surface` word: no declaration to find, nothing to parse)
+        got = _declarations(parse(text).root_node, None)[0] if _TEMPLATE_WORD.search(text) else []
         for r in got:
             r.decl = None
             r.declarator = None
