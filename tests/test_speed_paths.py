@@ -214,11 +214,35 @@ def test_walks_find_what_the_former_queries_found():
     assert seen > 100 and launches > 3  # not vacuous
 
 
+def test_one_index_per_tree_gives_each_pattern_set_its_walk(monkeypatch):
+    """field_matches on a tree root reads one index built for every pattern set in one walk: each set gets
+    exactly what its own walk gives, in order, whichever sets were indexed first."""
+    import importlib
+
+    sets = [getattr(importlib.import_module(mod), name) for mod, name, *_ in _FORMER_QUERIES]
+    sets += [texture_mod.CALL_ARGS, matchers_mod.TYPED_DECLARATORS, deviceprop_mod.FIELD_DECLARATORS,
+             deviceprop_mod.FIELD_READS]
+    roots = _corpus_roots()
+    checked = 0
+    for threshold in (10**12, 0):  # subtrees walked / queried (roots: the index)
+        monkeypatch.setattr(walk_mod, "QUERY_AFTER_BYTES", threshold)
+        monkeypatch.setattr(walk_mod, "_KEYS", {})
+        monkeypatch.setattr(walk_mod, "_INDEXES", [])
+        for order in (sets, sets[::-1]):  # keys met later extend an index already built
+            for root in roots:
+                for patterns in order:
+                    want = [(patterns.index(p), _spans([x, c])) for p, x, c in walk_mod.walk_field_matches(root, patterns)]
+                    got = [(patterns.index(p), _spans([x, c])) for p, x, c in walk_mod.field_matches(root, patterns)]
+                    assert got == want, (threshold, patterns)
+                    checked += len(want)
+    assert checked > 1000
+
+
 def test_field_matches_walks_small_inputs_and_queries_after_the_threshold(monkeypatch):
     from cudamigrate.match.shadows import DECL_PATTERNS
     from cudamigrate.parse.treesitter import parse
 
-    root = parse(b"int a, b; void f(int x) { int y; }\n").root_node
+    root = parse(b"namespace n { int a, b; void f(int x) { int y; } }\n").root_node.children[0]  # a subtree
     calls = []
     monkeypatch.setattr(walk_mod, "_walked", {})
     monkeypatch.setattr(walk_mod, "QUERY_AFTER_BYTES", root.end_byte + 1)
