@@ -24,7 +24,7 @@ from pathlib import Path
 import tree_sitter as ts
 
 from ..parse import walk
-from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse, query
+from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse_header, query
 from .context import FileContext, node_text, normalize, scope_of
 from ..source import read_regular
 
@@ -246,7 +246,7 @@ def _tree(path: Path, data: bytes) -> ts.Tree:
     got = _HEADER_CACHE.get(key)
     if got is not None and got[1] is not None:
         return got[1]
-    tree = parse(data)
+    tree = parse_header(data)
     _HEADER_CACHE[key] = (data, tree)
     return tree
 

@@ -24,7 +24,7 @@ from pathlib import Path
 import tree_sitter as ts
 
 from ..parse import walk
-from ..parse.treesitter import parse
+from ..parse.treesitter import parse_header
 from .context import FileContext, normalize
 from ..source import read_regular
 
@@ -165,7 +165,7 @@ def analyse(data: bytes, root: ts.Node | None, where: str, first: bool = False) 
     if first and reasons:
         return reasons[:1]
     if root is None:
-        root = parse(data).root_node
+        root = parse_header(data).root_node
     reasons += _declaration_reasons(root, data, where)
     return reasons[:1] if first else reasons
 

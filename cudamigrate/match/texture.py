@@ -44,7 +44,7 @@ import tree_sitter as ts
 
 from ..findings import Edit
 from ..parse import walk
-from ..parse.treesitter import Unit, parse, query
+from ..parse.treesitter import Unit, parse, parse_header, query
 from ..rules.schema import Rule
 from ..registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
@@ -343,7 +343,7 @@ def _header_declarations(ctx: FileContext, inc: Path, text: bytes) -> list[Ref]:
     got = cache.get((inc, text))
     if got is None:
         # (no `texture`/`surface` word: no declaration to find, nothing to parse)
-        got = _declarations(parse(text).root_node, None)[0] if _TEMPLATE_WORD.search(text) else []
+        got = _declarations(parse_header(text).root_node, None)[0] if _TEMPLATE_WORD.search(text) else []
         for r in got:
             r.decl = None
             r.declarator = None
