@@ -51,3 +51,22 @@ def test_legacy_app_builds_only_after_fix(tmp_path):
     if gpu_available() and not os.environ.get("CUDAMIGRATE_NO_GPU"):
         run = subprocess.run([str(root / "build" / "legacy-app")], capture_output=True, text=True, timeout=120)
         assert run.returncode == 0 and "PASS" in run.stdout, run.stdout + run.stderr
+
+
+def test_index_keys_resolve_like_realpath(tmp_path):
+    """ProjectIndex._key resolves a directory once and appends names that are no links: the same paths as
+    `Path.resolve` for links to directories and files, relative links, `..` and files that do not exist."""
+    from cudamigrate.project_index import ProjectIndex, _key
+
+    (tmp_path / "real").mkdir()
+    (tmp_path / "real" / "a.h").write_text("int a;\n")
+    os.symlink(tmp_path / "real", tmp_path / "link")
+    os.symlink(tmp_path / "real" / "a.h", tmp_path / "real" / "b.h")
+    os.symlink("../real/a.h", tmp_path / "real" / "c.h")
+    ix = ProjectIndex()
+    paths = [tmp_path / "link" / n for n in ("a.h", "b.h", "c.h", "missing.h")]
+    paths += [tmp_path / "link" / ".." / "real" / "a.h", tmp_path / "link" / "sub" / ".." / "a.h", tmp_path / "link",
+              Path("relative/x.h"), Path("."), Path("/")]
+    for p in paths:
+        assert ix._key(p) == _key(p), p
+    assert ix._key(tmp_path / "link" / "b.h") == (tmp_path / "real" / "a.h").resolve()
