@@ -13,7 +13,9 @@ cudamigrate is slower. Also timed: a one-file run (the first file, or --one-file
 ast-grep runs the rule files in bench/astgrep/ (3 rules: a removed call, a removed call with
 arguments, a removed struct field), plus --pattern-rules N generated `NAME($$$ARGS)` rules over the
 call names of cudamigrate's rules, with `.cu/.cuh/.c/.h/.cpp` all read as C++ (cudamigrate reads them
-all with its CUDA C++ grammar). The script prints figures and asserts nothing.
+all with its CUDA C++ grammar). cudamigrate gets a cache directory of its own: its rule cache is built
+before the runs, its result cache emptied before every run (a cold scan; `--warm-results` keeps it,
+`--no-cache` runs without either). The script prints figures and asserts nothing.
 """
 
 from __future__ import annotations
@@ -156,7 +158,10 @@ def main() -> None:
     ap.add_argument("--one-file", type=Path, default=None, help="file for the one-file run (default: the first .cu/.cpp)")
     ap.add_argument("--files", type=int, default=500, help="generated tree: files")
     ap.add_argument("--lines", type=int, default=300, help="generated tree: lines per file")
-    ap.add_argument("--no-cache", action="store_true", help="run cudamigrate with CUDAMIGRATE_NO_CACHE=1")
+    ap.add_argument("--no-cache", action="store_true",
+                    help="run cudamigrate with CUDAMIGRATE_NO_CACHE=1 (no rule cache either: rules validated every run)")
+    ap.add_argument("--warm-results", action="store_true",
+                    help="keep the result cache between runs (default: emptied before every run, rule cache warm)")
     a = ap.parse_args()
     if not a.sg:
         sys.exit("ast-grep not found: pip install ast-grep-cli==0.39.0, or pass --ast-grep BIN")
@@ -171,7 +176,8 @@ def main() -> None:
             paths = [tmp / "tree"]
         nfiles, nlines = count_lines(paths)
         cfg = sg_config(tmp, a.pattern_rules)
-        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+                   CUDAMIGRATE_CACHE_DIR=str(tmp / "cache"))  # a cache of its own: the user's is neither used nor touched
         if a.no_cache:
             env["CUDAMIGRATE_NO_CACHE"] = "1"
         jobs = ["-j", str(a.jobs)] if a.jobs else []
@@ -195,12 +201,18 @@ def main() -> None:
         for label, x, y, _ in work:
             for i in range(a.runs):
                 for t in (x, y):
+                    if t is x and not a.warm_results:  # a cold scan: every file scanned, none replayed
+                        for db in (tmp / "cache").glob("results.sqlite*"):
+                            db.unlink()
                     t.output = tmp / f"out-{abs(hash(label))}-{t.name.split()[0]}.json"
                     t.samples.append(run_once(t.cmd, t.output, env))
         print(f"cudamigrate {subprocess.run(cm + ['--version'], env=env, capture_output=True, text=True).stdout.strip()}, "
               f"{subprocess.run([a.sg, '--version'], capture_output=True, text=True).stdout.strip()}, "
               f"{a.runs} alternating runs each, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
         print("paths: " + " ".join(str(p) for p in (a.paths or ["<generated>"])))
+        print("cudamigrate caches: " + ("none (--no-cache)" if a.no_cache else
+                                        "rule cache warm, result cache " + ("kept between runs" if a.warm_results
+                                                                            else "emptied before every run")))
         print()
         print(table([(label, x, y) for label, x, y, _ in work],
                     {label: count_lines(ps)[1] for label, _, _, ps in work if ps}))
