@@ -252,6 +252,23 @@ def test_the_memoised_walk_gives_the_states_of_the_full_walk(tmp_path, seed):
     assert [(s.toolkit, s.macros) for s in fast.states] == [(s.toolkit, s.macros) for s in slow.states]
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_header_walks_shared_by_the_files_of_a_run_give_the_states_of_the_full_walk(tmp_path, seed):
+    """One run keeps the header walks for all its files (`shared`): every file of a random project, walked in
+    turn with the walks of the files before it, gets the states of its own full walk."""
+    import random
+
+    main = _random_tree(tmp_path, random.Random(seed))
+    shared: dict = {}
+    files = [main] + sorted(p for p in tmp_path.rglob("*.h")) + [main]
+    for f in files:
+        env = build_env(f.read_bytes(), f, False, (str(tmp_path),), W13, shared=shared)
+        slow, _ = _walk_env(f, roots=[tmp_path], memoise=False)
+        assert env.positions == slow.positions, f
+        assert [(s.toolkit, s.macros) for s in env.states] == [(s.toolkit, s.macros) for s in slow.states], f
+    assert shared  # the walks were kept
+
+
 def test_unguarded_headers_that_include_one_another_stop_at_the_walk_budget(tmp_path, monkeypatch):
     """Without guards every include path is a different walk (the memo cannot replay a walk whose headers are on
     the stack): 8 headers that include all the others have 8! paths. The budget stops the walk; what the headers

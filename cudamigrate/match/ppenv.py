@@ -360,15 +360,19 @@ def _dirs(stack: list[str], upto: int) -> tuple[str, ...]:
 class _Walker:
     memoise = True  # False: walk every include (the reference the tests compare the memo with)
 
-    def __init__(self, roots: tuple[str, ...], versions: list[tuple[int, int]]):
+    def __init__(self, roots: tuple[str, ...], versions: list[tuple[int, int]], shared: dict | None = None):
+        """`shared`: a dict that outlives this translation unit, for the files of one run (their headers do not
+        change during it): the memo and the include resolutions are kept there, by roots and versions, so a
+        header walked for one file is replayed for the next (CCCL: every file includes the same config headers)."""
         self.roots = roots
         self.versions = versions
         self.positions: list[int] = []  # the main file's directives walked so far, and the state before each
         self.states: list[PPState] = []
         self.once: set[str] = set()  # headers with `#pragma once` already walked
         self.recs: list[_Rec] = []  # the header walks in progress, innermost last
-        self.memo: dict[tuple[str, bool], list[_Effect]] = {}
-        self.resolved: dict[tuple[str, bool, str], str | None] = {}  # _resolve_global, per translation unit
+        self.memo: dict[tuple[str, bool], list[_Effect]]
+        self.resolved: dict[tuple[str, bool, str], str | None]  # _resolve_global
+        self.memo, self.resolved = ({}, {}) if shared is None else shared.setdefault((roots, tuple(versions)), ({}, {}))
         self.walks = 0  # headers walked (not replayed): the regression tests bound it
 
     # ----------------------------------------------------------------- state access, recorded
@@ -683,10 +687,11 @@ class PPEnv:
 
 
 def build_env(data: bytes, path: Path | str, cuda_file: bool, roots: tuple[str, ...], versions: list[tuple[int, int]],
-              assume: set[str] = frozenset()) -> PPEnv:
+              assume: set[str] = frozenset(), shared: dict | None = None) -> PPEnv:
     """Walk `data` (the file at `path`) and its project headers. `cuda_file`: nvcc compiles it as CUDA, so
     CUDART_VERSION (cuda_runtime.h is force-included) and the `__CUDACC_VER_*__`/`__CUDA_API_VER_*__` macros
-    are defined. `assume`: macros the user declares defined everywhere (CM410's `assume_defined`)."""
+    are defined. `assume`: macros the user declares defined everywhere (CM410's `assume_defined`). `shared`:
+    header walks kept for the other files of the run (`_Walker`)."""
     toolkit = {g: False for g in GROUPS}
     if cuda_file:
         toolkit.update(CUDART_VERSION=True, CUDACC=True, CUDA_API=True)
@@ -694,6 +699,6 @@ def build_env(data: bytes, path: Path | str, cuda_file: bool, roots: tuple[str, 
         if m in GROUP_OF:
             toolkit[GROUP_OF[m]] = True
     initial = PPState(toolkit)
-    w = _Walker(tuple(os.path.abspath(r) for r in roots), versions)
+    w = _Walker(tuple(os.path.abspath(r) for r in roots), versions, shared)
     main = os.path.abspath(str(path))
     return PPEnv(w, w.steps(directives(data), initial.copy(), True, [main], True), initial)
