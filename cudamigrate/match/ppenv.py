@@ -83,8 +83,10 @@ class Directive:
     text: str  # the rest of the line: comments blanked, continuation lines joined
 
 
-_SKIP = re.compile(rb'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+# (unrolled loops: `"[^"\\]*(?:\\.[^"\\]*)*"`, not `"(?:\\.|[^"\\])*"`, which `re` runs a byte at a time)
+_SKIP = re.compile(rb'//[^\n]*|/\*.*?\*/|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\\\n]*(?:\\.[^\'\\\n]*)*\'', re.S)
 _DIRECTIVE = re.compile(rb"^[ \t]*#[ \t]*([A-Za-z_]\w*)(.*)$")
+_BLANK = bytes(c if c in (10, 13) else 32 for c in range(256))  # a comment's bytes -> spaces, line ends kept
 
 
 def _blank_comments(data: bytes) -> bytes:
@@ -92,13 +94,14 @@ def _blank_comments(data: bytes) -> bytes:
         s = m.group(0)
         if s[:1] in (b'"', b"'"):
             return s
-        return bytes(c if c in (10, 13) else 32 for c in s)
+        return s.translate(_BLANK)
 
     return _SKIP.sub(sub, data)
 
 
 def directives(data: bytes) -> tuple[Directive, ...]:
-    """Every preprocessor directive of `data`, in order."""
+    """Every preprocessor directive of `data`, in order. Only lines holding a `#` are looked at (found with
+    `find`, not by stepping through every line)."""
     if b"#" not in data:
         return ()
     clean = _blank_comments(data)
@@ -106,22 +109,24 @@ def directives(data: bytes) -> tuple[Directive, ...]:
     pos = 0
     n = len(clean)
     while pos < n:
-        end = clean.find(b"\n", pos)
+        h = clean.find(b"#", pos)
+        if h == -1:
+            break
+        start = clean.rfind(b"\n", pos, h) + 1 or pos  # the start of the line holding it (pos starts a line)
+        end = clean.find(b"\n", h)
         end = n if end == -1 else end
-        line = clean[pos:end]
-        start = pos
-        if b"#" in line:
-            parts = [line]
-            while line.rstrip(b"\r").endswith(b"\\") and end < n:
-                parts[-1] = line.rstrip(b"\r")[:-1]
-                nxt = clean.find(b"\n", end + 1)
-                nxt = n if nxt == -1 else nxt
-                line = clean[end + 1 : nxt]
-                parts.append(line)
-                end = nxt
-            m = _DIRECTIVE.match(b" ".join(parts).rstrip(b"\r"))
-            if m:
-                out.append(Directive(start, m.group(1).decode("ascii"), m.group(2).decode("utf-8", "replace").strip()))
+        line = clean[start:end]
+        parts = [line]
+        while line.rstrip(b"\r").endswith(b"\\") and end < n:
+            parts[-1] = line.rstrip(b"\r")[:-1]
+            nxt = clean.find(b"\n", end + 1)
+            nxt = n if nxt == -1 else nxt
+            line = clean[end + 1 : nxt]
+            parts.append(line)
+            end = nxt
+        m = _DIRECTIVE.match(b" ".join(parts).rstrip(b"\r"))
+        if m:
+            out.append(Directive(start, m.group(1).decode("ascii"), m.group(2).decode("utf-8", "replace").strip()))
         pos = end + 1
     return tuple(out)
 
