@@ -221,6 +221,7 @@ def _pool(engine: Engine, spec: EngineSpec, work: Any, jobs: int) -> ProcessPool
     global _WORKER, _WORK
     if "fork" in mp.get_all_start_methods() and sys.platform.startswith("linux"):
         _WORKER, _WORK = engine, work  # what the forked children see
+        engine.warm_up()
         return ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork"))
     return ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(spec, work))
 
