@@ -43,3 +43,20 @@ def test_output_order_is_the_same_for_any_number_of_workers(tmp_path):
     one = run_cli("scan", "--format", "json", "--no-cache", "-j", "1", tmp_path).stdout
     two = run_cli("scan", "--format", "json", "--no-cache", "-j", "2", tmp_path).stdout
     assert one == two
+
+
+def test_the_warm_up_before_forking_reads_no_file_and_scans_cleanly():
+    """The in-memory scan done before workers fork must not add a dependency to the result cache (it reads
+    no file) and must itself scan without errors (a failure there would only hide a cost, not a bug)."""
+    from pathlib import Path
+
+    from cudamigrate import cache
+    from cudamigrate.engine import WARM_UP_NAME, WARM_UP_SOURCE, Engine
+    from cudamigrate.rules.load import load_rules
+
+    engine = Engine(load_rules().rules)
+    before = tuple(set(x) for x in cache.recorded_reads())
+    engine.warm_up()
+    assert cache.recorded_reads() == before
+    res = engine.scan_bytes(Path(WARM_UP_NAME), WARM_UP_SOURCE)
+    assert not res.errors and not res.internal and len(res.findings) >= 5
