@@ -31,11 +31,14 @@ from typing import Any, Iterable
 
 import tree_sitter as ts
 
-LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+from .linestart import directive, line_start_matches
+
+# (from the `#`: `line_start_matches` keeps those at the start of a line; cudamigrate/linestart.py says why)
+LOCAL_INCLUDE = directive(rb'#[ \t]*include[ \t]*"([^"\n]+)"')
 # `#include <mummergpu_kernel.cu>` (found through -I): followed only when it names a file of the run
-ANGLE_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>', re.M)
+ANGLE_INCLUDE = directive(rb'#[ \t]*include[ \t]*<([^>\n]+)>')
 # `#define NAME body` (object-like: no `(` right after the name), body up to the end of the logical line
-_OBJECT_DEFINE = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])((?:[^\n\\]|\\\r?\n|\\(?!\r?\n))*)", re.M)
+_OBJECT_DEFINE = directive(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])([^\n\\]*(?:\\(?:\r?\n)?[^\n\\]*)*)")
 _COMMENT = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
 _CONT = re.compile(rb"\\\r?\n")
 MAX_DEPTH = 8
@@ -162,11 +165,11 @@ class ProjectIndex:
             return self._includes[key]
         data = self.read(key) if data is None else data
         found: list[tuple[int, Path | None]] = []
-        for m in LOCAL_INCLUDE.finditer(data or b""):
-            found.append((m.start(), self.resolve(key, m.group(1).decode("utf-8", "replace"))))
+        for at, m in line_start_matches(LOCAL_INCLUDE, data or b""):
+            found.append((at, self.resolve(key, m.group(1).decode("utf-8", "replace"))))
         if self.files and b"<" in (data or b""):
-            for m in ANGLE_INCLUDE.finditer(data or b""):
-                found.append((m.start(), self.resolve_in_run(key, m.group(1).decode("utf-8", "replace"))))
+            for at, m in line_start_matches(ANGLE_INCLUDE, data or b""):
+                found.append((at, self.resolve_in_run(key, m.group(1).decode("utf-8", "replace"))))
         out: list[Path] = []
         for _, inc in sorted(found, key=lambda x: x[0]):
             if inc is not None and inc not in out:
@@ -212,7 +215,7 @@ class ProjectIndex:
         stmt: set[str] = set()
         other: set[str] = set()
         if data and b"define" in data:
-            for m in _OBJECT_DEFINE.finditer(data):
+            for _, m in line_start_matches(_OBJECT_DEFINE, data):
                 body = m.group(2)
                 if statement_body(body):
                     stmt.add(m.group(1).decode())

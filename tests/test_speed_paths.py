@@ -22,6 +22,7 @@ import cudamigrate.engine as engine_mod
 import cudamigrate.match.deviceprop as deviceprop_mod
 import cudamigrate.match.matchers as matchers_mod
 import cudamigrate.match.ppenv as ppenv_mod
+import cudamigrate.match.shadows as shadows_mod
 import cudamigrate.match.streams as streams_mod
 import cudamigrate.match.texture as texture_mod
 import cudamigrate.parse.walk as walk_mod
@@ -388,3 +389,40 @@ def test_streams_literal_pretest_equals_the_regex(code):
                           (streams_mod._THREADS, streams_mod._THREADS_WORDS)):
             fast, slow = streams_mod._search_if(rx, text, *words), rx.search(text)
             assert (fast and fast.span()) == (slow and slow.span()), text[:80]
+
+
+def test_line_start_directives_match_the_anchored_patterns():
+    """Each `#...` pattern searched with line_start_matches finds what its former `^[ \\t]*#...` re.M pattern
+    found (same line starts, same groups), on every fixture and example file and on tricky lines."""
+    import random
+    import re
+
+    import cudamigrate.match.language as language_mod
+    import cudamigrate.project_index as project_mod
+    from cudamigrate.linestart import line_start_matches
+
+    former = [
+        (rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', project_mod.LOCAL_INCLUDE),
+        (rb'^[ \t]*#[ \t]*include[ \t]*<([^>\n]+)>', project_mod.ANGLE_INCLUDE),
+        (rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])((?:[^\n\\]|\\\r?\n|\\(?!\r?\n))*)",
+         project_mod._OBJECT_DEFINE),
+        (rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', shadows_mod._ANY_INCLUDE),
+        (rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', streams_mod._INCLUDE_RX),
+        (rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', texture_mod.LOCAL_INCLUDE),
+        (rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', language_mod._INCLUDE),
+    ]
+    datas = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*"))
+             if p.suffix in EXTS and p.is_file()]
+    datas += [b'x = 1; #define A \\\n#define B { f(); }\n', b'  #  include "a.h" // #include "b.h"\n\t#include <c.h>\n',
+              b'#define C x \\\r\n y\r\n#define D\\\n', b'a # include "no.h"\n#include"yes.h"\n']
+    rng = random.Random(5)
+    alphabet = [b"#", b" ", b"\t", b"\n", b"\r", b"\\", b"include", b"define", b'"', b"<", b">", b"A_1", b"("]
+    datas += [b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))) for _ in range(3000)]
+    found = 0
+    for text, rx in former:
+        old = re.compile(text, re.M)
+        for d in datas:
+            want = [(m.start(), m.groups()) for m in old.finditer(d)]
+            assert [(at, m.groups()) for at, m in line_start_matches(rx, d)] == want, (text, d[:120])
+            found += len(want)
+    assert found > 500

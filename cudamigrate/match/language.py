@@ -12,15 +12,15 @@ Rules read the result as the template variable `lang` (`c` or `cxx`) and the con
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from pathlib import Path
 from ..source import read_regular
+from ..linestart import directive, line_start_matches
 
 C_EXTS = {".c"}
 _HEADER_EXTS = {".h"}  # .hpp/.cuh/.hh/.hxx are C++ by convention
 _SOURCE_EXTS = {".c", ".cc", ".cpp", ".cxx", ".cu", ".h", ".hpp", ".cuh", ".hh", ".hxx"}
-_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]', re.M)
+_INCLUDE = directive(rb'#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]')  # at a line's start (linestart.py)
 _MAX_FILES = 400
 _MAX_DIRS = 64  # the search around a header stays small: a project's neighbourhood, never a whole disk
 _MAX_DEPTH = 3
@@ -51,7 +51,7 @@ def _includers(directory: str, mtime_ns: int, recursive: bool = False) -> dict[s
             data = read_regular(p, _MAX_BYTES)
         except OSError:
             continue
-        for mo in _INCLUDE.finditer(data):
+        for _, mo in line_start_matches(_INCLUDE, data):
             name = Path(mo.group(1).decode("utf-8", "replace")).name
             out.setdefault(name, set()).add(p.suffix.lower())
     return {k: frozenset(v) for k, v in out.items()}

@@ -24,11 +24,12 @@ from pathlib import Path
 import tree_sitter as ts
 
 from ..parse import walk
+from ..linestart import directive, line_start_matches
 from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse_header, query
 from .context import FileContext, node_text, normalize, scope_of
 from ..source import read_regular
 
-_ANY_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+_ANY_INCLUDE = directive(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')  # at a line's start (linestart.py)
 # toolkit headers that declare (or pull in) CUDA APIs
 _CUDA_HEADER = re.compile(r"^(cuda|cu[a-z]|nv|npp|thrust/|cub/|cooperative_groups|sm_\d|device_|vector_|driver_|"
                           r"texture_|surface_|channel_descriptor|math_)")
@@ -278,7 +279,7 @@ def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
     todo = [(root.parent, data)]
     while todo and len(seen) < _MAX_HEADERS:
         base, text = todo.pop(0)
-        for mo in _ANY_INCLUDE.finditer(text):
+        for _, mo in line_start_matches(_ANY_INCLUDE, text):
             inc = mo.group(2).decode("utf-8", "replace")
             p = next((d / inc for d in (base, root.parent) if (d / inc).is_file()), None)
             if p is not None and Path(inc).name in _toolkit_names():

@@ -24,6 +24,7 @@ from pathlib import Path
 import tree_sitter as ts
 
 from ..parse import walk
+from ..linestart import directive, line_start_matches
 from ..parse.treesitter import parse_header
 from .context import FileContext, normalize
 from ..source import read_regular
@@ -46,7 +47,7 @@ _THREADS = re.compile(r"std(?<!\wstd)\s*::\s*(thread|jthread|async)\b|pthread_cr
 # a literal that every match of the pattern holds (`_search_if`)
 _PER_THREAD_WORDS = ("PerThread", "PER_THREAD")
 _THREADS_WORDS = ("thread", "async", "omp")
-_INCLUDE_RX = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+_INCLUDE_RX = directive(rb'#[ \t]*include[ \t]*"([^"\n]+)"')  # at a line's start (linestart.py)
 _COMMENT_OR_STRING = re.compile(r'//[^\n]*|/\*.*?\*/|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\\\n]*(?:\\.[^\'\\\n]*)*\'', re.S)
 MAX_HEADERS = 64
 MAX_HEADER_BYTES = 2 << 20
@@ -177,7 +178,7 @@ def _header_facts(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, ...],
         data = read_regular(path, MAX_HEADER_BYTES)
     except OSError:
         return (), ()
-    incs = tuple(m.group(1).decode("utf-8", "replace") for m in _INCLUDE_RX.finditer(data))
+    incs = tuple(m.group(1).decode("utf-8", "replace") for _, m in line_start_matches(_INCLUDE_RX, data))
     return tuple(analyse(data, None, Path(path).name, first=True)), incs
 
 
@@ -203,7 +204,7 @@ def stream_use(ctx: FileContext) -> StreamUse:
     data = ctx.source.data
     reasons = analyse(data, ctx.main.root, ctx.source.path.name, first=True)
     seen: set[Path] = set()
-    todo = [(m.group(1).decode("utf-8", "replace"), ctx.source.path.parent) for m in _INCLUDE_RX.finditer(data)]
+    todo = [(m.group(1).decode("utf-8", "replace"), ctx.source.path.parent) for _, m in line_start_matches(_INCLUDE_RX, data)]
     while todo and len(seen) < MAX_HEADERS and not reasons:
         name, here = todo.pop(0)
         try:

@@ -44,6 +44,7 @@ import tree_sitter as ts
 
 from ..findings import Edit
 from ..parse import walk
+from ..linestart import directive, line_start_matches
 from ..parse.treesitter import Unit, parse, parse_header, query
 from ..rules.schema import Rule
 from ..registry import Registry
@@ -82,7 +83,7 @@ NORMALIZED_SCALARS = {"char", "signed char", "unsigned char", "short", "unsigned
 VEC_RE = re.compile(r"^(u?char|u?short|u?int|u?long|float|longlong|ulonglong|double)([1-4])$")
 MARKER_RE = re.compile(r"//\s*cudamigrate (CM60[12]): (\w+) was (texture|surface)<(.*)>")
 HELPER_GUARD = "CUDAMIGRATE_TEXOBJ_HELPERS"
-LOCAL_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+LOCAL_INCLUDE = directive(rb'#[ \t]*include[ \t]*"([^"]+)"')  # at a line's start (linestart.py)
 
 
 @dataclass
@@ -305,7 +306,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
             # (a header's includes come from the index's per-run cache: only the scanned file's own data is new)
             incs: list[Path | None] = list(ctx.project.includes(path, data if level == depth else None))
         else:
-            incs = [(path.parent / m.group(1).decode("utf-8", "surrogateescape")).resolve() for m in LOCAL_INCLUDE.finditer(data)]
+            incs = [(path.parent / m.group(1).decode("utf-8", "surrogateescape")).resolve() for _, m in line_start_matches(LOCAL_INCLUDE, data)]
         for inc in incs:
             if inc is None or inc in seen or not inc.is_file():
                 continue
