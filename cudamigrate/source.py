@@ -17,8 +17,35 @@ BOM = b"\xef\xbb\xbf"
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 
 
-# a `/* ... */` on one line that ends in a backslash continuation, not after a quote on that line
-_MACRO_LINE_COMMENT = re.compile(rb"^([^\"\n]*?)(/\*[^\n]*?\*/)(?=[^\n]*\\\r?$)", re.MULTILINE)
+# a `/* ... */` on one line that ends in a backslash continuation, not after a quote on that line (applied to one
+# line at a time: as a re.M pattern over the file it was tried at every byte, 0.8 s of a CCCL + cuda-samples scan)
+_MACRO_LINE_COMMENT = re.compile(rb"^([^\"\n]*?)(/\*[^\n]*?\*/)(?=[^\n]*\\\r?$)")
+
+
+def _blank_macro_line_comments(data: bytes) -> bytes:
+    """Every `/* ... */` of a line that ends in a backslash blanked (the line's text before it kept), as long as
+    no quote precedes it: the lines holding a `/*` are found with `find`, each rewritten until nothing changes."""
+    out: list[bytes] = []
+    last = pos = 0
+    n = len(data)
+    while True:
+        i = data.find(b"/*", pos)
+        if i == -1:
+            break
+        ls = data.rfind(b"\n", 0, i) + 1
+        le = data.find(b"\n", i)
+        le = n if le == -1 else le
+        line = data[ls:le]
+        if line.endswith(b"\\") or line.endswith(b"\\\r"):
+            prev = None
+            while prev != line:
+                prev, line = line, _MACRO_LINE_COMMENT.sub(lambda m: m.group(1) + b" " * len(m.group(2)), line)
+            if line != data[ls:le]:
+                out += [data[last:ls], line]
+                last = le
+        pos = le + 1
+    out.append(data[last:])
+    return b"".join(out)
 
 
 def decode_lossless(data: bytes) -> str:
@@ -62,9 +89,7 @@ class SourceFile:
         would glue the next statement to the macro name."""
         data = b"   " + self.data[3:] if self.has_bom else self.data
         if b"/*" in data and (b"\\\n" in data or b"\\\r\n" in data):
-            prev = None
-            while prev != data:  # one comment per line and pass
-                prev, data = data, _MACRO_LINE_COMMENT.sub(lambda m: m.group(1) + b" " * len(m.group(2)), data)
+            data = _blank_macro_line_comments(data)
         if self.statement_macros:
             from .project_index import blank_statement_macros
 

@@ -426,3 +426,33 @@ def test_line_start_directives_match_the_anchored_patterns():
             assert [(at, m.groups()) for at, m in line_start_matches(rx, d)] == want, (text, d[:120])
             found += len(want)
     assert found > 500
+
+
+def test_macro_line_comments_blanked_line_by_line_as_by_the_former_file_pattern():
+    """source._blank_macro_line_comments gives what the former re.M pattern, applied to the whole file until
+    nothing changed, gave: on every fixture and example file with `/*` and continuations, and random text."""
+    import random
+    import re
+
+    from cudamigrate.source import _blank_macro_line_comments
+
+    former = re.compile(rb"^([^\"\n]*?)(/\*[^\n]*?\*/)(?=[^\n]*\\\r?$)", re.MULTILINE)
+
+    def slow(data: bytes) -> bytes:
+        prev = None
+        while prev != data:
+            prev, data = data, former.sub(lambda m: m.group(1) + b" " * len(m.group(2)), data)
+        return data
+
+    datas = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*"))
+             if p.suffix in EXTS and p.is_file()]
+    datas += [b'#define A(x) /* a */ x /* b */ \\\n  y /* c */\n', b'#define S "/*" /* not */ \\\r\nz\n']
+    rng = random.Random(6)
+    alphabet = [b"/*", b"*/", b"/", b"*", b"\\", b"\n", b"\r", b'"', b"a", b" "]
+    datas += [b"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 25))) for _ in range(5000)]
+    changed = 0
+    for d in datas:
+        want = slow(d)
+        assert _blank_macro_line_comments(d) == want, d[:120]
+        changed += want != d
+    assert changed > 100
