@@ -25,7 +25,7 @@ from .match.matchers import Match, identifier_hits
 from .parse import walk
 from .parse.treesitter import (ErrorSpans, Unit, macro_units, parse, register_roots, reset_parent_cache,
                                syntax_blocker)
-from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions
+from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions, words_of
 from .project_index import ProjectIndex
 from .rules.schema import Rule, parse_version
 from .source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
@@ -240,7 +240,7 @@ class Engine:
         # the run's project files (cli sets the discovered files): headers, members, includers
         self.project = ProjectIndex()
 
-    def _narrow(self, candidates: dict[str, Rule], found: set[str], in_code: set[str], data: bytes) -> dict[str, Rule]:
+    def _narrow(self, candidates: dict[str, Rule], found: set[str], in_code: set[str], words: set[bytes]) -> dict[str, Rule]:
         """The candidates that can match (see prefilter.py): a call, identifier or member rule needs one of its
         keywords outside comments, and a name rule every word of one of its names somewhere in the file.
         The order of the others is kept (rules run, and matches arrive, in candidate order)."""
@@ -253,7 +253,7 @@ class Engine:
                     continue
                 if self.name_gate.gated(rid):
                     if present is None:
-                        present = self.name_gate.present(data) | found
+                        present = self.name_gate.present(words) | found
                     if not self.name_gate.admits(rid, present):
                         continue
             out[rid] = r
@@ -322,8 +322,10 @@ class Engine:
         data = src.data
         found: set[str] = set()
         in_code: set[str] = set()  # the keywords met outside comments
+        words: set[bytes] = set()
         if self.prefilter is not None:
-            found = in_code = self.prefilter.find(data)
+            words = words_of(data)
+            found = in_code = self.prefilter.find_words(words)
             comments = comment_spans(data) if found else []
             if comments:
                 in_code = self.prefilter.find(blank(data, comments))
@@ -339,7 +341,7 @@ class Engine:
         if candidates and semantic is None and b"cudamigrate" not in data:
             # (a file with suppression comments keeps the plain keyword test: which files are checked for
             # unused suppressions must not change)
-            candidates = self._narrow(candidates, found, in_code, data)
+            candidates = self._narrow(candidates, found, in_code, words)
         for r in self.always:
             if r.kind == "launch" and b"<<<" not in data and not (semantic is not None and semantic.has_launch):
                 continue

@@ -75,7 +75,10 @@ class KeywordFinder:
         return cls(words, re.compile(rb"^(?:" + "|".join(pats).encode() + rb")$", re.M) if pats else None)
 
     def find(self, data: bytes) -> set[str]:
-        present = words_of(data)
+        return self.find_words(words_of(data))
+
+    def find_words(self, present: set[bytes]) -> set[str]:
+        """`find` over a file's distinct words (`words_of`)."""
         got = present & self.words
         if self.globs is not None:
             got |= set(self.globs.findall(b"\n".join(present)))
@@ -123,7 +126,7 @@ class NameGate:
     every word is present in the file."""
 
     needs: dict[str, list[frozenset[str]]]  # rule id -> one word set per name
-    regex: re.Pattern[bytes] | None = None
+    words: frozenset[bytes] = frozenset()  # every word a gated name needs that is not a keyword itself
 
     @classmethod
     def build(cls, rules: Iterable[Rule]) -> "NameGate":
@@ -138,17 +141,15 @@ class NameGate:
             if all(sets) and more:  # some name needs more than its keyword
                 needs[r.id] = sets
                 extra |= more
-        words = sorted(extra, key=lambda w: (-len(w), w))
-        rx = re.compile(rb"\b(" + b"|".join(re.escape(w.encode()) for w in words) + rb")\b") if words else None
-        return cls(needs, rx)
+        return cls(needs, frozenset(w.encode() for w in extra))
 
     def gated(self, rule_id: str) -> bool:
         return rule_id in self.needs
 
-    def present(self, data: bytes) -> set[str]:
-        """The gate words that occur in `data` (anywhere: a `using` in a comment still counts, as it does
-        for `FileContext.resolve`)."""
-        return {w.decode() for w in set(self.regex.findall(data))} if self.regex is not None else set()
+    def present(self, words: set[bytes]) -> set[str]:
+        """The gate words among a file's distinct words (`words_of`: anywhere, a `using` in a comment still
+        counts, as it does for `FileContext.resolve`)."""
+        return {w.decode() for w in self.words & words}
 
     def admits(self, rule_id: str, present: set[str]) -> bool:
         """`present`: the gate words found by `present()` and the keywords found by the prefilter."""

@@ -311,6 +311,10 @@ def test_name_gate_needs_every_word_of_one_name():
     assert not g.admits("X1", {"on", "thrust", "par"})
     assert g.admits("X1", {"on", "thrust", "cuda", "par"})
     assert g.admits("X1", {"on", "other"})
+    from cudamigrate.prefilter import words_of  # the gate words are whole words, comments included
+
+    assert g.present(words_of(b"using namespace thrust; // cuda\nauto p = par.on(s); thrusty other_x\n")) == \
+        {"thrust", "cuda", "par"}
 
 
 def _rule_ids(eng: Engine, code: bytes, tmp_path: Path) -> list[str]:
