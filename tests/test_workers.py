@@ -55,8 +55,10 @@ def test_the_warm_up_before_forking_reads_no_file_and_scans_cleanly():
     from cudamigrate.rules.load import load_rules
 
     engine = Engine(load_rules().rules)
+    project = engine.project
     before = tuple(set(x) for x in cache.recorded_reads())
     engine.warm_up()
     assert cache.recorded_reads() == before
+    assert engine.project is project and not project._includes and not project._macros  # the run's index untouched
     res = engine.scan_bytes(Path(WARM_UP_NAME), WARM_UP_SOURCE)
     assert not res.errors and not res.internal and len(res.findings) >= 5
