@@ -79,6 +79,7 @@ def _slow(monkeypatch) -> None:
     monkeypatch.setattr(ppenv_mod, "decide", ppenv_mod._decide)  # every condition evaluated again
     monkeypatch.setattr(texture_mod, "_header_declarations", _uncached_header_declarations)
     monkeypatch.setattr(streams_mod, "_search_if", lambda rx, code, *words: rx.search(code))
+    monkeypatch.setattr(streams_mod, "meets_blocking_before_parse", lambda data, path: None)  # every file parsed
     streams_mod._header_facts.cache_clear()
     monkeypatch.setattr(engine_mod, "identifier_hits", lambda ctx, kws: _query_nodes(ctx, kws))
     monkeypatch.setattr(texture_mod, "identifier_nodes", _query_nodes)
@@ -460,3 +461,33 @@ def test_macro_line_comments_blanked_line_by_line_as_by_the_former_file_pattern(
         assert _blank_macro_line_comments(d) == want, d[:120]
         changed += want != d
     assert changed > 100
+
+
+def test_blocking_streams_decided_before_parsing_agree_with_the_full_analysis():
+    """meets_blocking_before_parse says True/False only where the full analysis (text, declarations in the
+    tree, included headers) says the same, on every fixture and example file; None where it needs the tree."""
+    seen = {True: 0, False: 0, None: 0}
+    for t in ("fixtures", "examples"):
+        for p in sorted((ROOT / t).rglob("*")):
+            if p.suffix not in EXTS or not p.is_file():
+                continue
+            data = p.read_bytes()
+            early = streams_mod.meets_blocking_before_parse(data, p)
+            full = bool(streams_mod.analyse(data, None, p.name) or streams_mod._header_reasons(data, p))
+            seen[early] += 1
+            assert early is None or early == full, p
+    assert min(seen.values()) > 5, seen  # each answer met
+
+
+def test_a_file_whose_only_rules_need_blocking_streams_is_not_parsed(tmp_path, monkeypatch):
+    parsed: list[bytes] = []
+    real = engine_mod.parse
+    monkeypatch.setattr(engine_mod, "parse", lambda data: parsed.append(data) or real(data))
+    eng = _engine("CM102")
+    p = tmp_path / "a.cu"
+    p.write_bytes(b"__global__ void k(float *d) {}\nvoid f(float *d) { k<<<1, 1>>>(d); }\n")
+    assert eng.scan_path(p).skipped and not parsed  # one stream, nothing to serialize against: no parse
+    p.write_bytes(b"#include <thread>\n__global__ void k(float *d) {}\n"
+                  b"void f(float *d) { std::thread t([&] { k<<<1, 1>>>(d); }); t.join(); }\n")
+    eng.scan_path(p)
+    assert parsed  # host threads share the legacy stream: the launch rule runs
