@@ -16,8 +16,8 @@ from .calibration import lookup as lookup_calibration
 from .findings import Finding, Fix, assign_fingerprints, finding_for, sort_key
 from .options import Options  # re-exported: defined apart so the CLI's cached path need not import the engine
 from .match import builtins
-from .match import streams
-from .match.conditions import ConditionError, evaluate, requires
+from .match import precheck
+from .match.conditions import ConditionError, evaluate
 from .match.context import FileContext, reset_scope_cache
 from .match.edits import EditError, build_edits, keep_compat_edits, template_context
 from .match.semantic import SemanticContext
@@ -240,8 +240,11 @@ class Engine:
         self.semantic_provider: Callable[[Path, bytes], Any] | None = None
         # the run's project files (cli sets the discovered files): headers, members, includers
         self.project = ProjectIndex()
-        # rules that hold only where the legacy stream meets other blocking streams: decided before parsing
-        self.need_blocking_streams = frozenset(r.id for r in self.rules if requires(r.where, "meets_blocking_streams", True))
+        # rules that may be found impossible for a file before it is parsed (match/precheck.py): by their `where:`
+        # (not builtins, which may record project-wide facts while they run), or by a test of their builtin
+        self.prechecked = frozenset(r.id for r in self.rules if r.where is not None and r.kind != "builtin")
+        self.prechecked_builtins = {r.id: r.spec.get("name") for r in self.rules
+                                    if r.kind == "builtin" and r.spec.get("name") in precheck.BUILTIN_PRECHECKS}
 
     def _narrow(self, candidates: dict[str, Rule], found: set[str], in_code: set[str], words: set[bytes]) -> dict[str, Rule]:
         """The candidates that can match (see prefilter.py): a call, identifier or member rule needs one of its
@@ -352,10 +355,13 @@ class Engine:
             if r.kind == "launch" and b"<<<" not in data and not (semantic is not None and semantic.has_launch):
                 continue
             candidates[r.id] = r
-        if semantic is None and b"cudamigrate" not in data and not self.need_blocking_streams.isdisjoint(candidates) \
-                and streams.meets_blocking_before_parse(data, src.path) is False:
+        if semantic is None and b"cudamigrate" not in data and not (
+                self.prechecked.isdisjoint(candidates) and self.prechecked_builtins.keys().isdisjoint(candidates)):
             # (as in `_narrow`: a file with suppression comments keeps its rules)
-            candidates = {k: r for k, r in candidates.items() if k not in self.need_blocking_streams}
+            text = precheck.FileText(data, src.path, self.project)
+            candidates = {k: r for k, r in candidates.items()
+                          if (k not in self.prechecked or precheck.possible(r.where, text))
+                          and (k not in self.prechecked_builtins or precheck.builtin_possible(self.prechecked_builtins[k], text))}
         if not candidates:
             res.skipped = True
             return res

@@ -22,6 +22,7 @@ import cudamigrate.engine as engine_mod
 import cudamigrate.match.deviceprop as deviceprop_mod
 import cudamigrate.match.matchers as matchers_mod
 import cudamigrate.match.ppenv as ppenv_mod
+import cudamigrate.match.precheck as precheck_mod
 import cudamigrate.match.shadows as shadows_mod
 import cudamigrate.match.streams as streams_mod
 import cudamigrate.match.texture as texture_mod
@@ -79,7 +80,8 @@ def _slow(monkeypatch) -> None:
     monkeypatch.setattr(ppenv_mod, "decide", ppenv_mod._decide)  # every condition evaluated again
     monkeypatch.setattr(texture_mod, "_header_declarations", _uncached_header_declarations)
     monkeypatch.setattr(streams_mod, "_search_if", lambda rx, code, *words: rx.search(code))
-    monkeypatch.setattr(streams_mod, "meets_blocking_before_parse", lambda data, path: None)  # every file parsed
+    monkeypatch.setattr(precheck_mod, "possible", lambda cond, text: True)  # no rule dropped before parsing
+    monkeypatch.setattr(precheck_mod, "builtin_possible", lambda name, text: True)
     streams_mod._header_facts.cache_clear()
     monkeypatch.setattr(engine_mod, "identifier_hits", lambda ctx, kws: _query_nodes(ctx, kws))
     monkeypatch.setattr(texture_mod, "identifier_nodes", _query_nodes)
@@ -491,3 +493,63 @@ def test_a_file_whose_only_rules_need_blocking_streams_is_not_parsed(tmp_path, m
                   b"void f(float *d) { std::thread t([&] { k<<<1, 1>>>(d); }); t.join(); }\n")
     eng.scan_path(p)
     assert parsed  # host threads share the legacy stream: the launch rule runs
+
+
+def test_prechecks_say_impossible_only_for_what_the_text_rules_out(tmp_path):
+    from cudamigrate.match.precheck import FileText, possible
+
+    host = FileText(b"void f() { cudaDeviceSynchronize(); }\n", tmp_path / "a.cu")
+    dev = FileText(b"__device__ void g() { cudaDeviceSynchronize(); }\n", tmp_path / "b.cu")
+    either = {"any": [{"inside": "kernel"}, {"inside": "device_function"}]}
+    assert not possible(either, host) and possible(either, dev)
+    assert not possible({"inside": "kernel"}, dev) and possible({"inside": ["kernel", "device_function"]}, dev)
+    assert possible({"not": {"inside": "kernel"}}, host)  # a negation is never ruled out
+    assert possible({"inside": "loop"}, host) and possible({"argc": 1}, host)  # no test: possible
+    one_stream = {"all": [{"argc": 1}, {"meets_blocking_streams": True}]}
+    assert not possible(one_stream, host) and possible({"meets_blocking_streams": False}, host)
+    threads = FileText(b"#include <thread>\nvoid f() { std::thread t(g); }\n", tmp_path / "c.cu")
+    assert possible(one_stream, threads) and not possible({"meets_blocking_streams": False}, threads)
+    declared = FileText(b"void f(cudaStream_t s) { k<<<1, 1, 0, s>>>(); }\n", tmp_path / "d.cu")
+    assert possible(one_stream, declared) and possible({"meets_blocking_streams": False}, declared)  # the tree tells
+    assert possible({"any": []}, host) is False  # as `any: []` evaluates
+
+
+def test_a_host_file_is_not_parsed_for_a_device_code_rule(tmp_path, monkeypatch):
+    parsed: list[bytes] = []
+    real = engine_mod.parse
+    monkeypatch.setattr(engine_mod, "parse", lambda data: parsed.append(data) or real(data))
+    eng = _engine("CM532")  # cudaDeviceSynchronize in device code (CDP1)
+    p = tmp_path / "a.cu"
+    p.write_bytes(b"int main() { cudaDeviceSynchronize(); return 0; }\n")
+    assert eng.scan_path(p).skipped and not parsed
+    p.write_bytes(b"__global__ void k() { cudaDeviceSynchronize(); }\n")
+    assert [f.rule_id for f in eng.scan_path(p).findings] == ["CM532"] and parsed
+
+
+def test_texture_reference_builtins_are_not_run_where_no_reference_can_be_declared(tmp_path, monkeypatch):
+    """A file using texture objects (`tex2D<float>(obj, ...)`) with neither `texture` nor `surface` in it or its
+    project headers is not parsed for CM601/CM602; a reference declared in an included header still is found."""
+    parsed: list[bytes] = []
+    real = engine_mod.parse
+    monkeypatch.setattr(engine_mod, "parse", lambda data: parsed.append(data) or real(data))
+    eng = _engine("CM601", "CM602")
+    (tmp_path / "plain.h").write_text("#define N 4\n")
+    a = tmp_path / "a.cu"
+    a.write_text('#include "plain.h"\n__global__ void k(cudaTextureObject_t o, float *d) { d[0] = tex2D<float>(o, 0, 0); }\n')
+    eng.project.files = [a]
+    assert eng.scan_path(a).skipped and not parsed
+    (tmp_path / "tex.h").write_text("texture<float, 2> texRef;\n")
+    b = tmp_path / "b.cu"
+    b.write_text('#include "tex.h"\n__global__ void k(float *d) { d[0] = tex2D(texRef, 0, 0); }\n')
+    assert [f.rule_id for f in eng.scan_path(b).findings] == ["CM601"] and parsed
+
+
+def test_reference_text_needs_a_template_or_a_marker(tmp_path):
+    from cudamigrate.match.texture import references_possible
+
+    f = tmp_path / "a.cu"
+    for text, want in [(b"// uses texture memory through objects\n", False), (b"cudaTextureObject_t t;\n", False),
+                       (b"texture<float, 2> t;\n", True), (b"surface <void, 2> s;\n", True),
+                       (b"texture /* 2D */ <float, 2> t;\n", True), (b"texture\n<float> t;\n", True),
+                       (b"// cudamigrate CM601: t was texture<float, 2>\n", True)]:
+        assert references_possible(text, f, ProjectIndex()) is want, text

@@ -124,18 +124,6 @@ def evaluate(cond: Any, m: Match, ctx: FileContext) -> bool:
     return True
 
 
-def requires(cond: Any, key: str, value: Any) -> bool:
-    """Does `cond` hold only where `key: value` holds? True when that pair is the whole mapping, or a member of a
-    top-level `all:` (or of a list, which is an `all`), recursively; a member of `any:` or `not:` does not count."""
-    if isinstance(cond, list):
-        return any(requires(c, key, value) for c in cond)
-    if not isinstance(cond, dict):
-        return False
-    if key in cond and cond[key] == value:
-        return True
-    return requires(cond.get("all"), key, value)
-
-
 def _listed(val: Any) -> list:
     return val if isinstance(val, list) else [val]
 

@@ -336,6 +336,33 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
     return out, helpers
 
 
+# what a declaration (`texture<...>`, `surface <...>`, with a comment before `<` counted as maybe) or a migration
+# marker comment needs in the text
+_REFERENCE_TEXT = re.compile(rb"cudamigrate|\b(?:texture|surface)\s*(?:<|/[/*])")
+
+
+def references_possible(data: bytes, path: Path, project: Any) -> bool:
+    """Can the texture/surface reference builtins report anything for the file `path` holding `data`, before it
+    is parsed? Every reference they migrate is declared as `texture<...>`/`surface<...>`, or marked as migrated by
+    a `// cudamigrate CM60x: NAME was texture<...>` comment, in the file or in a project header `_header_refs`
+    visits (a subset of those `project.reachable` lists); odd uses are `texture<...>` types in the file itself.
+    So none of that text anywhere there (`_REFERENCE_TEXT`): nothing to report (match/precheck.py). A header
+    that cannot be read here counts as holding it."""
+    if _REFERENCE_TEXT.search(data):
+        return True
+    if project is None:
+        return True
+    try:
+        headers = project.reachable(path, data)
+    except OSError:
+        return True
+    for h in headers:
+        text = project.read(h)
+        if text is None or _REFERENCE_TEXT.search(text):
+            return True
+    return False
+
+
 def _header_declarations(ctx: FileContext, inc: Path, text: bytes) -> list[Ref]:
     """The references a project header declares (without nodes: they are not this file's). Parsed once per run:
     most files of a tree include the same helper headers (cuda-samples v11.8: 40% of a scan went to parsing

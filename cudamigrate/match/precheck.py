@@ -1,0 +1,94 @@
+"""Which rules' `where:` conditions cannot hold anywhere in a file, decided before the file is parsed.
+
+Most parsed files of a real tree end with no finding: a rule's keyword or construct is there (a kernel launch, a
+`cudaDeviceSynchronize` call), but its `where:` rules the match out (the legacy stream meets no other blocking
+stream; the call is not in device code). Some conditions have a cheap superset test on the file's text: when it
+fails, no match of the file can satisfy the condition, the rule is dropped, and a file left without candidate
+rules is not parsed at all. Each test may only say "impossible" when the condition is false for every match of
+the file (`tests/test_speed_paths.py` checks the findings against scans without these tests).
+
+- `meets_blocking_streams`: `streams.meets_blocking_before_parse` (the file's text and its headers; undecided
+  when the file names a stream type, since a declaration may be the reason);
+- `inside: kernel` / `inside: device_function`: the scope facts come from the `__global__`/`__device__` tokens
+  of a function definition (`context.Scope`), which must appear in the file's text;
+- the texture and surface reference builtins (`BUILTIN_PRECHECKS`): `texture.references_possible` (a
+  `texture<`/`surface<` or a migration marker in the file or a project header it reaches).
+
+`all:`, lists and mappings are conjunctions, `any:` a disjunction; `not:` and every other condition count as
+possible.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+from . import streams, texture
+
+
+class FileText:
+    """A file's bytes and path, with the facts the tests ask for computed once."""
+
+    def __init__(self, data: bytes, path: Path, project: Any = None):
+        self.data = data
+        self.path = path
+        self.project = project  # the run's ProjectIndex
+        self._blocking: list[bool | None] = []
+
+    def blocking(self) -> bool | None:
+        if not self._blocking:
+            self._blocking.append(streams.meets_blocking_before_parse(self.data, self.path))
+        return self._blocking[0]
+
+
+def _place_possible(place: Any, f: FileText) -> bool:
+    if place == "kernel":
+        return b"__global__" in f.data
+    if place == "device_function":
+        return b"__global__" in f.data or b"__device__" in f.data
+    return True
+
+
+def _blocking_possible(val: Any, f: FileText) -> bool:
+    known = f.blocking()
+    return known is None or known == bool(val)
+
+
+# condition -> (its value, the file) -> False when the condition holds for no match of the file
+PRECHECKS: dict[str, Callable[[Any, FileText], bool]] = {
+    "meets_blocking_streams": _blocking_possible,
+    "inside": lambda val, f: any(_place_possible(p, f) for p in (val if isinstance(val, list) else [val])),
+}
+
+
+# builtin matcher -> (the file) -> False when it can report nothing for the file
+BUILTIN_PRECHECKS: dict[str, Callable[[FileText], bool]] = {
+    "texture_reference": lambda f: texture.references_possible(f.data, f.path, f.project),
+    "surface_reference": lambda f: texture.references_possible(f.data, f.path, f.project),
+}
+
+
+def builtin_possible(name: Any, f: FileText) -> bool:
+    test = BUILTIN_PRECHECKS.get(name)
+    return test is None or test(f)
+
+
+def possible(cond: Any, f: FileText) -> bool:
+    """False when `cond` (a rule's `where:`) cannot hold for any match in the file."""
+    if cond is None:
+        return True
+    if isinstance(cond, list):
+        return all(possible(c, f) for c in cond)
+    if not isinstance(cond, dict):
+        return True
+    for key, val in cond.items():
+        if key == "all":
+            ok = possible(val, f)
+        elif key == "any":
+            ok = not isinstance(val, list) or any(possible(c, f) for c in val)
+        else:
+            test = PRECHECKS.get(key)
+            ok = test is None or test(val, f)
+        if not ok:
+            return False
+    return True
