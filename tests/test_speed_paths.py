@@ -553,3 +553,13 @@ def test_reference_text_needs_a_template_or_a_marker(tmp_path):
                        (b"texture /* 2D */ <float, 2> t;\n", True), (b"texture\n<float> t;\n", True),
                        (b"// cudamigrate CM601: t was texture<float, 2>\n", True)]:
         assert references_possible(text, f, ProjectIndex()) is want, text
+
+
+def test_reference_api_text_needs_a_bind_a_reference_type_or_a_template_less_read():
+    from cudamigrate.match.texture import reference_api_possible
+
+    for text, want in [(b"float v = tex2D<float>(obj, x, y);\n", False), (b"cudaCreateTextureObject(&o, &r, &t, 0);\n", False),
+                       (b"float v = tex2D(ref, x, y);\n", True), (b"float v = tex1Dfetch /* legacy */ (ref, i);\n", True),
+                       (b"cudaBindTexture(0, ref, d, n);\n", True), (b"const textureReference *r;\n", True),
+                       (b"cudaGetTextureReference(&r, &tex);\n", True)]:
+        assert reference_api_possible(text) is want, text

@@ -12,7 +12,8 @@ the file (`tests/test_speed_paths.py` checks the findings against scans without 
 - `inside: kernel` / `inside: device_function`: the scope facts come from the `__global__`/`__device__` tokens
   of a function definition (`context.Scope`), which must appear in the file's text;
 - the texture and surface reference builtins (`BUILTIN_PRECHECKS`): `texture.references_possible` (a
-  `texture<`/`surface<` or a migration marker in the file or a project header it reaches).
+  `texture<`/`surface<` or a migration marker in the file or a project header it reaches), and the reference
+  API builtin (`texture.reference_api_possible`: a bind, a reference type or a template-less read in the text).
 
 `all:`, lists and mappings are conjunctions, `any:` a disjunction; `not:` and every other condition count as
 possible.
@@ -65,6 +66,7 @@ PRECHECKS: dict[str, Callable[[Any, FileText], bool]] = {
 BUILTIN_PRECHECKS: dict[str, Callable[[FileText], bool]] = {
     "texture_reference": lambda f: texture.references_possible(f.data, f.path, f.project),
     "surface_reference": lambda f: texture.references_possible(f.data, f.path, f.project),
+    "texture_reference_api": lambda f: texture.reference_api_possible(f.data),
 }
 
 

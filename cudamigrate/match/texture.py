@@ -70,6 +70,17 @@ TEX_BINDS = {"cudaBindTexture": 1, "cudaBindTexture2D": 1, "cudaBindTextureToArr
              "cudaBindTextureToMipmappedArray": 0, "cudaUnbindTexture": 0}
 SURF_BINDS = {"cudaBindSurfaceToArray": 0}
 REF_APIS = ("cudaGetTextureReference", "cudaGetSurfaceReference", "cudaGetTextureAlignmentOffset")
+# what a use `texture_reference_api` reports needs in the text: a bind or reference-API name, a reference type
+# name, or a read called without template arguments (`tex2D(ref, ...)`, not `tex2D<float>(obj, ...)`; a comment
+# before its `(` counted as maybe)
+_REFERENCE_API_TEXT = re.compile(
+    rb"\b(?:" + b"|".join(n.encode() for n in (*TEX_BINDS, *SURF_BINDS, *REF_APIS, "textureReference", "surfaceReference"))
+    + rb")\b|\b(?:" + b"|".join(n.encode() for n in TEX_READS) + rb")\s*(?:\(|/[/*])")
+
+
+def reference_api_possible(data: bytes) -> bool:
+    """Can `texture_reference_api` report anything in a file holding `data`? (match/precheck.py)"""
+    return _REFERENCE_API_TEXT.search(data) is not None
 ALL_REMOVED_CALLS = set(TEX_BINDS) | set(SURF_BINDS) | set(REF_APIS)
 
 # textureReference fields -> cudaTextureDesc fields
