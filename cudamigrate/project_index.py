@@ -83,6 +83,7 @@ class ProjectIndex:
     cache: dict = field(default_factory=dict, repr=False)  # for matchers' own per-run results
     _keys: dict[Path, Path] = field(default_factory=dict, repr=False)
     _in_run: dict[tuple[Path, str], Path | None] = field(default_factory=dict, repr=False)
+    _last_reachable: tuple[Path, bytes | None, tuple[Path, ...]] | None = field(default=None, repr=False)
 
     def _key(self, path: Path) -> Path:
         """`_key(path)`, remembered for the run: resolving symlinks costs an lstat per path component, and
@@ -178,8 +179,17 @@ class ProjectIndex:
         return out
 
     def reachable(self, path: Path, data: bytes | None = None) -> list[Path]:
-        """Project headers reached from `path` through `#include "..."`, breadth-first, without `path`."""
+        """Project headers reached from `path` through `#include "..."`, breadth-first, without `path`. The last
+        answer is kept: a scanned file asks several times with the same bytes (statement macros, texture)."""
         start = self._key(path)
+        last = self._last_reachable
+        if last is not None and last[0] == start and last[1] is data:
+            return list(last[2])
+        seen = self._reachable(start, data)
+        self._last_reachable = (start, data, tuple(seen))
+        return seen
+
+    def _reachable(self, start: Path, data: bytes | None) -> list[Path]:
         seen: list[Path] = []
         members = {start}  # membership by set: a list lookup made this quadratic (CCCL: ~1,000 headers per file)
         frontier = [(start, data)]

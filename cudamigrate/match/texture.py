@@ -367,9 +367,13 @@ def references_possible(data: bytes, path: Path, project: Any) -> bool:
         headers = project.reachable(path, data)
     except OSError:
         return True
+    seen: dict[Path, bool] = project.cache.setdefault("texture.reference_text", {})  # per header, for the run
     for h in headers:
-        text = project.read(h)
-        if text is None or _REFERENCE_TEXT.search(text):
+        got = seen.get(h)
+        if got is None:
+            text = project.read(h)
+            got = seen[h] = text is None or _REFERENCE_TEXT.search(text) is not None
+        if got:
             return True
     return False
 
