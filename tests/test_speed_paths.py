@@ -551,6 +551,7 @@ def test_reference_text_needs_a_template_or_a_marker(tmp_path):
     for text, want in [(b"// uses texture memory through objects\n", False), (b"cudaTextureObject_t t;\n", False),
                        (b"texture<float, 2> t;\n", True), (b"surface <void, 2> s;\n", True),
                        (b"texture /* 2D */ <float, 2> t;\n", True), (b"texture\n<float> t;\n", True),
+                       (b"#define DECL(n) texture \\\n  <float, 2> n;\n", True), (b"glBindTexture(target, texture);\n", False),
                        (b"// cudamigrate CM601: t was texture<float, 2>\n", True)]:
         assert references_possible(text, f, ProjectIndex()) is want, text
 

@@ -195,13 +195,15 @@ def texture_templates(root: ts.Node) -> list[tuple[ts.Node, ts.Node, ts.Node]]:
     """(template type, name, arguments) of `texture<...>`/`surface<...>`, walked (parse/walk.py says why): the
     former query `((template_type name: (type_identifier) @n arguments: (template_argument_list) @a) @t
     (#any-of? @n "texture" "surface"))`."""
-    if not _TEMPLATE_WORD.search(root.text or b""):  # the name node's text is the whole word: no walk needed
+    if not _TEMPLATE_TEXT.search(root.text or b""):  # a template's name, then its `<`: no walk needed
         return []
     return [m for m in walk.pair_matches(root, TEMPLATE_ARGS, "name", "type_identifier")
             if m[1].text in (b"texture", b"surface")]
 
 
-_TEMPLATE_WORD = re.compile(rb"\b(?:texture|surface)\b")
+# `texture<`, `surface <`, `texture \` + newline + `<` in a macro, or the word before a comment (a comment may
+# stand between a template's name and its `<`)
+_TEMPLATE_TEXT = re.compile(rb"\b(?:texture|surface)(?:\s|\\)*(?:<|/[/*])")
 
 
 def reference_type_names(root: ts.Node) -> list[ts.Node]:
@@ -349,7 +351,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
 
 # what a declaration (`texture<...>`, `surface <...>`, with a comment before `<` counted as maybe) or a migration
 # marker comment needs in the text
-_REFERENCE_TEXT = re.compile(rb"cudamigrate|\b(?:texture|surface)\s*(?:<|/[/*])")
+_REFERENCE_TEXT = re.compile(rb"cudamigrate|" + _TEMPLATE_TEXT.pattern)
 
 
 def references_possible(data: bytes, path: Path, project: Any) -> bool:
@@ -386,7 +388,7 @@ def _header_declarations(ctx: FileContext, inc: Path, text: bytes) -> list[Ref]:
     got = cache.get((inc, text))
     if got is None:
         # (no `texture`/`surface` word: no declaration to find, nothing to parse)
-        got = _declarations(parse_header(text).root_node, None)[0] if _TEMPLATE_WORD.search(text) else []
+        got = _declarations(parse_header(text).root_node, None)[0] if _TEMPLATE_TEXT.search(text) else []
         for r in got:
             r.decl = None
             r.declarator = None
