@@ -56,9 +56,18 @@ def field_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> Iterator
     return walk_field_matches(root, patterns)
 
 
+def _keys(patterns: tuple[FieldPattern, ...]) -> list[Key]:
+    return list(dict.fromkeys((p.node_type, p.field) for p in patterns))
+
+
 def _indexed_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> Iterator[tuple[FieldPattern, ts.Node, ts.Node]]:
-    keys = list(dict.fromkeys((p.node_type, p.field) for p in patterns))
-    index = _index(root, keys)
+    keys = _keys(patterns)
+    return _matches_in(_index(root, keys), keys, patterns)
+
+
+def _matches_in(index: dict[Key, list[tuple[int, ts.Node, ts.Node]]], keys: list[Key],
+                patterns: tuple[FieldPattern, ...]) -> Iterator[tuple[FieldPattern, ts.Node, ts.Node]]:
+    """The matches of `patterns` among an index's pairs, in the walk's order, then pattern order."""
     if len(keys) == 1:
         pairs: list[tuple[int, Key, ts.Node, ts.Node]] = [(seq, keys[0], x, c) for seq, x, c in index[keys[0]]]
     else:
@@ -113,28 +122,11 @@ def _walk_index(root: ts.Node, keys: list[Key]) -> dict[Key, list[tuple[int, ts.
 
 
 def walk_field_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> Iterator[tuple[FieldPattern, ts.Node, ts.Node]]:
-    """field_matches by a TreeCursor walk. A query completes a match when it reaches the match's child, so
-    matches come in the pre-order of the children (a declaration's second declarator after the parameters of
-    its first), then in pattern order."""
-    fields = frozenset(p.field for p in patterns)
-    types = frozenset(p.node_type for p in patterns)
-    cur = root.walk()
-    while True:
-        f = cur.field_name
-        if f is not None and f in fields:
-            child = cur.node
-            if child is not None and child.is_named:
-                parent = child.parent
-                if parent is not None and parent.type in types:
-                    for p in patterns:
-                        if p.node_type == parent.type and p.field == f and \
-                                (p.child_type is None or child.type == p.child_type):
-                            yield p, parent, child
-        if cur.goto_first_child():
-            continue
-        while not cur.goto_next_sibling():
-            if not cur.goto_parent():
-                return
+    """field_matches by a TreeCursor walk of `root` for these patterns alone. A query completes a match when it
+    reaches the match's child, so matches come in the pre-order of the children (a declaration's second
+    declarator after the parameters of its first), then in pattern order."""
+    keys = _keys(patterns)
+    return _matches_in(_walk_index(root, keys), keys, patterns)
 
 
 def query_field_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> Iterator[tuple[FieldPattern, ts.Node, ts.Node]]:
@@ -199,15 +191,6 @@ _LAUNCH_ARGS = (FieldPattern("call_expression", "arguments", "argument_list"),)
 def kernel_launches(root: ts.Node) -> list[tuple[ts.Node, ts.Node, ts.Node, ts.Node]]:
     """(call, callee, `<<<...>>>` config, argument list) of every kernel launch, in the former query's order:
     `(call_expression function: (_) @fn (kernel_call_syntax) @cfg arguments: (argument_list) @args) @launch`."""
-    out = []
-    for _, call, args in field_matches(root, _LAUNCH_ARGS):
-        kids = call.children
-        k = next(i for i, c in enumerate(kids) if c == args)
-        for i in range(k):
-            fn = kids[i]
-            if not fn.is_named or call.field_name_for_child(i) != "function":
-                continue
-            for cfg in kids[i + 1:k]:
-                if cfg.type == "kernel_call_syntax":
-                    out.append((call, fn, cfg, args))
-    return out
+    return [(call, fn, cfg, args) for call, fn, args in pair_matches(root, _LAUNCH_ARGS, "function")
+            for cfg in call.children
+            if cfg.type == "kernel_call_syntax" and fn.end_byte <= cfg.start_byte and cfg.end_byte <= args.start_byte]
