@@ -33,6 +33,7 @@ import tree_sitter as ts
 
 from ..parse import walk
 from ..parse.treesitter import parent_of
+from .streams import may_declare_streams
 
 STREAM_TYPE = re.compile(r"^(const\s+)?(cudaStream_t|CUstream)$")
 CREATE = {"cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority", "cuStreamCreate",
@@ -86,8 +87,7 @@ _DECLARATIONS = tuple(walk.FieldPattern(t, "type") for t in ("declaration", "par
 
 def _stream_names(root: ts.Node) -> set[str]:
     names: set[str] = set()
-    text = root.text or b""
-    if b"cudaStream_t" not in text and b"CUstream" not in text:  # no declaration can have a stream type
+    if not may_declare_streams(root.text or b""):
         return names
     for _, n, t in walk.field_matches(root, _DECLARATIONS):
         if not STREAM_TYPE.match(re.sub(r"\s+", " ", _text(t)).strip()):

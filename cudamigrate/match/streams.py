@@ -164,13 +164,27 @@ def _text_reasons(code: str, where: str, first: bool) -> list[str]:
     return reasons
 
 
+# (bytes, where, first text reason) of the last buffer asked about: the engine's precheck and then the stream
+# condition ask about the same file
+_LAST_TEXT: list = [None, "", []]
+
+
+def _first_text_reason(data: bytes, where: str) -> list[str]:
+    if _LAST_TEXT[0] is not data or _LAST_TEXT[1] != where:
+        _LAST_TEXT[:] = [data, where, _text_reasons(_strip(data.decode("utf-8", "replace")), where, True)]
+    return list(_LAST_TEXT[2])
+
+
 def analyse(data: bytes, root: ts.Node | None, where: str, first: bool = False) -> list[str]:
     """The reasons one buffer shows for blocking streams besides the legacy one; with `first`, only the first
     found (the text searches run before the tree walk, which parses a header that has no tree yet)."""
-    reasons = _text_reasons(_strip(data.decode("utf-8", "replace")), where, first)
-    if first and reasons:
-        return reasons[:1]
-    if not _may_declare_streams(data):
+    if first:
+        reasons = _first_text_reason(data, where)
+        if reasons:
+            return reasons[:1]
+    else:
+        reasons = _text_reasons(_strip(data.decode("utf-8", "replace")), where, False)
+    if not may_declare_streams(data):
         return reasons  # no stream type in the text: no declaration to find
     if root is None:
         root = parse_header(data).root_node
@@ -178,8 +192,8 @@ def analyse(data: bytes, root: ts.Node | None, where: str, first: bool = False) 
     return reasons[:1] if first else reasons
 
 
-def _may_declare_streams(data: bytes) -> bool:
-    """A declaration reason needs a declared type in STREAM_TYPES, whose text holds one of these words."""
+def may_declare_streams(data: bytes) -> bool:
+    """A declaration of a stream needs a type in STREAM_TYPES, whose text holds one of these words."""
     return b"cudaStream_t" in data or b"CUstream" in data
 
 
@@ -225,9 +239,9 @@ def meets_blocking_before_parse(data: bytes, path: Path) -> bool | None:
     before it is parsed; None when only its tree can tell (it names a stream type: a declaration may be a reason).
     The engine drops the rules that require `meets_blocking_streams: true` from a file where this is False, and
     does not parse a file that no other rule needs (a third of the parsed cuda-samples files)."""
-    if _text_reasons(_strip(data.decode("utf-8", "replace")), path.name, True):
+    if _first_text_reason(data, path.name):
         return True
-    if _may_declare_streams(data):
+    if may_declare_streams(data):
         return None
     return bool(_header_reasons(data, path))
 
