@@ -21,6 +21,7 @@ possible.
 
 from __future__ import annotations
 
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
@@ -34,12 +35,10 @@ class FileText:
         self.data = data
         self.path = path
         self.project = project  # the run's ProjectIndex
-        self._blocking: list[bool | None] = []
 
+    @cached_property
     def blocking(self) -> bool | None:
-        if not self._blocking:
-            self._blocking.append(streams.meets_blocking_before_parse(self.data, self.path))
-        return self._blocking[0]
+        return streams.meets_blocking_before_parse(self.data, self.path)
 
 
 def _place_possible(place: Any, f: FileText) -> bool:
@@ -51,7 +50,7 @@ def _place_possible(place: Any, f: FileText) -> bool:
 
 
 def _blocking_possible(val: Any, f: FileText) -> bool:
-    known = f.blocking()
+    known = f.blocking
     return known is None or known == bool(val)
 
 

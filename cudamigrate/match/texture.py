@@ -81,6 +81,8 @@ _REFERENCE_API_TEXT = re.compile(
 def reference_api_possible(data: bytes) -> bool:
     """Can `texture_reference_api` report anything in a file holding `data`? (match/precheck.py)"""
     return _REFERENCE_API_TEXT.search(data) is not None
+
+
 ALL_REMOVED_CALLS = set(TEX_BINDS) | set(SURF_BINDS) | set(REF_APIS)
 
 # textureReference fields -> cudaTextureDesc fields
@@ -387,7 +389,7 @@ def _header_declarations(ctx: FileContext, inc: Path, text: bytes) -> list[Ref]:
     cache = ctx.project.cache.setdefault("texture.header_declarations", {}) if ctx.project is not None else {}
     got = cache.get((inc, text))
     if got is None:
-        # (no `texture`/`surface` word: no declaration to find, nothing to parse)
+        # (no `texture<`/`surface<` text: no declaration to find, nothing to parse)
         got = _declarations(parse_header(text).root_node, None)[0] if _TEMPLATE_TEXT.search(text) else []
         for r in got:
             r.decl = None

@@ -66,20 +66,22 @@ def parse(data: bytes) -> ts.Tree:
 # that look into included headers (texture references, shadowing declarations, stream facts) each parsed the
 # same helper header again. Bounded by source bytes, not count: a tree takes many times its source in memory.
 _HEADER_TREES: dict[bytes, ts.Tree] = {}
+_header_bytes = 0  # the source bytes of the trees kept
 HEADER_TREES_MAX_BYTES = 2_000_000
 
 
 def parse_header(data: bytes) -> ts.Tree:
     """`parse(data)` shared with the other analyses that read the same header in this process. The tree must
     not be edited."""
+    global _header_bytes
     tree = _HEADER_TREES.pop(data, None)
     if tree is None:
         tree = parse(data)
+        _header_bytes += len(data)
     _HEADER_TREES[data] = tree  # most recent last
-    total = sum(len(d) for d in _HEADER_TREES)
-    while total > HEADER_TREES_MAX_BYTES and len(_HEADER_TREES) > 1:
+    while _header_bytes > HEADER_TREES_MAX_BYTES and len(_HEADER_TREES) > 1:
         oldest = next(iter(_HEADER_TREES))
-        total -= len(oldest)
+        _header_bytes -= len(oldest)
         del _HEADER_TREES[oldest]
     return tree
 
