@@ -52,9 +52,9 @@ def fix_many(findings: int) -> bytes:
 
 def _child(case: str, size: int) -> None:
     sys.path.insert(0, str(ROOT))
-    from cudamigrate.engine import Engine, Options
+    from cudamigrate.pipeline.engine import Engine, Options
     from cudamigrate.fix.apply import fix_bytes
-    from cudamigrate.rules.load import load_rules
+    from cudamigrate.knowledge.load import load_rules
 
     rules = load_rules([ROOT / "rules"]).rules
     eng = Engine(rules, Options())

@@ -86,8 +86,8 @@ _SEEDS: list[bytes] = []
 
 def _init() -> None:
     global _ENGINE, _SEEDS
-    from cudamigrate.engine import Engine, Options
-    from cudamigrate.rules.load import load_rules
+    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.knowledge.load import load_rules
 
     rules = load_rules([ROOT / "rules"]).rules
     _ENGINE = Engine(rules, Options(select=["ALL"], extend_select=[r.id for r in rules]))
@@ -96,7 +96,7 @@ def _init() -> None:
 
 def _outside_edits_ok(data: bytes, res) -> bool:
     """A one-pass fix equals the input with exactly its applied findings' edits."""
-    from cudamigrate.findings import Edit
+    from cudamigrate.findings.model import Edit
     from cudamigrate.fix.apply import _normalize_newlines, apply_edits
 
     if res.passes != 1:

@@ -94,7 +94,7 @@ def first_file(paths: list[Path]) -> Path | None:
 def generated_rules(directory: Path, n: int) -> None:
     """n ast-grep rules `NAME($$$ARGS)` over the call names of cudamigrate's rules (cycled when n is larger)."""
     sys.path.insert(0, str(ROOT))
-    from cudamigrate.rules.load import load_rules
+    from cudamigrate.knowledge.load import load_rules
 
     names = sorted({k.split("::")[-1] for r in load_rules().rules if r.kind == "call" for k in r.spec["names"]
                     if "*" not in k and "." not in k and "(" not in k})

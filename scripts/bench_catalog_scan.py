@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cudamigrate.engine import Engine, Options, _keyword_regex  # noqa: E402
-from cudamigrate.rules.load import load_rules  # noqa: E402
-from cudamigrate.runner import EngineSpec, scan_files  # noqa: E402
+from cudamigrate.pipeline.engine import Engine, Options, _keyword_regex  # noqa: E402
+from cudamigrate.knowledge.load import load_rules  # noqa: E402
+from cudamigrate.pipeline.runner import EngineSpec, scan_files  # noqa: E402
 
 BODY = """
 __global__ void scale_{i}(float* __restrict__ out, const float* __restrict__ in, int n, float a) {{

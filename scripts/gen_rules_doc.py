@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from cudamigrate.rules.readme_tables import update  # noqa: E402
+from cudamigrate.knowledge.readme_tables import update  # noqa: E402
 
 README = ROOT / "rules" / "README.md"
 

@@ -54,7 +54,7 @@ def main() -> int:
     a = ap.parse_args()
     from click.testing import CliRunner
 
-    from cudamigrate.cli import main as cli
+    from cudamigrate.cli.main import main as cli
     from tests.browser import chromium_binary, load
 
     work = a.keep or Path(tempfile.mkdtemp(prefix="cm-bench-"))

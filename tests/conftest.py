@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def gpu_available() -> bool:
-    """One GPU check for the whole suite (CUDAMIGRATE_NO_GPU=1 hides the GPU): cudamigrate.gpu's."""
-    from cudamigrate.gpu import gpu_available as available
+    """One GPU check for the whole suite (CUDAMIGRATE_NO_GPU=1 hides the GPU): cudamigrate.verify.gpu's."""
+    from cudamigrate.verify.gpu import gpu_available as available
 
     return available()

@@ -4,10 +4,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cudamigrate.engine import Engine, Options
+from cudamigrate.pipeline.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
-from cudamigrate.fixtures import Case
-from cudamigrate.rules.load import load_rules
+from cudamigrate.verify.fixtures import Case
+from cudamigrate.knowledge.load import load_rules
 from cudamigrate.rules.schema import parse_version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,7 +79,7 @@ def run_cli(*args, cwd=None):
 
     from click.testing import CliRunner
 
-    from cudamigrate.cli import main
+    from cudamigrate.cli.main import main
 
     old = os.getcwd()
     if cwd is not None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from cudamigrate.cli import main
+from cudamigrate.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 # the bundled example (examples/legacy-app), or the stream fixtures in a checkout without it

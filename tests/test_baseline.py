@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from cudamigrate.cli import main
+from cudamigrate.cli.main import main
 
 CODE = """#include <cuda_runtime.h>
 void f(float *d, float *h, size_t n, cudaStream_t s) {  // receives a stream: the legacy stream meets it

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.build import nvcc_command, nvcc_path
-from cudamigrate.cost import base_impact
-from cudamigrate.fixtures import expected_findings, load_cases
+from cudamigrate.verify.build import nvcc_command, nvcc_path
+from cudamigrate.findings.cost import base_impact
+from cudamigrate.verify.fixtures import expected_findings, load_cases
 
 from .conftest import FIXTURES
 from .helpers import all_rules
@@ -271,7 +271,7 @@ def test_cccl_needs_cpp17(tmp_path):
     ("g.h", "", [("CM523", "hygiene")]),  # a header no .c file includes is compiled as C++ (language.file_language)
 ])
 def test_cm507_follows_the_language(name, code, expected):
-    from cudamigrate.engine import Engine, Options
+    from cudamigrate.pipeline.engine import Engine, Options
 
     src = (code + "#include <cuda_runtime.h>\nint f(cudaGraphExec_t *e, cudaGraph_t g) {\n"
            "  return (int)cudaGraphInstantiate(e, g, NULL, NULL, 0);\n}\n").encode()

@@ -1,4 +1,4 @@
-"""The result cache (cudamigrate/cache.py): stored results come back only while nothing they depend on
+"""The result cache (cudamigrate/pipeline/result_cache.py): stored results come back only while nothing they depend on
 changed, a broken or busy database is ignored, and the runner scans only what the cache cannot answer."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate import cache
-from cudamigrate.cache import CachedRun, DepSet, ResultCache, content_hash, tree_state
-from cudamigrate.engine import Engine
+from cudamigrate.pipeline import result_cache as cache
+from cudamigrate.pipeline.result_cache import CachedRun, DepSet, ResultCache, content_hash, tree_state
+from cudamigrate.pipeline.engine import Engine
 
 from .conftest import ROOT
 from .helpers import run_cli
@@ -96,7 +96,7 @@ def test_size_is_bounded_least_recently_used_first(tmp_path):
 
 _WRITER = """
 import sys
-from cudamigrate.cache import ResultCache
+from cudamigrate.pipeline.result_cache import ResultCache
 db = ResultCache(__import__("pathlib").Path(sys.argv[1]))
 for i in range(200):
     db.store(f"{sys.argv[2]}{i}", "h", list(range(50)))
@@ -155,8 +155,8 @@ def test_depset_sees_edits_and_new_headers(tmp_path):
 
 
 def test_read_recorder_sees_reads_of_any_helper(tmp_path):
-    from cudamigrate.project_index import ProjectIndex
-    from cudamigrate.source import read_regular
+    from cudamigrate.read.project_index import ProjectIndex
+    from cudamigrate.read.source import read_regular
 
     cache.install_read_recorder()
     f = tmp_path / "seen.cuh"
@@ -174,7 +174,7 @@ def test_read_recorder_sees_reads_of_any_helper(tmp_path):
 
 
 def test_run_digest_follows_rules_options_and_code(tmp_path):
-    from cudamigrate.engine import Options
+    from cudamigrate.pipeline.engine import Options
 
     rules = tmp_path / "rules"
     shutil.copytree(ROOT / "rules" / "removals", rules)

@@ -1,4 +1,4 @@
-"""Replays of a whole scan (cudamigrate/replay.py): an unchanged run prints its stored report without loading
+"""Replays of a whole scan (cudamigrate/pipeline/replay.py): an unchanged run prints its stored report without loading
 the rules, byte for byte what `--no-cache` prints, and any change a file's cached result depends on (a file, a
 header inside or outside the run, the file list, a rule, an option, the configuration) makes the scan run."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate import cache
+from cudamigrate.pipeline import result_cache as cache
 
 from .conftest import ROOT
 from .helpers import run_cli
@@ -32,7 +32,7 @@ class _Loads:
     """Counts rule loads by the CLI: a replay loads no rule."""
 
     def __init__(self, monkeypatch):
-        import cudamigrate.cli as cli
+        import cudamigrate.cli.main as cli
 
         self.n = 0
         orig = cli.load_rules
@@ -151,7 +151,7 @@ def test_trusted_stat_signature_still_sees_a_same_size_edit(tmp_path, cache_dir,
     _tree(tmp_path)
     f = tmp_path / "src" / "f1.cu"
     first = _scan(tmp_path)
-    from cudamigrate.replay import Replay
+    from cudamigrate.pipeline.replay import Replay
 
     with sqlite3.connect(cache_dir / "results.sqlite") as db:
         (body,) = db.execute("SELECT body FROM replays").fetchone()
@@ -166,7 +166,7 @@ def test_trusted_stat_signature_still_sees_a_same_size_edit(tmp_path, cache_dir,
 def test_recent_files_are_hashed_not_trusted(tmp_path, cache_dir):
     _tree(tmp_path)
     _scan(tmp_path)
-    from cudamigrate.replay import Replay
+    from cudamigrate.pipeline.replay import Replay
 
     with sqlite3.connect(cache_dir / "results.sqlite") as db:
         (body,) = db.execute("SELECT body FROM replays").fetchone()
@@ -191,14 +191,14 @@ def test_a_replay_imports_neither_the_engine_nor_its_libraries(tmp_path):
 
     _tree(tmp_path / "t")
     env = dict(os.environ, CUDAMIGRATE_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(ROOT))
-    script = ("import json, sys\nfrom cudamigrate.cli import console\nsys.argv = ['cudamigrate', 'scan', sys.argv[1]]\n"
+    script = ("import json, sys\nfrom cudamigrate.cli.main import console\nsys.argv = ['cudamigrate', 'scan', sys.argv[1]]\n"
               "try:\n    console()\nexcept SystemExit:\n    pass\n"
               "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-              "('tree_sitter', 'tree_sitter_cuda', 'jinja2', 'yaml') or m in ('cudamigrate.engine', 'cudamigrate.runner') "
+              "('tree_sitter', 'tree_sitter_cuda', 'jinja2', 'yaml') or m in ('cudamigrate.pipeline.engine', 'cudamigrate.pipeline.runner') "
               "or m.startswith('cudamigrate.match'))))\n")
     runs = [subprocess.run([sys.executable, "-c", script, str(tmp_path / "t")], env=env, capture_output=True, text=True)
             for _ in range(2)]
     first, again = (json.loads(r.stdout.splitlines()[-1]) for r in runs)
-    assert "tree_sitter" in first and "cudamigrate.engine" in first  # the scan that stored the replay
+    assert "tree_sitter" in first and "cudamigrate.pipeline.engine" in first  # the scan that stored the replay
     assert again == [], again
     assert runs[0].stdout.splitlines()[:-1] == runs[1].stdout.splitlines()[:-1]

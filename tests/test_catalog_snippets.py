@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.engine import Engine, Options
+from cudamigrate.pipeline.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
 
 from .helpers import ROOT, all_rules

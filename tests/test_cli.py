@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner
 
-from cudamigrate.cli import main
+from cudamigrate.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 LEGACY = b"""#include <cuda_runtime.h>
@@ -225,7 +225,7 @@ def test_bundled_example_has_findings_for_every_family():
 
 
 def test_full_rule_id_selects_only_that_rule():
-    from cudamigrate.engine import Options, select_rules
+    from cudamigrate.pipeline.engine import Options, select_rules
 
     from .helpers import all_rules
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cudamigrate.match.conditions import strip_address
-from cudamigrate.source import check_bytes
+from cudamigrate.read.source import check_bytes
 
 from .helpers import engine_for, fix_text
 

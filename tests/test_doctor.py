@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudamigrate import doctor as dr
-from cudamigrate.cli import main
+from cudamigrate.verify import doctor as dr
+from cudamigrate.cli.main import main
 
 
 def _script(d: Path, name: str, body: str) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.source import SourceError, check_bytes
+from cudamigrate.read.source import SourceError, check_bytes
 
 from .helpers import engine_for, fix_text
 

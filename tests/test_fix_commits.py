@@ -61,7 +61,7 @@ def test_final_tree_equals_single_fix_run(repo, tmp_path, by, unsafe):
         if not unsafe:
             assert all(s.endswith("(safe fix)") for s in made)
     else:
-        from cudamigrate.rules.load import load_rules
+        from cudamigrate.knowledge.load import load_rules
 
         families = {r.family for r in load_rules().rules}
         fams = [s.split()[1] for s in made]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudamigrate.findings import Edit
+from cudamigrate.findings.model import Edit
 from cudamigrate.fix.apply import apply_edits, fix_bytes
 
 from .helpers import engine_for
@@ -65,8 +65,8 @@ def test_nested_calls_both_fixed():
 
 
 def test_fix_refused_when_result_has_more_syntax_errors(tmp_path):
-    from cudamigrate.engine import Engine, Options
-    from cudamigrate.rules.load import load_rules
+    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.knowledge.load import load_rules
 
     rd = tmp_path / "r"
     rd.mkdir()
@@ -111,8 +111,8 @@ def test_code_under_if_0_is_not_reported_but_its_else_is():
 
 
 def test_a_failing_rule_template_is_reported_not_raised(tmp_path):
-    from cudamigrate.engine import Engine, Options
-    from cudamigrate.rules.load import load_rules
+    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.knowledge.load import load_rules
 
     rd = tmp_path / "r"
     rd.mkdir()

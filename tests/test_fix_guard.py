@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudamigrate.engine import Engine, Options
+from cudamigrate.pipeline.engine import Engine, Options
 from cudamigrate.fix.apply import apply_edits, fix_bytes
 from cudamigrate.fix.guard import errors_of
-from cudamigrate.findings import Edit
-from cudamigrate.rules.load import load_rules
+from cudamigrate.findings.model import Edit
+from cudamigrate.knowledge.load import load_rules
 
 from .helpers import all_rules
 

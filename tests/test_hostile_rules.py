@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.config import ConfigError, load_config
-from cudamigrate.engine import Engine, Options
-from cudamigrate.rules.load import load_rules
+from cudamigrate.core.config import ConfigError, load_config
+from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.knowledge.load import load_rules
 from cudamigrate.rules.safety import UnsafeRule, check_regex
-from cudamigrate.source import SNIPPET_LIMIT
+from cudamigrate.read.source import SNIPPET_LIMIT
 
 from .helpers import all_rules
 
@@ -126,7 +126,7 @@ def test_snippet_is_bounded_on_a_long_line():
 
 
 def test_render_cache_never_mixes_inputs():
-    from cudamigrate.templates import render
+    from cudamigrate.rules.templates import render
 
     data = {"x": {"rename": "A"}}
     t = "{{ name }}/{{ args.stream | default('-') }}/{{ data[name].rename if name in data else '?' }}/{{ 1 if flag else 0 }}"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudamigrate import engine as engine_mod
-from cudamigrate.cli import main
+from cudamigrate.pipeline import engine as engine_mod
+from cudamigrate.cli.main import main
 from cudamigrate.match import kinds
 
 GOOD = b"int main() { cudaThreadSynchronize(); return 0; }\n"
@@ -176,9 +176,9 @@ def test_semantic_runner_isolates_files_too(tmp_path, poisoned_call_matcher, job
     """Semantic mode goes through the one runner (facts shipped to workers); the same guards hold there."""
     from types import SimpleNamespace
 
-    from cudamigrate.engine import Engine, Options
-    from cudamigrate.rules.load import builtin_rules_dir, load_rules
-    from cudamigrate.runner import EngineSpec, scan_files
+    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.knowledge.load import builtin_rules_dir, load_rules
+    from cudamigrate.pipeline.runner import EngineSpec, scan_files
 
     n = 70 if jobs == 2 else 4
     src = _tree(tmp_path / "src", n)
@@ -206,7 +206,7 @@ def test_a_bug_hit_at_every_call_is_a_few_lines_not_thousands(tmp_path, poisoned
 
 
 def test_semantic_setup_failure_falls_back_to_tree_sitter(tmp_path, monkeypatch):
-    import cudamigrate.cli_semantic as sem
+    import cudamigrate.cli.semantic as sem
 
     def broken(*a, **k):
         raise KeyError("directory")  # e.g. a compile_commands.json entry without the keys we expect

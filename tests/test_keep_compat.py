@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from cudamigrate.build import compile_file
-from cudamigrate.engine import Engine, Options
+from cudamigrate.verify.build import compile_file
+from cudamigrate.pipeline.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
 
 from .conftest import FIXTURES

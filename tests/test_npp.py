@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate import build
+from cudamigrate.verify import build
 from cudamigrate.match.npp import removed
 
 from .conftest import gpu_available

@@ -11,8 +11,8 @@ from pathlib import Path
 
 
 from .helpers import run_cli
-from cudamigrate.findings import Cost, Finding
-from cudamigrate.plan import IMPACT_ORDER, fmt_roi, plan_order
+from cudamigrate.findings.model import Cost, Finding
+from cudamigrate.report.plan import IMPACT_ORDER, fmt_roi, plan_order
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "legacy-app"
@@ -23,7 +23,7 @@ def run(*args, cwd=None):
 
 
 def _f(rule, impact, app, roi, line=1):
-    from cudamigrate.findings import Edit, Fix
+    from cudamigrate.findings.model import Edit, Fix
 
     fix = None if app == "manual" else Fix(app, "t", [Edit(0, 1, "x")])
     return Finding(rule, "n", "fam", "warning", "a.cu", line, 1, line, 2, 0, 1, "m", "s", fix,

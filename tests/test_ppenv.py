@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.build import cuda_home
-from cudamigrate.engine import Engine, Options
+from cudamigrate.verify.build import cuda_home
+from cudamigrate.pipeline.engine import Engine, Options
 from cudamigrate.match.builtins import toolkits_from
 from cudamigrate.match.ppenv import build_env, directives, toolkit_groups
 

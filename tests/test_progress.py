@@ -10,7 +10,7 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-from cudamigrate.progress import Progress
+from cudamigrate.cli.progress import Progress
 
 RESULT = SimpleNamespace(findings=[1, 2])
 

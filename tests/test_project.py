@@ -56,7 +56,7 @@ def test_legacy_app_builds_only_after_fix(tmp_path):
 def test_index_keys_resolve_like_realpath(tmp_path):
     """ProjectIndex._key resolves a directory once and appends names that are no links: the same paths as
     `Path.resolve` for links to directories and files, relative links, `..` and files that do not exist."""
-    from cudamigrate.project_index import ProjectIndex, _key
+    from cudamigrate.read.project_index import ProjectIndex, _key
 
     (tmp_path / "real").mkdir()
     (tmp_path / "real" / "a.h").write_text("int a;\n")

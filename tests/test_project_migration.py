@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.build import compile_file
-from cudamigrate.fixtures import expected_findings
-from cudamigrate.project_index import ProjectIndex, blank_statement_macros, statement_body
+from cudamigrate.verify.build import compile_file
+from cudamigrate.verify.fixtures import expected_findings
+from cudamigrate.read.project_index import ProjectIndex, blank_statement_macros, statement_body
 
 from .conftest import FIXTURES
 

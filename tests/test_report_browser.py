@@ -46,7 +46,7 @@ def test_renders_all_findings_in_plan_order(example, tmp_path):
     assert page.body_attr("data-shown") == str(total)
     rows = parse_rows(page.dom).rows
     assert len(rows) == min(100, total)
-    from cudamigrate.plan import IMPACT_ORDER
+    from cudamigrate.report.plan import IMPACT_ORDER
 
     impacts = [IMPACT_ORDER.index(r["data-impact"]) for r in rows]
     assert impacts == sorted(impacts) and impacts[0] == 0  # build breaks first

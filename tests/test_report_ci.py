@@ -6,7 +6,7 @@ import json
 import re
 import xml.etree.ElementTree as ET
 
-from cudamigrate.findings import Cost, Finding
+from cudamigrate.findings.model import Cost, Finding
 from cudamigrate.report import github, jsonlines, junit
 from cudamigrate.report.model import Run
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.findings import Cost, Edit, Finding, Fix
+from cudamigrate.findings.model import Cost, Edit, Finding, Fix
 from cudamigrate.report.html import render
 from cudamigrate.report.model import Run
-from cudamigrate.rules.load import load_rules
+from cudamigrate.knowledge.load import load_rules
 
 from .browser import _base, chromium_binary, load
 from .reportutil import EXAMPLE, scan

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from cudamigrate.findings import Edit, Finding, Fix
+from cudamigrate.findings.model import Edit, Finding, Fix
 from cudamigrate.report.html import fix_diff, json_for_script
 
 from .reportutil import EXAMPLE, scan
@@ -144,7 +144,7 @@ def test_report_leads_with_the_plan(tmp_path):
     assert 'id="fixable-pct">%s%%<' % round(100 * safe / len(doc["findings"]), 1) in html
     assert "Total ROI" not in html and "ROI = impact / effort" in html
     must_min = sum(f["cost"]["effort_minutes"] for f in doc["findings"] if f["cost"]["impact"] == "build-break")
-    from cudamigrate.plan import effort_str
+    from cudamigrate.report.plan import effort_str
 
     assert 'id="must-effort">%s<' % effort_str(must_min) in html
     # the unreadable file is listed with its reason

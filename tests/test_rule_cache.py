@@ -1,4 +1,4 @@
-"""The compiled rule cache (cudamigrate/rules/cache.py) and the lazy start-up it allows."""
+"""The compiled rule cache (cudamigrate/knowledge/rule_cache.py) and the lazy start-up it allows."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.rules import cache
-from cudamigrate.rules.load import load_rules, load_rules_uncached
+from cudamigrate.knowledge import rule_cache as cache
+from cudamigrate.knowledge.load import load_rules, load_rules_uncached
 
 from .helpers import ROOT
 
@@ -121,7 +121,7 @@ HEAVY = ("tree_sitter", "tree_sitter_cuda", "clang", "jinja2")
 
 @pytest.mark.parametrize("args", [["--version"], ["rules"], ["rules", "--format", "json"], ["explain", "CM501"]])
 def test_light_commands_import_neither_tree_sitter_libclang_nor_jinja(args, cache_dir):
-    code = ("import sys\nfrom cudamigrate.cli import main\n"
+    code = ("import sys\nfrom cudamigrate.cli.main import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             f"print('HEAVY=' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})), file=sys.stderr)\n")
     env = dict(os.environ, PYTHONPATH=str(ROOT), **{cache.CACHE_DIR_ENV: str(cache_dir)})

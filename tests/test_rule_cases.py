@@ -6,8 +6,8 @@ from __future__ import annotations
 import importlib.util
 import shutil
 
-from cudamigrate.fixtures import check_case, hand_written_stems, load_cases, naming_problems, update_snapshot
-from cudamigrate.rules.load import load_rules
+from cudamigrate.verify.fixtures import check_case, hand_written_stems, load_cases, naming_problems, update_snapshot
+from cudamigrate.knowledge.load import load_rules
 
 from .conftest import FIXTURES, ROOT
 from .helpers import run_cli

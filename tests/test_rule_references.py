@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudamigrate.cli import main
-from cudamigrate.rules.load import load_rules
+from cudamigrate.cli.main import main
+from cudamigrate.knowledge.load import load_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 PRIVATE = re.compile(r"shared/|/work/|read_file id")
@@ -58,7 +58,7 @@ def test_generator_writes_shipped_references():
 
 
 def _include_dirs() -> dict[str, Path]:
-    from cudamigrate.build import cuda_home
+    from cudamigrate.verify.build import cuda_home
 
     home = cuda_home() if shutil.which("nvcc") else None
     out = {}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from cudamigrate.rules.load import load_rules
+from cudamigrate.knowledge.load import load_rules
 
 from .helpers import run_cli
 

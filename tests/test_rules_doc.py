@@ -6,11 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from cudamigrate import cost
+from cudamigrate.findings import cost
 from cudamigrate.match import conditions, edits
 from cudamigrate.match.kinds import BUILTINS, MATCHER_KINDS
-from cudamigrate.registry import Schema
-from cudamigrate.rules.readme_tables import tables, update
+from cudamigrate.core.registry import Schema
+from cudamigrate.knowledge.readme_tables import tables, update
 
 from .helpers import ROOT
 

@@ -1,4 +1,4 @@
-"""The one runner (cudamigrate/runner.py): `fix` computes edits in worker processes for large inputs, and the
+"""The one runner (cudamigrate/pipeline/runner.py): `fix` computes edits in worker processes for large inputs, and the
 result (files written, messages, their order) is the same as in one process."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudamigrate.engine import Engine, Options
-from cudamigrate.rules.load import builtin_rules_dir, load_rules
-from cudamigrate.runner import PARALLEL_MIN_FILES, EngineSpec, FileJob, run
+from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.knowledge.load import builtin_rules_dir, load_rules
+from cudamigrate.pipeline.runner import PARALLEL_MIN_FILES, EngineSpec, FileJob, run
 
 from .helpers import ROOT, run_cli
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.engine import Engine, Options
+from cudamigrate.pipeline.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
-from cudamigrate.fixtures import expected_findings, load_cases
+from cudamigrate.verify.fixtures import expected_findings, load_cases
 from cudamigrate.parse import clang as cl
-from cudamigrate.rules.load import load_rules
+from cudamigrate.knowledge.load import load_rules
 from cudamigrate.rules.schema import parse_version
 from cudamigrate.match.semantic import SemanticContext
 from cudamigrate.parse.clang_db import SemanticDB
@@ -45,7 +45,7 @@ TS_NOTE = re.compile(r"//\s*treesitter:\s*([+-])\s*([A-Z0-9]+)")
 
 def write_db(tmp: Path, files: list[Path], flags: dict[Path, list[str]] | None = None) -> Path:
     """compile_commands.json with the very nvcc command lines the nvcc tests compile with."""
-    from cudamigrate.build import nvcc_command
+    from cudamigrate.verify.build import nvcc_command
 
     entries = []
     for f in files:
@@ -103,7 +103,7 @@ def scan(case, path: Path, db: SemanticDB | None):
         ensure(db, path)
         facts = db.facts_for(path, data)
         assert facts is not None, f"no semantic facts for {path}"
-        from cudamigrate.source import check_bytes
+        from cudamigrate.read.source import check_bytes
 
         res = eng.scan_source(check_bytes(path, data), str(path), semantic=SemanticContext(facts))
     else:
@@ -249,7 +249,7 @@ def test_compile_db_discovery(tmp_path):
 def test_cli_semantic_scan_headers_once_and_fallback(tmp_path):
     from click.testing import CliRunner
 
-    from cudamigrate.cli import main
+    from cudamigrate.cli.main import main
 
     proj = tmp_path / "my-cuda-proj"  # "cuda" in a project path must not make it look like the toolkit
     proj.mkdir()
@@ -274,7 +274,7 @@ def test_cli_semantic_scan_headers_once_and_fallback(tmp_path):
 def test_unavailable_libclang_warns_once_and_falls_back(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from cudamigrate.cli import main
+    from cudamigrate.cli.main import main
 
     monkeypatch.setattr(cl, "available", lambda: (False, "no clang resource directory (test)"))
     (tmp_path / "a.cu").write_text("void f(float *d, cudaStream_t other) { cudaMemsetAsync(d, 0, 4, 0); }\n")
@@ -316,7 +316,7 @@ references: ["test-only rule"]
     rs = load_rules([rules])
     assert not rs.errors, rs.errors
     eng = Engine(rs.rules, Options(select=["CM903"]))
-    from cudamigrate.source import check_bytes
+    from cudamigrate.read.source import check_bytes
 
     data = src.read_bytes()
     sem = eng.scan_source(check_bytes(src, data), str(src), semantic=SemanticContext(d.facts_for(src, data)))
@@ -337,7 +337,7 @@ def test_compile_db_discovery_stops_at_git_root(tmp_path):
 def test_cli_fix_in_semantic_mode(tmp_path):
     from click.testing import CliRunner
 
-    from cudamigrate.cli import main
+    from cudamigrate.cli.main import main
 
     case = next(c for c in SEM_CASES if c.dir.name == "null-stream-values")
     src = tmp_path / "before.cu"
@@ -355,7 +355,7 @@ def test_semantic_scan_keeps_max_file_size_in_worker_processes(tmp_path, jobs):
     files in worker processes (its own copy of the runner used to pass no limit there)."""
     from click.testing import CliRunner
 
-    from cudamigrate.cli import main
+    from cudamigrate.cli.main import main
 
     proj = tmp_path / "proj"
     proj.mkdir()

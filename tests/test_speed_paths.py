@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import tree_sitter as ts
 
-import cudamigrate.engine as engine_mod
+import cudamigrate.pipeline.engine as engine_mod
 import cudamigrate.match.deviceprop as deviceprop_mod
 import cudamigrate.match.matchers as matchers_mod
 import cudamigrate.match.ppenv as ppenv_mod
@@ -27,11 +27,11 @@ import cudamigrate.match.shadows as shadows_mod
 import cudamigrate.match.streams as streams_mod
 import cudamigrate.match.texture as texture_mod
 import cudamigrate.parse.walk as walk_mod
-from cudamigrate.engine import Engine, Options
+from cudamigrate.pipeline.engine import Engine, Options
 from cudamigrate.match.matchers import IDENTIFIER_TYPES
 from cudamigrate.parse.treesitter import query
-from cudamigrate.prefilter import NameGate, comment_spans, define_regions, name_words
-from cudamigrate.project_index import ProjectIndex
+from cudamigrate.pipeline.prefilter import NameGate, comment_spans, define_regions, name_words
+from cudamigrate.read.project_index import ProjectIndex
 
 from .helpers import ROOT, all_rules
 
@@ -130,7 +130,7 @@ _FORMER_QUERIES = [
      "(declaration type: (_) @t) @decl (parameter_declaration type: (_) @t) @decl "
      "(optional_parameter_declaration type: (_) @t) @decl (field_declaration type: (_) @t) @decl"),
     ("cudamigrate.match.matchers", "INCLUDE_PATTERNS", "path", "inc", "(preproc_include path: (_) @path) @inc"),
-    ("cudamigrate.engine", "IF_CONDITION_PATTERNS", "c", "if", "(preproc_if condition: (_) @c) @if"),
+    ("cudamigrate.pipeline.engine", "IF_CONDITION_PATTERNS", "c", "if", "(preproc_if condition: (_) @c) @if"),
     ("cudamigrate.match.deviceprop", "FIELD_READS", "f", "fe", "(field_expression field: (field_identifier) @f) @fe"),
     ("cudamigrate.match.streams", "DECLARATION_PATTERNS", "t", "x",
      "(parameter_declaration type: (_) @t) @x (optional_parameter_declaration type: (_) @t) @x "
@@ -278,7 +278,7 @@ def test_comment_spans_continue_lines_and_give_up_on_raw_strings():
 def test_keyword_words_equal_the_keyword_regex():
     """The word-set prefilter finds what one `\\b(trie of keywords|globs)\\b` regex finds, on every
     fixture and example file and on words glued to digits, `$` or non-ASCII bytes."""
-    from cudamigrate.engine import _glob_regex, _keyword_regex
+    from cudamigrate.pipeline.engine import _glob_regex, _keyword_regex
 
     eng = Engine(all_rules(), Options(select=[r.id for r in all_rules()]))
     rx = _keyword_regex([k for k in eng.by_keyword if "*" not in k], [_glob_regex(k) for _, k in eng.glob_keywords])
@@ -314,7 +314,7 @@ def test_name_gate_needs_every_word_of_one_name():
     assert not g.admits("X1", {"on", "thrust", "par"})
     assert g.admits("X1", {"on", "thrust", "cuda", "par"})
     assert g.admits("X1", {"on", "other"})
-    from cudamigrate.prefilter import words_of  # the gate words are whole words, comments included
+    from cudamigrate.pipeline.prefilter import words_of  # the gate words are whole words, comments included
 
     assert g.present(words_of(b"using namespace thrust; // cuda\nauto p = par.on(s); thrusty other_x\n")) == \
         {"thrust", "cuda", "par"}
@@ -364,7 +364,7 @@ match:
 def test_name_gate_agrees_with_name_resolution(code, found, tmp_path, monkeypatch):
     """The gate words may come from a `using` or a namespace alias: the gate is never stricter than
     `FileContext.resolve`, and gives the slow path's answer."""
-    from cudamigrate.rules.load import load_rules
+    from cudamigrate.knowledge.load import load_rules
 
     d = tmp_path / "rules"
     d.mkdir()
@@ -405,8 +405,8 @@ def test_line_start_directives_match_the_anchored_patterns():
     import re
 
     import cudamigrate.match.language as language_mod
-    import cudamigrate.project_index as project_mod
-    from cudamigrate.linestart import line_start_matches
+    import cudamigrate.read.project_index as project_mod
+    from cudamigrate.core.linestart import line_start_matches
 
     former = [
         (rb'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', project_mod.LOCAL_INCLUDE),
@@ -441,7 +441,7 @@ def test_macro_line_comments_blanked_line_by_line_as_by_the_former_file_pattern(
     import random
     import re
 
-    from cudamigrate.source import _blank_macro_line_comments
+    from cudamigrate.read.source import _blank_macro_line_comments
 
     former = re.compile(rb"^([^\"\n]*?)(/\*[^\n]*?\*/)(?=[^\n]*\\\r?$)", re.MULTILINE)
 

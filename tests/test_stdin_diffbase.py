@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudamigrate.cli import main
-from cudamigrate.diffbase import parse_diff
+from cudamigrate.cli.main import main
+from cudamigrate.workflow.diffbase import parse_diff
 
 LEGACY = b"#include <nvrtc.h>\nvoid f(nvrtcProgram p, size_t *s) {\n  nvrtcGetNVVMSize(p, s);\n}\n"
 FIXED = b"#include <nvrtc.h>\nvoid f(nvrtcProgram p, size_t *s) {\n  nvrtcGetLTOIRSize(p, s);\n}\n"

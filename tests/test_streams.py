@@ -49,7 +49,7 @@ def test_bundled_example_app_is_not_reordered(tmp_path):
     """issue 11: after `fix --unsafe-fixes`, `reduce_rows` ran on cudaStreamPerThread, unordered with `scale` on side."""
     from click.testing import CliRunner
 
-    from cudamigrate.cli import main
+    from cudamigrate.cli.main import main
 
     app = tmp_path / "legacy-app"
     shutil.copytree(ROOT / "examples" / "legacy-app", app)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.engine import Engine, Options
+from cudamigrate.pipeline.engine import Engine, Options
 
 from .helpers import all_rules, fix_text
 
@@ -91,7 +91,7 @@ def test_fingerprints_distinguish_identical_directives():
 def test_cli_fix_and_report(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
-    from cudamigrate.cli import main
+    from cudamigrate.cli.main import main
 
     src = tmp_path / "a.cu"
     src.write_text(HEAD + "  // cudamigrate: ignore[CM101]\n  cudaMemsetAsync(d, 0, n, s);\n" + TAIL)

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from cudamigrate import runner
+from cudamigrate.pipeline import runner
 
 from .helpers import run_cli
 
@@ -50,9 +50,9 @@ def test_the_warm_up_before_forking_reads_no_file_and_scans_cleanly():
     no file) and must itself scan without errors (a failure there would only hide a cost, not a bug)."""
     from pathlib import Path
 
-    from cudamigrate import cache
-    from cudamigrate.engine import WARM_UP_NAME, WARM_UP_SOURCE, Engine
-    from cudamigrate.rules.load import load_rules
+    from cudamigrate.pipeline import result_cache as cache
+    from cudamigrate.pipeline.engine import WARM_UP_NAME, WARM_UP_SOURCE, Engine
+    from cudamigrate.knowledge.load import load_rules
 
     engine = Engine(load_rules().rules)
     project = engine.project

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudamigrate.cli import main
+from cudamigrate.cli.main import main
 from cudamigrate.fix.write import Snapshot, WriteRefused, clean_stale, write_checked
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,7 +65,7 @@ def _fork_fix(d: Path) -> int:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_kill_9_at_random_moments_leaves_old_or_new_and_no_leftovers(tmp_path):
-    from cudamigrate.rules.load import load_rules
+    from cudamigrate.knowledge.load import load_rules
 
     load_rules()  # warm the template cache the forked children inherit: kills land in the fix loop
     n = 300

@@ -16,8 +16,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..engine import Engine, FileResult
-from ..findings import Edit, Finding
+from ..pipeline.engine import Engine, FileResult
+from ..findings.model import Edit, Finding
 from ..parse.treesitter import count_errors, parse
 from . import guard
 

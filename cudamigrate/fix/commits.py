@@ -24,8 +24,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from ..engine import Engine
-from ..findings import Finding
+from ..pipeline.engine import Engine
+from ..findings.model import Finding
 from .apply import fix_bytes
 from .write import Snapshot, write_checked
 
@@ -68,7 +68,7 @@ def ensure_clean(root: Path) -> None:
 
 
 def _impact_rank(f: Finding) -> int:
-    from ..plan import IMPACT_ORDER, impact_of
+    from ..report.plan import IMPACT_ORDER, impact_of
 
     return IMPACT_ORDER.index(impact_of(f))
 

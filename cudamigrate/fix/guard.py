@@ -13,9 +13,9 @@ import bisect
 from pathlib import Path
 from dataclasses import dataclass
 
-from ..findings import Edit
+from ..findings.model import Edit
 from ..parse.treesitter import error_nodes, parse
-from ..source import BOM, SourceFile
+from ..read.source import BOM, SourceFile
 
 
 def _parse_buffer(data: bytes) -> bytes:

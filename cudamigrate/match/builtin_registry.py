@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..registry import Schema, mapping, string, string_list
+from ..core.registry import Schema, mapping, string, string_list
 
 if TYPE_CHECKING:
     from ..rules.schema import Rule

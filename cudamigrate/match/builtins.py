@@ -11,14 +11,14 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..findings import Edit
+from ..findings.model import Edit
 from ..parse import walk
 from ..parse.treesitter import query
 from ..rules.schema import Rule
 from .context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
 from .matchers import Match
 from .ppenv import PPEnv, build_env
-from ..registry import Registry, free_mapping, string_list
+from ..core.registry import Registry, free_mapping, string_list
 from .builtin_registry import BuiltinFn, builtin_schema
 
 # this module's builtin matchers; `match/kinds.py` joins them with those of texture.py, npp.py, ...
@@ -426,7 +426,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     (vars.hoisted, vars.variable), or vars.not_hoisted says why there is no place for it.
     """
     from .matchers import _declared_type
-    from ..project_index import member_expression_type, project_member_type
+    from ..read.project_index import member_expression_type, project_member_type
     from .deviceprop import FIELD_READS, hoist_edits, receiver_is
 
     spec = rule.spec

@@ -13,7 +13,7 @@ from typing import Any, Callable
 import tree_sitter as ts
 
 from ..parse.treesitter import parent_of
-from ..registry import (Registry, Schema, SchemaError, boolean, condition, conditions, did_you_mean, either, free_mapping,
+from ..core.registry import (Registry, Schema, SchemaError, boolean, condition, conditions, did_you_mean, either, free_mapping,
                         integer, ints, mapping, one_of, regex, scalar, string_list, strings)
 
 from .context import FileContext, base_variable, declared_types, named_children, node_text, normalize, scope_of

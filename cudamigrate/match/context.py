@@ -11,7 +11,7 @@ import tree_sitter as ts
 
 from ..parse import walk
 from ..parse.treesitter import Unit, note_deep, parent_of
-from ..source import SourceFile
+from ..read.source import SourceFile
 
 LOOP_TYPES = {"for_statement", "for_range_loop", "while_statement", "do_statement"}
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")

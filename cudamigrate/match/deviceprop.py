@@ -19,7 +19,7 @@ from pathlib import Path
 
 import tree_sitter as ts
 
-from ..findings import Edit
+from ..findings.model import Edit
 from ..parse import walk
 from ..parse.treesitter import Unit, query
 from .context import FileContext, declaration_of, named_children, node_text, normalize, normalize_name, scope_of, type_aliases

@@ -14,9 +14,9 @@ import tree_sitter as ts
 
 from ..parse.treesitter import parent_of
 
-from ..findings import Edit
-from ..registry import Registry, Schema, SchemaError, anything, condition, did_you_mean, scalar
-from ..templates import render
+from ..findings.model import Edit
+from ..core.registry import Registry, Schema, SchemaError, anything, condition, did_you_mean, scalar
+from ..rules.templates import render
 from .conditions import evaluate, wrapper_of
 from .context import FileContext, node_text
 from .language import file_language

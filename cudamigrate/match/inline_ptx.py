@@ -17,7 +17,7 @@ import tree_sitter as ts
 
 from ..parse.treesitter import query
 from ..rules.schema import Rule
-from ..registry import Registry
+from ..core.registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
 from .context import FileContext, node_text
 from .matchers import Match

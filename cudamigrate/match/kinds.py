@@ -14,9 +14,9 @@ from typing import Any, Callable
 
 import tree_sitter as ts
 
-from .. import unused_suppressions
+from ..findings import unused as unused_suppressions
 from ..parse.treesitter import Unit
-from ..registry import Registry, Schema, SchemaError, boolean, mapping, one_of, regex, string, string_list
+from ..core.registry import Registry, Schema, SchemaError, boolean, mapping, one_of, regex, string, string_list
 from ..rules.schema import Rule
 from . import builtins, inline_ptx, npp, texture
 from .context import FileContext

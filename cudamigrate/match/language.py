@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
-from ..source import read_regular
-from ..linestart import directive, line_start_matches
+from ..read.source import read_regular
+from ..core.linestart import directive, line_start_matches
 
 C_EXTS = {".c"}
 _HEADER_EXTS = {".h"}  # .hpp/.cuh/.hh/.hxx are C++ by convention

@@ -23,10 +23,10 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..findings import Edit
+from ..findings.model import Edit
 from ..parse.treesitter import query
 from ..rules.schema import Rule
-from ..registry import Registry
+from ..core.registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
 from .context import FileContext, named_children, node_text, normalize, normalize_name
 from .matchers import Match

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import cast
 
 from .ppexpr import Evaluator, PPError, _tokens
-from ..source import read_regular
+from ..read.source import read_regular
 
 # Version macro groups and the macros each defines (one toolkit version gives all of a group's values).
 GROUPS: dict[str, tuple[str, ...]] = {

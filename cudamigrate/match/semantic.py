@@ -31,7 +31,7 @@ import tree_sitter as ts
 
 from ..parse.clang_facts import CallFact, FileFacts
 from ..parse.treesitter import query
-from ..registry import Registry, boolean, scalar, strings
+from ..core.registry import Registry, boolean, scalar, strings
 from .arg_spelling import ConditionError, arg_is as _arg_is
 from .context import named_children, node_text, normalize_name
 from .matchers import LAUNCH_PARAMS, Match, call_of, climb_name

@@ -24,10 +24,10 @@ from pathlib import Path
 import tree_sitter as ts
 
 from ..parse import walk
-from ..linestart import directive, line_start_matches
+from ..core.linestart import directive, line_start_matches
 from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse_header, query
 from .context import FileContext, node_text, normalize, scope_of
-from ..source import read_regular
+from ..read.source import read_regular
 
 _ANY_INCLUDE = directive(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')  # at a line's start (linestart.py)
 # toolkit headers that declare (or pull in) CUDA APIs
@@ -257,7 +257,7 @@ def _toolkit_names() -> frozenset[str]:
     """Base names of the toolkit's own headers (the installed toolkit's include directory, and a fixed list)."""
     names = set(_KNOWN_TOOLKIT)
     try:
-        from ..build import cuda_home
+        from ..verify.build import cuda_home
 
         home = cuda_home()
         if home is not None:

@@ -24,10 +24,10 @@ from pathlib import Path
 import tree_sitter as ts
 
 from ..parse import walk
-from ..linestart import directive, line_start_matches
+from ..core.linestart import directive, line_start_matches
 from ..parse.treesitter import parse_header
 from .context import FileContext, normalize
-from ..source import read_regular
+from ..read.source import read_regular
 
 STREAM_TYPES = {"cudaStream_t", "CUstream", "::cudaStream_t", "::CUstream"}
 # stream constructors and the index of their flags argument (None: no flags, always blocking)

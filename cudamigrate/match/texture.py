@@ -42,16 +42,16 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..findings import Edit
+from ..findings.model import Edit
 from ..parse import walk
-from ..linestart import directive, line_start_matches
+from ..core.linestart import directive, line_start_matches
 from ..parse.treesitter import Unit, parse, parse_header, query
 from ..rules.schema import Rule
-from ..registry import Registry
+from ..core.registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
 from .context import FileContext, named_children, node_text, normalize
 from .matchers import Match, identifier_nodes
-from ..source import read_regular
+from ..read.source import read_regular
 
 # reference-form read functions -> number of arguments after the reference
 TEX_READS = {
@@ -955,7 +955,7 @@ def _compute_scope(ctx: FileContext):
 def _other_context(ctx: FileContext, path: Path) -> FileContext | None:
     """A FileContext for another project file, parsed like the engine parses it (macro bodies included)."""
     from ..parse.treesitter import macro_units
-    from ..source import SourceError, check_bytes
+    from ..read.source import SourceError, check_bytes
 
     data = ctx.project.read(path)
     if data is None:

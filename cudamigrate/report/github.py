@@ -6,7 +6,7 @@ become %25, %0D, %0A; in property values `:` and `,` also become %3A and %2C.
 
 from __future__ import annotations
 
-from ..textsafe import printable
+from ..core.textsafe import printable
 from .model import Run
 
 LEVELS = {"error": "error", "warning": "warning", "info": "notice"}

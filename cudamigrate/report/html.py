@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from .. import __version__
-from ..findings import Finding
+from ..findings.model import Finding
 from .model import Run
 
 CONTEXT = 3  # source lines shown around a finding
@@ -117,7 +117,7 @@ def roi_why(f: Finding) -> str:
     c = f.cost
     if c is None:
         return ""
-    from ..plan import fmt_roi, impact_of
+    from .plan import fmt_roi, impact_of
 
     ctx = f"; {', '.join(c.factors)}" if c.factors else ""
     measured = f"; {c.measured}" if c.measured else ""
@@ -126,7 +126,7 @@ def roi_why(f: Finding) -> str:
 
 
 def build_data(run: Run) -> dict[str, Any]:
-    from ..plan import impact_of, plan_order
+    from .plan import impact_of, plan_order
 
     findings = plan_order(run.findings)  # the plan's order: build breaks first (safe, unsafe, manual), then by impact
     rules_by_id = {r.id: r for r in run.rules}
@@ -189,7 +189,7 @@ def build_data(run: Run) -> dict[str, Any]:
 
 
 def summary_view(run: Run) -> dict[str, Any]:
-    from ..plan import impact_of
+    from .plan import impact_of
 
     s = run.summary()
     fs = run.findings
@@ -243,7 +243,7 @@ def summary_view(run: Run) -> dict[str, Any]:
 
 def _plan_view(run: Run) -> dict[str, Any]:
     """The migration plan the page leads with (the same as `cudamigrate plan`), and the ROI in words."""
-    from ..plan import ROI_WORDS, build_plan, counts_by_impact, effort_str
+    from .plan import ROI_WORDS, build_plan, counts_by_impact, effort_str
 
     plan = build_plan(run.findings, run.errors, run.files_scanned, run.target_str, {r.id: r.name for r in run.rules},
                       [])

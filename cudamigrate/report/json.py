@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from .. import __version__
-from ..source import displayable
+from ..read.source import displayable
 from .model import Run
 
 

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..findings import Finding
+from ..findings.model import Finding
 from ..rules.schema import Rule
 
 

@@ -19,8 +19,8 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from .. import __version__
-from ..findings import Finding
-from ..source import displayable
+from ..findings.model import Finding
+from ..read.source import displayable
 from ..rules.schema import Rule
 from .model import Run
 

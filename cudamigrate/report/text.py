@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..textsafe import printable
+from ..core.textsafe import printable
 from .model import Run
 
 MARK = {"safe": "[*]", "unsafe": "[~]", "display-only": "[?]", "manual": "[ ]"}
@@ -15,7 +15,7 @@ MARK = {"safe": "[*]", "unsafe": "[~]", "display-only": "[?]", "manual": "[ ]"}
 
 def render(run: Run, show_source: bool = True, sort: str = "plan") -> str:
     lines = []
-    from ..plan import fmt_roi, plan_order
+    from .plan import fmt_roi, plan_order
 
     if sort == "plan":  # build breaks first (safe, unsafe, manual), then deprecated, performance, hygiene; by ROI
         findings = plan_order(run.findings)

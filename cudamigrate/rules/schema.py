@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..registry import did_you_mean
+from ..core.registry import did_you_mean
 
 SEVERITIES = ("error", "warning", "info")
 STATUSES = ("stable", "preview", "opt-in")

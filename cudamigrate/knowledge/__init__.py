@@ -1,0 +1,1 @@
+"""The rule set as loaded: YAML files validated against the vocabulary, the load cache, the CUDA change catalog."""

@@ -1,0 +1,1 @@
+"""The scan pipeline: discover files, prefilter, run the engine (in workers), cache results, replay whole scans."""

@@ -1,0 +1,146 @@
+"""Walking the user's paths: source extensions, .gitignore-style ignores, config excludes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from ..core.textsafe import path_text
+
+if TYPE_CHECKING:
+    import pathspec
+
+SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", ".inl", ".cuinc"}
+ALWAYS_SKIP = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", ".mypy_cache"}
+
+
+def _spec_for(directory: Path) -> "pathspec.PathSpec | _NoPatterns | None":
+    lines: list[str] = []
+    for name in (".gitignore", ".cudamigrateignore"):
+        p = directory / name
+        try:
+            if p.is_file():
+                lines += p.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            pass
+    if not lines:
+        return None
+    return patterns(lines)
+
+
+class _NoPatterns:
+    """What a PathSpec of no patterns is (it matches nothing), without importing pathspec (12 ms of a
+    one-file run outside any ignore file)."""
+
+    @staticmethod
+    def match_file(_path: str) -> bool:
+        return False
+
+
+def patterns(lines: list[str]) -> "pathspec.PathSpec | _NoPatterns":
+    """Gitignore-style patterns."""
+    if not lines:
+        return _NoPatterns()
+    import pathspec
+
+    return pathspec.PathSpec.from_lines("gitignore", lines)
+
+
+def _rel_to(p: Path, base: Path | None) -> str | None:
+    """p relative to base (posix), or None when p is not under base."""
+    if base is None:
+        return None
+    rel = os.path.relpath(os.path.abspath(p), os.path.abspath(base))
+    return None if rel == ".." or rel.startswith("../") else rel
+
+
+def _named_file_ignored(p: Path) -> bool:
+    """A named file under a `.gitignore`/`.cudamigrateignore` of its directory or one above, up to the git root."""
+    f = Path(os.path.abspath(p))
+    d = f.parent
+    while True:
+        spec = _spec_for(d)
+        if spec is not None and spec.match_file(os.path.relpath(f, d)):
+            return True
+        if (d / ".git").exists() or d.parent == d:
+            return False
+        d = d.parent
+
+
+def named_file_excluded(p: Path, excl: "pathspec.PathSpec | _NoPatterns", base: Path | None, respect_gitignore: bool) -> bool:
+    """A file named on the command line (or by --stdin-filename; it need not exist) that `exclude` or an
+    ignore file covers: patterns anchored at `base` (the configuration's directory), else at the cwd."""
+    rel = _rel_to(p, base)
+    rel = rel if rel is not None else (_rel_to(p, Path.cwd()) or p.name)
+    return bool(excl.match_file(rel)) or (respect_gitignore and _named_file_ignored(p))
+
+
+def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[str] | None = None,
+             respect_gitignore: bool = True, errors: list[str] | None = None, base: Path | None = None
+             ) -> Iterator[Path]:
+    """Yield source files under `paths` in a stable order.
+
+    `exclude` patterns are anchored at `base` (the configuration file's directory) when given, else at each
+    scanned root. They apply to files named explicitly too (what ruff's --force-exclude does: pre-commit
+    passes file names), as do `.gitignore`/`.cudamigrateignore` files. Other files named explicitly are always
+    yielded (reading them reports what is wrong: missing, a FIFO, a device...). What cannot be walked (a loop
+    of symlinks, a directory without search permission) is appended to `errors` as one line naming it.
+    """
+    suffixes = suffixes or SOURCE_SUFFIXES
+    excl = patterns(list(exclude or []))
+    seen: set[Path] = set()
+
+    def problem(p: object, what: str, exc: OSError) -> None:
+        if errors is not None:
+            errors.append(f"{path_text(p)}: {what}: {exc.strerror or exc}")
+
+    for root in paths:
+        try:
+            is_dir = root.is_dir()
+            if not is_dir and named_file_excluded(root, excl, base, respect_gitignore):
+                continue
+        except OSError as exc:
+            problem(root, "cannot read", exc)
+            continue
+        if not is_dir:
+            if root not in seen:
+                seen.add(root)
+                yield root
+            continue
+        stack: list[tuple[Path, list[tuple[Path, "pathspec.PathSpec | _NoPatterns"]]]] = [(root, [])]
+        while stack:
+            d, specs = stack.pop()
+            spec = _spec_for(d) if respect_gitignore else None
+            if spec is not None:
+                specs = specs + [(d, spec)]
+            try:
+                entries = sorted(os.scandir(d), key=lambda e: e.name)
+            except OSError as exc:
+                problem(d, "cannot list directory", exc)
+                continue
+            subdirs = []
+            for e in entries:
+                p = Path(e.path)
+                try:
+                    is_dir = e.is_dir(follow_symlinks=False)
+                    rel_root = os.path.relpath(p, root)
+                    if is_dir and e.name in ALWAYS_SKIP:
+                        continue
+                    rel_base = _rel_to(p, base)
+                    if excl.match_file((rel_base if rel_base is not None else rel_root) + ("/" if is_dir else "")):
+                        continue
+                    if any(s.match_file(os.path.relpath(p, base) + ("/" if is_dir else "")) for base, s in specs):
+                        continue
+                    if is_dir:
+                        subdirs.append(p)
+                        continue
+                    if p.suffix.lower() not in suffixes or p in seen:
+                        continue
+                    if e.is_file():
+                        seen.add(p)
+                        yield p
+                except OSError as exc:  # a loop of symlinks, a vanished entry
+                    problem(p, "cannot read", exc)
+            for sd in reversed(subdirs):
+                stack.append((sd, specs))

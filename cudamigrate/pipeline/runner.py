@@ -1,0 +1,347 @@
+"""One pipeline over many files, for `scan`, `plan` and `fix`, in worker processes when it pays off.
+
+Per file there is one entry point for each kind of work, and each is a pure function of (engine, path, bytes):
+
+  scan_file  read (bounded by `--max-file-size`) -> Engine.scan_bytes -> FileResult
+  fix_file   read (bounded) -> fix.apply.fix_bytes (scan, edit, re-scan in passes) -> FixOutcome
+
+`run` maps one of them over the run's files: in this process for small inputs (fewer than
+`PARALLEL_MIN_FILES` files) or `-j 1`, else in a process pool whose workers rebuild the engine from an
+`EngineSpec`. Results come back in input order, so reports and `fix`'s writes (done by the caller, one file at
+a time, through fix/write.py's compare-and-swap) are deterministic whatever the number of workers.
+
+Semantic mode plugs in as an optional facts provider (a `SemanticDB`): for scanning, each file's precomputed
+facts travel with it to the worker that scans it (they are picklable and checked against the bytes' digest
+there); `fix` needs libclang to reparse the edited bytes with translation units kept in this process, so a fix
+run with facts stays in this process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
+
+from . import result_cache as cache
+from .engine import Engine, FileResult, Options, guarded_file
+from ..core.errors import internal_message, trace
+from ..read.project_index import ProjectIndex
+from ..knowledge.load import load_rules
+from ..read.source import DEFAULT_MAX_BYTES, SourceError, load_source
+from ..core.textsafe import display_path, display_paths  # noqa: F401  (display_path re-exported: reports' names)
+
+if TYPE_CHECKING:  # imported where used: a scan loads neither the fixer nor the pool machinery
+    from concurrent.futures import Executor, ProcessPoolExecutor
+
+    from ..fix.apply import FixResult
+    from ..fix.write import Snapshot
+
+PARALLEL_MIN_FILES = 64  # below this, starting workers costs more than it saves
+# from the start of the process: a matcher's memo cache (keyed by a header's stat) filled by an earlier scan in
+# this process stands for a read that later files rely on, so the result cache's record of reads must include it
+cache.install_read_recorder()
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)  # what a Work returns (a protocol only produces it)
+
+
+@dataclass
+class EngineSpec:
+    """Everything needed to rebuild the engine in a worker process."""
+
+    rule_dirs: list[Path]
+    options: Options
+    max_bytes: int | None = None
+    project_files: list[Path] | None = None  # the run's files, for the project index (headers, includers)
+    use_rule_cache: bool = True  # False: `--no-cache` (rules/cache.py)
+
+    def build(self) -> Engine:
+        engine = Engine(load_rules(self.rule_dirs, use_cache=self.use_rule_cache).rules, self.options)
+        if self.project_files:
+            engine.project = ProjectIndex(files=list(self.project_files))
+        return engine
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """One file of the run: its real path, the name reports show, and its shipped semantic facts (or None)."""
+
+    path: str
+    display: str
+    facts: Any = None
+
+
+class FactsProvider(Protocol):
+    """Semantic mode's facts (parse/clang_db.SemanticDB): precomputed per file, or recomputed for new bytes."""
+
+    facts: dict[str, Any]
+
+    def facts_for(self, path: Path, data: bytes) -> Any: ...
+
+
+def _shipped(facts: Any) -> Callable[[Path, bytes], Any]:
+    """The provider a worker uses for a file's shipped facts: only for the very bytes they were computed from."""
+    from ..parse.clang_facts import digest
+
+    return lambda _p, data: facts if facts is not None and facts.digest == digest(data) else None
+
+
+# --------------------------------------------------------------------------- per-file entry points
+
+
+def scan_file(engine: Engine, job: FileJob, max_bytes: int | None) -> FileResult:
+    """Scan one file: the single place a file's bytes become its FileResult."""
+    return scan_file_hashed(engine, job, max_bytes)[0]
+
+
+def scan_file_hashed(engine: Engine, job: FileJob, max_bytes: int | None) -> tuple[FileResult, str | None]:
+    """scan_file, and the content hash of the very bytes scanned (None when unread): the result cache stores
+    a result only under the hash of what produced it."""
+    try:
+        src = load_source(Path(job.path), max_bytes or DEFAULT_MAX_BYTES)
+    except SourceError as exc:
+        return FileResult(job.display, errors=[f"{job.display}: {exc}"]), None
+    except Exception as exc:  # an unexpected failure reading one file must not stop the run
+        return guarded_file(job.display, "reading", exc), None
+    return engine.scan_guarded(src, job.display), cache.content_hash(src.data)
+
+
+@dataclass
+class FixOutcome:
+    """What fixing one file computed; the caller writes `result.fixed` (compare-and-swap against `snapshot`)."""
+
+    display: str
+    path: str
+    result: FixResult | None = None
+    snapshot: Snapshot | None = None
+    warnings: list[str] = field(default_factory=list)  # notes about the bytes read (non-UTF-8 kept, ...)
+    error: str | None = None  # the file could not be read (bad input: exit 1)
+    internal: str | None = None  # a bug while fixing it (exit 2)
+    traceback: str | None = None
+
+
+def fix_file(engine: Engine, job: FileJob, max_bytes: int | None, unsafe: bool,
+             display_only: frozenset[str] = frozenset()) -> FixOutcome:
+    """Compute one file's fix; writes nothing (the parent writes, in order)."""
+    from ..fix import apply as fix_apply
+    from ..fix.write import Snapshot
+
+    out = FixOutcome(job.display, job.path)
+    try:
+        try:
+            src = load_source(Path(job.path), max_bytes or DEFAULT_MAX_BYTES)
+        except SourceError as exc:
+            out.error = f"{job.display}: {exc}"
+            return out
+        out.warnings = list(src.warnings)
+        out.result = fix_apply.fix_bytes(engine, Path(job.path), src.data, job.display, unsafe=unsafe, display_only=display_only)
+        assert src.stat is not None  # load_source fstat()s the file it reads
+        out.snapshot = Snapshot.of(src.stat, src.data)
+    except Exception as exc:  # never stop half way: the other files are still fixed
+        return _fix_failed(job.display, job.path, exc, "internal error while fixing")
+    return out
+
+
+def _fix_failed(display: str, path: str, exc: BaseException, stage: str) -> FixOutcome:
+    msg = internal_message(display, None, exc, stage)
+    return FixOutcome(display, path, internal=msg, traceback=f"{msg}\n{trace(exc)}")
+
+
+# --------------------------------------------------------------------------- the work, as picklable objects
+
+
+class Work(Protocol[R_co]):
+    def __call__(self, engine: Engine, job: FileJob) -> R_co: ...
+
+    def failed(self, job: FileJob, exc: BaseException) -> R_co: ...
+
+
+@dataclass(frozen=True)
+class ScanWork:
+    max_bytes: int | None = None
+    ships_facts = True  # precomputed facts travel with each file
+
+    def __call__(self, engine: Engine, job: FileJob) -> FileResult:
+        return scan_file(engine, job, self.max_bytes)
+
+    def failed(self, job: FileJob, exc: BaseException) -> FileResult:
+        return guarded_file(job.display, "scanning in a worker process", exc)
+
+
+@dataclass(frozen=True)
+class CachedScanWork:
+    """ScanWork for a cached run: (result, content hash of the scanned bytes, files and directories this
+    process read since its last answer) - what the result cache needs to store the result safely."""
+
+    max_bytes: int | None = None
+    ships_facts = False  # semantic mode is not cached
+
+    def __call__(self, engine: Engine, job: FileJob) -> tuple[FileResult, str | None, tuple[list[str], list[str]]]:
+        return (*scan_file_hashed(engine, job, self.max_bytes), cache.new_reads())
+
+    def failed(self, job: FileJob, exc: BaseException) -> tuple[FileResult, None, tuple[list[str], list[str]]]:
+        return guarded_file(job.display, "scanning in a worker process", exc), None, ([], [])
+
+
+@dataclass(frozen=True)
+class FixWork:
+    max_bytes: int | None = None
+    unsafe: bool = False
+    display_only: frozenset[str] = frozenset()
+    ships_facts = False  # fixing reparses edited bytes: libclang's translation units live in this process
+
+    def __call__(self, engine: Engine, job: FileJob) -> FixOutcome:
+        return fix_file(engine, job, self.max_bytes, self.unsafe, self.display_only)
+
+    def failed(self, job: FileJob, exc: BaseException) -> FixOutcome:
+        return _fix_failed(job.display, job.path, exc, "internal error while fixing in a worker process")
+
+
+# --------------------------------------------------------------------------- running
+
+
+_WORKER: Engine | None = None
+_WORK: Any = None
+
+
+def _init(spec: EngineSpec, work: Any) -> None:
+    global _WORKER, _WORK
+    _WORKER = spec.build()
+    _WORK = work
+
+
+def _pool(engine: Engine, spec: EngineSpec, work: Any, jobs: int) -> ProcessPoolExecutor:
+    """Workers that start with this process's engine: forked where the platform allows, so the compiled
+    rule set (rules, templates, keyword regexes) and the project index are inherited instead of loaded
+    again in every worker; elsewhere (spawn) each worker rebuilds the engine from `spec` once."""
+    import multiprocessing as mp  # here: a one-file run never starts a pool
+    from concurrent.futures import ProcessPoolExecutor
+
+    global _WORKER, _WORK
+    if "fork" in mp.get_all_start_methods() and sys.platform.startswith("linux"):
+        _WORKER, _WORK = engine, work  # what the forked children see
+        engine.warm_up()
+        return ProcessPoolExecutor(max_workers=jobs, mp_context=mp.get_context("fork"))
+    return ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(spec, work))
+
+
+def _in_worker(job: FileJob) -> Any:
+    assert _WORKER is not None
+    _WORKER.semantic_provider = _shipped(job.facts) if job.facts is not None else None
+    return _WORK(_WORKER, job)
+
+
+def _chunk(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    return [fn(it) for it in items]
+
+
+def pool_map(pool: "Executor", fn: Callable[[Any], R], items: list[Any], failed: Callable[[Any, BaseException], R],
+             chunk: int = 16) -> Iterator[R]:
+    """fn over items in the pool, in order. A chunk whose worker fails (died, could not pickle a result)
+    gives each of its files a one-line internal error (`failed`) instead of losing the whole run."""
+    futures = [(items[i : i + chunk], pool.submit(_chunk, fn, items[i : i + chunk]))
+               for i in range(0, len(items), chunk)]
+    for part, fut in futures:
+        try:
+            results = fut.result()
+        except Exception as exc:
+            results = [failed(it, exc) for it in part]
+        yield from results
+
+
+def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: int | None = None,
+        progress: Callable[[Any], None] | None = None, facts: FactsProvider | None = None) -> Iterator[Any]:
+    """`work` (ScanWork, FixWork) over `files`, results in input order; `facts`: semantic mode's provider."""
+    jobs = jobs or min(os.cpu_count() or 1, 8)
+    ship = facts is not None and work.ships_facts
+    items = [FileJob(str(p), d, facts.facts.get(os.path.realpath(p)) if ship and facts is not None else None)
+             for p, d in zip(files, display_paths(files), strict=True)]
+    if jobs <= 1 or len(items) < PARALLEL_MIN_FILES or (facts is not None and not ship):
+        try:
+            for job in items:
+                if ship:
+                    engine.semantic_provider = _shipped(job.facts)
+                elif facts is not None:
+                    engine.semantic_provider = facts.facts_for
+                r = work(engine, job)
+                if progress:
+                    progress(r)
+                yield r
+        finally:
+            if facts is not None:
+                engine.semantic_provider = None
+        return
+    with _pool(engine, spec, work, jobs) as pool:
+        for r in pool_map(pool, _in_worker, items, work.failed):
+            if progress:
+                progress(r)
+            yield r
+
+
+def scan_files(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int | None = None,
+               progress: Callable[[FileResult], None] | None = None,
+               facts: FactsProvider | None = None, use_cache: bool = False,
+               completed: list[tuple[str, cache.RunFiles]] | None = None,
+               digest: str | None = None, db: cache.ResultCache | None = None) -> Iterator[FileResult]:
+    """Scan `files` (see `run`). With `use_cache` (and no semantic facts), files whose stored result is still
+    valid (cudamigrate/pipeline/result_cache.py) are not scanned again, and what is scanned is stored. `completed` receives
+    (run digest, files) when every file's result ended up cached (what a replay needs: cudamigrate/pipeline/replay.py);
+    `digest`: the run digest when the caller computed it already (`run_digest(engine, spec)`); `db`: the
+    caller's open result cache (it closes it), else one is opened and closed here."""
+    if use_cache and facts is None and not os.environ.get("CUDAMIGRATE_NO_CACHE"):
+        own = db is None
+        db = db if db is not None else cache.ResultCache()
+        if db.enabled:
+            return _scan_cached(engine, spec, files, jobs, progress, db, completed, digest, own)
+    return run(engine, spec, files, ScanWork(spec.max_bytes), jobs, progress, facts)
+
+
+def run_digest(engine: Engine, spec: EngineSpec, memo: cache.ResultCache | None = None) -> str:
+    """What every cached result of this run depends on besides the files (cudamigrate/pipeline/result_cache.py)."""
+    return cache.run_digest(spec.rule_dirs, engine.opts, memo, max_bytes=spec.max_bytes)
+
+
+def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int | None,
+                 progress: Callable[[FileResult], None] | None, db: cache.ResultCache,
+                 completed: list[tuple[str, cache.RunFiles]] | None = None,
+                 digest: str | None = None, own: bool = True) -> Iterator[FileResult]:
+    """Cached results where valid, the others scanned (in workers when many), all in input order."""
+    try:
+        items = list(zip(map(str, files), display_paths(files), strict=True))
+        run_ = cache.CachedRun(db, digest or run_digest(engine, spec, db), items, spec.max_bytes or DEFAULT_MAX_BYTES)
+        before, _ = cache.recorded_reads()
+        cache.new_reads()  # forked workers then report only what they read themselves
+        hits, todo = run_.partition()
+        opened, listed = cache.recorded_reads()
+        in_workers: set[str] = set()
+        fresh = run(engine, spec, [files[i] for i in todo], CachedScanWork(spec.max_bytes), jobs)
+        pending = iter(todo)
+        for i in range(len(items)):
+            if i in hits:
+                r = hits[i]
+            else:
+                r, scanned, (o, ls) = next(fresh)
+                opened.update(o)
+                in_workers.update(o)
+                listed.update(ls)
+                run_.record(next(pending), r, scanned)
+            if progress:
+                progress(r)
+            yield r
+        o, ls = cache.recorded_reads()
+        run_.finish(opened | o, listed | ls, (o - before) | in_workers)
+        if completed is not None and run_.complete is not None:
+            completed.append((run_.run, run_.complete))
+    finally:
+        if own:
+            db.close()
+        else:
+            db.flush()
+
+
+def fix_files(engine: Engine, spec: EngineSpec, files: list[Path], unsafe: bool,
+              display_only: frozenset[str] = frozenset(), jobs: int | None = None,
+              facts: FactsProvider | None = None) -> Iterator[FixOutcome]:
+    """Compute the fixes of `files` (see `run`); the caller writes them, in this order."""
+    return run(engine, spec, files, FixWork(spec.max_bytes, unsafe, display_only), jobs, None, facts)

@@ -1,0 +1,1 @@
+"""Reading the user's files: source bytes defensively, and the per-project declaration index."""

@@ -1,0 +1,31 @@
+"""Message and edit templates: jinja2 in a sandbox, since rule files may come from anywhere.
+
+This module is the light front: `TemplateError`, and `render`/`check_template`, which import jinja2
+(`template_sandbox.py`) only when a template really has to be compiled, so that `--version`, `rules`,
+`explain` and a scan whose findings are all plain text never pay for importing Jinja."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class TemplateError(Exception):
+    pass
+
+
+def check_template(text: str) -> None:
+    """Raise TemplateError when `text` is not a template the sandbox accepts (syntax, nested loops, macros)."""
+    if "{" not in text:
+        return  # every Jinja construct starts with `{` (no line statements): plain text is always valid
+    from .jinja_sandbox import check_template as check
+
+    check(text)
+
+
+def render(text: str, ctx: dict[str, Any]) -> str:
+    """Render a rule template; results are cached for equal inputs (20,000 identical findings render once)."""
+    if "{" not in text:
+        return text
+    from .jinja_sandbox import render as render_jinja
+
+    return render_jinja(text, ctx)

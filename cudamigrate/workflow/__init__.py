@@ -1,0 +1,1 @@
+"""Adopting the tool on a codebase: baselines and diff-scoped scans."""
