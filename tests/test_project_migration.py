@@ -21,7 +21,8 @@ import pytest
 
 from cudamigrate.verify.build import compile_file
 from cudamigrate.verify.fixtures import expected_findings
-from cudamigrate.read.project_index import ProjectIndex, blank_statement_macros, statement_body
+from cudamigrate.read.project_index import ProjectIndex, statement_body
+from cudamigrate.read.source import blank_statement_macros
 
 from .conftest import FIXTURES
 

@@ -425,8 +425,8 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     field once into a local filled by `cudaDeviceGetAttribute(&v, attribute, source)` before the statement
     (vars.hoisted, vars.variable), or vars.not_hoisted says why there is no place for it.
     """
-    from .matchers import _declared_type
-    from ..read.project_index import member_expression_type, project_member_type
+    from .matchers import _declared_type, member_expression_type
+    from ..read.project_index import project_member_type
     from .deviceprop import FIELD_READS, hoist_edits, receiver_is
 
     spec = rule.spec

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import tree_sitter as ts
 
+from ..parse.shapes import case_of, statement_of
 from ..parse.treesitter import parent_of
 from ..core.registry import (Registry, Schema, SchemaError, boolean, condition, conditions, did_you_mean, either, free_mapping,
                         integer, ints, mapping, one_of, regex, scalar, string_list, strings)
@@ -159,8 +160,6 @@ CONDITIONS.add("wrapped", boolean(), lambda val, m, ctx: (wrapper_of(m) != "") =
 
 
 def _statement_matches(val: Any, m: Match, ctx: FileContext) -> bool:
-    from .edits import statement_of
-
     s, e = m.abs(statement_of(m.node))
     return re.search(val, ctx.source.data[s:e].decode("utf-8", "replace"), re.DOTALL) is not None
 
@@ -244,8 +243,6 @@ CONDITIONS.add("semantic", mapping(SEMANTIC_KEYS, what="semantic condition", for
 
 
 def _case_label(val: Any, m: Match, ctx: FileContext) -> bool:
-    from .edits import case_of
-
     return (case_of(m.node) is not None) == bool(val)
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import tree_sitter as ts
 
+from ..parse.shapes import case_of, statement_of
 from ..parse.treesitter import parent_of
 
 from ..findings.model import Edit
@@ -22,19 +23,8 @@ from .context import FileContext, node_text
 from .language import file_language
 from .matchers import Match
 
-STATEMENT_STOP = {"compound_statement", "translation_unit", "declaration_list", "field_declaration_list",
-                  "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "case_statement"}
-
-
 class EditError(Exception):
     pass
-
-
-def statement_of(node: ts.Node) -> ts.Node:
-    cur = node
-    while parent_of(cur) is not None and parent_of(cur).type not in STATEMENT_STOP:
-        cur = parent_of(cur)
-    return cur
 
 
 def _line_bounds(data: bytes, start: int, end: int) -> tuple[int, int, str]:
@@ -158,19 +148,6 @@ EDIT_TARGETS.add("capture.*", TARGET_SCHEMA, _capture_target, "`capture.NAME`: a
 
 
 JUMPS = {"break_statement", "return_statement", "continue_statement", "goto_statement", "throw_statement"}
-
-
-def case_of(node: ts.Node) -> ts.Node | None:
-    """The case_statement whose label value is `node` (through parentheses and `::` qualification)."""
-    cur = node
-    while parent_of(cur) is not None and parent_of(cur).type in ("parenthesized_expression", "qualified_identifier"):
-        cur = parent_of(cur)
-    p = parent_of(cur)
-    if p is not None and p.type == "case_statement":
-        v = p.child_by_field_name("value")
-        if v is not None and v.start_byte == cur.start_byte and v.end_byte == cur.end_byte:
-            return p
-    return None
 
 
 def case_range(node: ts.Node) -> tuple[ts.Node, int] | None:

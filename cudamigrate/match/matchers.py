@@ -19,6 +19,7 @@ import tree_sitter as ts
 from ..parse import walk
 from ..parse.treesitter import Unit, query, parent_of
 from ..rules.schema import Rule
+from ..read.project_index import project_member_type
 from .context import FileContext, named_children, node_text, normalize, normalize_name
 
 LAUNCH_PARAMS = ["grid", "block", "shmem", "stream"]
@@ -342,6 +343,22 @@ def _declared_type(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> str
         if pos <= at.start_byte and (best is None or pos > best[0]):
             best = (pos, t)
     return best[1].rstrip("*") if best else None
+
+
+def member_expression_type(ctx: Any, unit: Any, fe: ts.Node, at: ts.Node) -> str | None:
+    """Type of `this->m`, `obj.m`, `ptr->m` (one level of members) through the project index."""
+    arg, fld = fe.child_by_field_name("argument"), fe.child_by_field_name("field")
+    if arg is None or fld is None:
+        return None
+    if arg.type == "this":
+        return project_member_type(ctx, None, node_text(fld), at)
+    if arg.type == "identifier":
+        owner = _declared_type(ctx, unit, node_text(arg), at)
+        if owner is None:
+            return None
+        owner = owner.replace("const", "").replace("struct", "").replace("class", "").strip().rstrip("*&").strip()
+        return project_member_type(ctx, owner.split("::")[-1], node_text(fld), at)
+    return None
 
 
 def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import tree_sitter as ts
-import tree_sitter_cuda
 
+# the grammar's two entry points, reached through this module by most callers
+from .grammar import language as language, query as query
 from .walk import FieldPattern, pair_matches
 
 MACRO_WRAP_PREFIX = b"void __cudamigrate_macro__(){\n"
@@ -27,18 +28,8 @@ MACRO_WRAP_SUFFIX = b"\n;}\n"
 
 
 @lru_cache(maxsize=1)
-def language() -> ts.Language:
-    return ts.Language(tree_sitter_cuda.language())
-
-
-@lru_cache(maxsize=1)
 def _parser() -> ts.Parser:
     return ts.Parser(language())
-
-
-@lru_cache(maxsize=256)
-def query(pattern: str) -> ts.Query:
-    return ts.Query(language(), pattern)
 
 
 @dataclass

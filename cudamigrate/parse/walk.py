@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import tree_sitter as ts
 
+from .grammar import query
+
 
 @dataclass(frozen=True)
 class FieldPattern:
@@ -131,8 +133,6 @@ def walk_field_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> Ite
 
 def query_field_matches(root: ts.Node, patterns: tuple[FieldPattern, ...]) -> Iterator[tuple[FieldPattern, ts.Node, ts.Node]]:
     """field_matches by the query `(TYPE field: (CHILD) @c) @x ...`, compiled once per process."""
-    from .treesitter import query  # (treesitter imports this module)
-
     q = query(" ".join(f"({p.node_type} {p.field}: ({p.child_type or '_'}) @c) @x" for p in patterns))
     for i, caps in ts.QueryCursor(q).matches(root):
         yield patterns[i], caps["x"][0], caps["c"][0]
@@ -163,8 +163,6 @@ def walk_typed_nodes(root: ts.Node, types: frozenset[str]) -> list[ts.Node]:
 
 def query_typed_nodes(root: ts.Node, types: frozenset[str]) -> list[ts.Node]:
     """typed_nodes by a query; sorted, as a query's captures of several patterns are not in document order."""
-    from .treesitter import query
-
     got = ts.QueryCursor(query(" ".join(f"({t}) @n" for t in sorted(types)))).captures(root).get("n", [])
     return sorted(got, key=lambda n: (n.start_byte, -n.end_byte))
 

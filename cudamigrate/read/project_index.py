@@ -12,8 +12,8 @@ files (never system headers) and answers, cheaply and from text:
   body is a statement (`{ ... }` or ending in `;`): a use written without `;` is a whole statement;
 * `member_types(path, data, member, owner)`: the declared types of a class/struct member of that
   name in the file or its headers (`prop` -> `cudaDeviceProp`);
-* `project_member_type(ctx, owner, member, at)`, `member_expression_type(ctx, unit, expr, at)`: the same
-  for a matcher (CM503: `this->prop.clockRate`, `gpu.m_props.computeMode`, a bare member in a method);
+* `project_member_type(ctx, owner, member, at)`: the same for a matcher (match/matchers.py's
+  `member_expression_type` builds on it) (CM503: `this->prop.clockRate`, `gpu.m_props.computeMode`, a bare member in a method);
 * `includers(path)`: the files of the run (the `files` given) that reach `path`, for migrations that
   must change a header together with every file that uses what it declares.
 
@@ -27,7 +27,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import tree_sitter as ts
 
@@ -307,24 +307,6 @@ def project_member_type(ctx: Any, owner: str | None, member: str, at: ts.Node) -
     return next(iter(got)) if len(got) == 1 else None
 
 
-def member_expression_type(ctx: Any, unit: Any, fe: ts.Node, at: ts.Node) -> str | None:
-    """Type of `this->m`, `obj.m`, `ptr->m` (one level of members) through the project index."""
-    from ..match.matchers import _declared_type
-
-    arg, fld = fe.child_by_field_name("argument"), fe.child_by_field_name("field")
-    if arg is None or fld is None:
-        return None
-    if arg.type == "this":
-        return project_member_type(ctx, None, _text(fld), at)
-    if arg.type == "identifier":
-        owner = _declared_type(ctx, unit, _text(arg), at)
-        if owner is None:
-            return None
-        owner = owner.replace("const", "").replace("struct", "").replace("class", "").strip().rstrip("*&").strip()
-        return project_member_type(ctx, owner.split("::")[-1], _text(fld), at)
-    return None
-
-
 def _key(path: Path) -> Path:
     try:
         return path.resolve()
@@ -369,21 +351,3 @@ def _declarator_name(d: ts.Node) -> str | None:
 
 def _text(node: ts.Node) -> str:
     return node.text.decode("utf-8", "replace") if node.text is not None else ""
-
-
-def blank_statement_macros(data: bytes, names: Iterable[str]) -> bytes:
-    """`data` with each use of a statement-like macro (outside `#` lines and string literals) turned
-    into `;` plus spaces, the same length: `k<<<1, 1>>>(d); CUERR` + newline + `cudaThreadSynchronize();`
-    then parses as three statements, with every byte offset unchanged."""
-    names = sorted(set(names))
-    if not names:
-        return data
-    rx = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b(?!\s*\()")
-    out = bytearray(data)
-    for m in rx.finditer(data):
-        ls = data.rfind(b"\n", 0, m.start()) + 1
-        before = data[ls:m.start()]
-        if before.lstrip().startswith(b"#") or before.count(b'"') % 2 == 1 or b"//" in before or b"/*" in before:
-            continue  # the `#define` itself, a string or a comment (a continued macro line still counts)
-        out[m.start():m.end()] = b";" + b" " * (m.end() - m.start() - 1)
-    return bytes(out)

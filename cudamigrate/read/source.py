@@ -12,6 +12,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 BOM = b"\xef\xbb\xbf"
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
@@ -91,8 +92,6 @@ class SourceFile:
         if b"/*" in data and (b"\\\n" in data or b"\\\r\n" in data):
             data = _blank_macro_line_comments(data)
         if self.statement_macros:
-            from .project_index import blank_statement_macros
-
             data = blank_statement_macros(data, self.statement_macros)
         return data
 
@@ -238,3 +237,21 @@ def _read_fd(fd: int, limit: int) -> bytes:
         chunks.append(b)
         left -= len(b)
     return b"".join(chunks)
+
+
+def blank_statement_macros(data: bytes, names: Iterable[str]) -> bytes:
+    """`data` with each use of a statement-like macro (outside `#` lines and string literals) turned
+    into `;` plus spaces, the same length: `k<<<1, 1>>>(d); CUERR` + newline + `cudaThreadSynchronize();`
+    then parses as three statements, with every byte offset unchanged."""
+    names = sorted(set(names))
+    if not names:
+        return data
+    rx = re.compile(rb"\b(" + b"|".join(re.escape(n.encode()) for n in names) + rb")\b(?!\s*\()")
+    out = bytearray(data)
+    for m in rx.finditer(data):
+        ls = data.rfind(b"\n", 0, m.start()) + 1
+        before = data[ls:m.start()]
+        if before.lstrip().startswith(b"#") or before.count(b'"') % 2 == 1 or b"//" in before or b"/*" in before:
+            continue  # the `#define` itself, a string or a comment (a continued macro line still counts)
+        out[m.start():m.end()] = b";" + b" " * (m.end() - m.start() - 1)
+    return bytes(out)

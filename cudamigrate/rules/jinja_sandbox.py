@@ -13,7 +13,7 @@ import jinja2.nodes
 import jinja2.sandbox
 from jinja2.sandbox import SandboxedEnvironment
 
-from .templates import TemplateError
+from .schema import TemplateError
 
 
 MAX_RANGE = 10_000  # items a template's range() may produce

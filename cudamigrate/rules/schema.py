@@ -32,6 +32,11 @@ class RuleError(Exception):
     """Invalid rule file; str() is one line naming the file and key."""
 
 
+class TemplateError(Exception):
+    """A rule's message or edit template that the sandbox refuses (here, below both `templates` and
+    `jinja_sandbox`, so that the light front and the jinja2 side share it without importing each other)."""
+
+
 def parse_version(v: Any) -> tuple[int, int] | None:
     if v is None:
         return None

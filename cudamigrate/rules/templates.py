@@ -1,16 +1,14 @@
 """Message and edit templates: jinja2 in a sandbox, since rule files may come from anywhere.
 
 This module is the light front: `TemplateError`, and `render`/`check_template`, which import jinja2
-(`template_sandbox.py`) only when a template really has to be compiled, so that `--version`, `rules`,
+(`jinja_sandbox.py`) only when a template really has to be compiled, so that `--version`, `rules`,
 `explain` and a scan whose findings are all plain text never pay for importing Jinja."""
 
 from __future__ import annotations
 
 from typing import Any
 
-
-class TemplateError(Exception):
-    pass
+from .schema import TemplateError as TemplateError  # raised here and by the sandbox
 
 
 def check_template(text: str) -> None:
