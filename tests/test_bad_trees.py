@@ -160,7 +160,7 @@ def test_fifo_inside_a_directory_is_skipped_without_blocking(tmp_path):
 
 def test_file_deleted_mid_run(tmp_path, monkeypatch):
     """Found by the walk, gone when read (scan), or gone before the write (fix)."""
-    from cudamigrate.cli import main as cli_mod
+    from cudamigrate.cli import scan as cli_mod  # the module whose `_setup` the scan command calls
 
     (tmp_path / "good.cu").write_bytes(GOOD)
     (tmp_path / "gone.cu").write_bytes(GOOD)

@@ -1,105 +1,170 @@
-"""`cudamigrate fix`'s parent side: each file's computed fix (runner.FixOutcome, in input order) is reported,
-written through fix/write.py's compare-and-swap when still unchanged, and counted; then what was fixed and what
-remains is listed. The edits themselves are computed by the runner, in worker processes for large inputs.
-"""
+"""`cudamigrate fix`: compute each file's fix in the pipeline, then write, diff, list, or commit per rule."""
 
 from __future__ import annotations
 
+import os
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from .output import err
-from ..pipeline.runner import FixOutcome
-from ..core.textsafe import printable
+from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main
+from .options import _split, _tracebacks, selection_options, stdin_option
+from .output import err as _err
+from .prepare import _setup, _stdin_input
+
+if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
+    from ..pipeline.engine import Engine
+    from ..pipeline.runner import EngineSpec
 
 
-@dataclass
-class FixTally:
-    """What `fix` did, counted only once a file is really written (or, with --diff, would be)."""
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@selection_options
+@click.option("--diff", is_flag=True, help="Print a unified diff instead of writing files.")
+@click.option("--dry-run", is_flag=True, help="Show what would change; write nothing.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour and need review.")
+@click.option("--apply-display-only", is_flag=True,
+              help="Also apply the display-only suggested edits (e.g. stream changes in code with several streams) "
+                   "of the rules named by id in --select/--extend-select; never of rules selected by family or prefix.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--show-fixes", is_flag=True, help="List what was fixed, per file and rule.")
+@click.option("--commit-per-rule", "commit_by", flag_value="rule", default=None,
+              help="On a clean git work tree: one commit per rule, with a generated message; the final tree equals "
+                   "a single `fix` run.")
+@click.option("--commit-per-family", "commit_by", flag_value="family", help="Like --commit-per-rule, one commit per family.")
+@stdin_option
+def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
+        exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
+    """Rewrite PATHS in place, applying automatic fixes; list the findings that remain.
 
-    changed: int = 0
-    applied: int = 0
-    remaining: int = 0
-    unsafe_left: int = 0
-    suggested_left: int = 0  # findings with a display-only suggested edit, never applied by --unsafe-fixes
-    not_written: int = 0
-    internal: int = 0
-    had_error: bool = False
-    tracebacks: list[str] = field(default_factory=list)
-    written_dirs: set[str] = field(default_factory=set)
-    fixed_findings: list = field(default_factory=list)  # for --show-fixes
-    left_findings: list = field(default_factory=list)  # what remains, always listed
+    With `-` (and --stdin-filename): fix the source read from stdin and print the fixed text (or, with
+    --diff, the diff) on stdout; no file is touched."""
+    from ..fix.write import clean_stale, fsync_dir
+    from ..pipeline.runner import fix_files
+    from .fix_report import FixTally, list_fix_outcome, record_fix
+    from .semantic import clock, semantic_timed, since, timings
 
+    stdin = _stdin_input(paths, kw)
+    if stdin is not None and commit_by is not None:
+        raise click.UsageError("--commit-per-rule/--commit-per-family commit files; not with `-` (stdin)")
+    paths = (stdin.path,) if stdin is not None else paths
+    engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
+    if stdin is not None:
+        _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)
 
-def record_fix(outcome: FixOutcome, write: bool, tally: FixTally) -> None:
-    """One file's computed fix: report its notes and errors, write it if still unchanged, count it."""
-    from ..fix.write import WriteRefused, write_checked
-
-    disp, p = outcome.display, Path(outcome.path)
-    if outcome.internal is not None:
-        err(outcome.internal)
-        tally.internal += 1
-        tally.tracebacks.append(outcome.traceback or outcome.internal)
-        return
-    if outcome.error is not None:
-        err(outcome.error)
+    db, t_sem = semantic_timed(paths, files, kw)
+    c1 = clock()
+    tally = FixTally()
+    if commit_by is not None:
+        if db is not None:
+            engine.semantic_provider = db.facts_for
+        if diff or dry_run:
+            raise click.UsageError("--commit-per-rule/--commit-per-family write and commit; not with --diff/--dry-run")
+        _commit_per(engine, spec, files, commit_by, unsafe_fixes, show_fixes, exit_zero, display_only)
+    write = not (diff or dry_run)
+    for e in kw["walk_errors"]:
+        _err(e)
         tally.had_error = True
-        return
-    res = outcome.result
-    assert res is not None and outcome.snapshot is not None
-    for w in outcome.warnings:
-        err(f"note: {disp}: {w}")
-    for e in res.errors:
-        err(e)
-        tally.had_error = True
-    tally.internal += res.internal
-    tally.tracebacks += res.tracebacks
-    unsafe_left = sum(1 for f in res.remaining if f.applicability == "unsafe")
-    tally.suggested_left += sum(1 for f in res.remaining if f.applicability == "display-only")
-    if res.changed and write:
-        try:
-            tally.written_dirs.add(write_checked(p, res.fixed, outcome.snapshot))
-        except (WriteRefused, OSError) as exc:
-            why = str(exc) if isinstance(exc, WriteRefused) else f"cannot write: {exc.strerror or exc}"
-            err(f"{disp}: {why}")
-            tally.had_error = True
-            tally.not_written += 1
-            tally.remaining += len(res.applied) + len(res.remaining)  # the file still holds them all
-            tally.unsafe_left += unsafe_left
-            tally.left_findings += res.remaining
-            return
-    tally.fixed_findings += res.applied
-    tally.left_findings += res.remaining
-    tally.applied += len(res.applied)
-    tally.remaining += len(res.remaining)
-    tally.unsafe_left += unsafe_left
-    if res.changed:
-        tally.changed += 1
-        if not write:
-            text = res.diff()
-            if sys.stdout.isatty():  # code's ESC/OSC bytes must not drive the terminal
-                click.echo("\n".join(printable(ln) for ln in text.split("\n")), nl=False)
-            else:  # piped: exact (click.echo would strip ANSI sequences), so `patch` applies it
-                sys.stdout.flush()
-                sys.stdout.buffer.write(text.encode("utf-8"))
-                sys.stdout.buffer.flush()
+    unique: list[Path] = []
+    seen_real: set[str] = set()
+    for p in files:
+        real = os.path.realpath(p)
+        if real not in seen_real:  # two names (symlinks) of one file: fix it once
+            seen_real.add(real)
+            unique.append(p)
+    if write:  # temporaries a killed run left behind, before any worker reads or the parent writes
+        for d in sorted({os.path.dirname(os.path.realpath(p)) for p in unique}):
+            clean_stale(d)
+    # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
+    for outcome in fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db):
+        record_fix(outcome, write, tally)
+    for d in sorted(tally.written_dirs):
+        fsync_dir(d)
+    _tracebacks(kw, tally.tracebacks)
+    if kw.get("timings"):
+        timings(db, {"semantic": t_sem, "fix": since(c1, clock())}, len(files))
+    verb = "Fixed" if write else "Would fix"
+    list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes)
+    msg = f"{verb} {tally.applied} finding(s) in {tally.changed} file(s); {tally.remaining} remaining"
+    if tally.unsafe_left and not unsafe_fixes:
+        msg += f" ({tally.unsafe_left} fixable with --unsafe-fixes)"
+    if tally.suggested_left:
+        msg += f"; {tally.suggested_left} with a display-only suggested edit (never applied by --unsafe-fixes: review it)"
+    if tally.not_written:
+        msg += f"; {tally.not_written} file(s) not written"
+    click.echo(msg + ".", err=True)
+    if rule_errors or tally.internal:
+        sys.exit(EXIT_ERROR)
+    if (tally.remaining or tally.had_error) and not exit_zero:
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
 
 
-def list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
-    """What `fix` leaves (always, like ruff's --fix) and, with --show-fixes, what it changed; on stderr."""
-    from ..report.plan import plan_order
-    from ..report.text import MARK
+def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: bool, exit_zero: bool, show_fixes: bool,
+               display_only: frozenset[str], rule_errors: list[str]) -> None:
+    """`fix -`: the fixed buffer (or its diff) on stdout, exactly as bytes; what remains on stderr; exit.
+    A buffer whose name `exclude` covers comes back unchanged, as ruff does, so an editor never loses text."""
+    from ..fix.apply import fix_bytes
+    from ..pipeline.runner import display_path
+    from .fix_report import list_fix_outcome
 
-    if show_fixes and applied:
-        from ..fix.commits import per_file_rules
+    try:
+        res = fix_bytes(engine, stdin.path, stdin.data, display_path(stdin.path), unsafe=unsafe,
+                        display_only=display_only) if files else None
+    except Exception as exc:  # a bug in a rule: the editor gets its buffer back, the error is one line, exit 2
+        from ..core.errors import internal_message
 
-        click.echo("Fixed:", err=True)
-        for path, rules in sorted(per_file_rules(applied).items()):
-            click.echo(f"  {path}: " + ", ".join(f"{rid} x{n}" for rid, n in sorted(rules.items())), err=True)
-    if left:
-        click.echo("Remaining:", err=True)
-        for f in plan_order(left):
-            click.echo(f"  {f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message}", err=True)
+        _err(internal_message(display_path(stdin.path), None, exc, "internal error while fixing"))
+        sys.stdout.buffer.write(stdin.data)
+        sys.exit(EXIT_ERROR)
+    sys.stdout.flush()
+    out = sys.stdout.buffer
+    for e in (res.errors if res is not None else []):
+        _err(e)
+    if res is None:  # excluded: the input, unchanged
+        out.write(b"" if diff else stdin.data)
+    else:
+        out.write(res.diff().encode("utf-8", "surrogateescape") if diff else res.fixed)
+    out.flush()
+    applied, left = (res.applied, res.remaining) if res is not None else ([], [])
+    list_fix_outcome(applied, left, show_fixes)
+    click.echo(f"{'Would fix' if diff else 'Fixed'} {len(applied)} finding(s) in stdin; {len(left)} remaining.", err=True)
+    if rule_errors or (res is not None and res.internal):
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if (left or (res is not None and res.errors)) and not exit_zero else EXIT_CLEAN)
+
+
+def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
+    """Rules whose display-only suggestions `--apply-display-only` may apply: named by exact id, never by family,
+    prefix or ALL, so a suggestion that changes behaviour is applied only by someone who asked for that rule."""
+    named = set(_split(kw.get("select"))) | set(_split(kw.get("extend_select")))
+    ids = frozenset(r.id for r in engine.rules if r.id in named and r.fix_applicability == "display-only")
+    if not ids:
+        raise click.UsageError("--apply-display-only needs the rules named by id with --select or --extend-select "
+                               "(e.g. --select CM101), and they must have display-only fixes")
+    return ids
+
+
+def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, unsafe: bool, show_fixes: bool,
+                exit_zero: bool, display_only: frozenset[str] = frozenset()) -> None:
+    """`fix --commit-per-rule/--commit-per-family`: commit, report, exit (see cudamigrate/fix/commits.py)."""
+    from ..fix.commits import CommitError, commit_per_group
+    from ..pipeline.runner import display_path
+    from ..read.source import DEFAULT_MAX_BYTES, load_source
+    from .fix_report import list_fix_outcome
+
+    try:
+        res = commit_per_group(engine, files, display_path, by, unsafe,
+                               lambda p: load_source(p, spec.max_bytes or DEFAULT_MAX_BYTES).data, _err, display_only)
+    except CommitError as exc:
+        _err(str(exc))
+        sys.exit(EXIT_ERROR)
+    for sha, subject in res.commits:
+        click.echo(f"{sha} {subject}")
+    list_fix_outcome(res.applied, res.remaining, show_fixes)
+    click.echo(f"Fixed {len(res.applied)} finding(s) in {res.files} file(s) in {len(res.commits)} commit(s); "
+               f"{len(res.remaining)} remaining.", err=True)
+    sys.exit(EXIT_FINDINGS if res.remaining and not exit_zero else EXIT_CLEAN)

@@ -1,0 +1,41 @@
+"""The `cudamigrate` click group, its exit codes and start-up (the commands register themselves on `main`; cli/main.py
+imports them all)."""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cudamigrate")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Find and fix deprecated, removed and slow CUDA API uses."""
+    if ctx.invoked_subcommand != "scan":  # `scan` settles after loading its rules
+        _settled()
+
+
+def console() -> None:
+    """The `cudamigrate` command (and `python -m cudamigrate`): start-up without the cyclic collector (see
+    `_settled`)."""
+    import gc
+
+    gc.disable()
+    main()
+
+
+def _settled() -> None:
+    """Start-up done (modules imported, rules loaded): when the command started without the cyclic collector
+    (`console`), what start-up built lives as long as the process, so it is frozen out of the collector's
+    way and the collector turned on for the work. The collector's passes over the growing heap cost 0.15 s of
+    a 0.8 s re-scan and 0.04 s of a one-file scan. In a host process that has the collector on (tests calling
+    `main` in-process) nothing changes."""
+    import gc
+
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()

@@ -1,0 +1,28 @@
+"""`cudamigrate doctor`: is this machine ready to build and run the migrated code."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .app import EXIT_CLEAN, EXIT_FINDINGS, main
+from .options import _version
+
+
+@main.command()
+@click.option("--target-cuda", "--to", "target", default=None, help="CUDA version the code must build with (default 13.0).")
+@click.option("--require-cuda", default=None, help="Blocker unless nvcc is at least this version (and a GPU's driver can run it).")
+@click.option("--require-driver", type=int, default=None, help="Blocker unless the driver's major version is at least this "
+              "(skipped, not failed, without a GPU).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def doctor(target: str | None, require_cuda: str | None, require_driver: int | None, fmt: str) -> None:
+    """Check toolkit, driver, libraries, libclang, Chromium and calibration; exit 1 only on a --require-* blocker."""
+    import json
+
+    from ..verify import doctor as dr
+
+    tgt = _version(target, "--target-cuda") or (13, 0)
+    checks = dr.gather(tgt, _version(require_cuda, "--require-cuda"), require_driver)
+    click.echo(json.dumps(dr.to_json(checks, tgt), indent=2) if fmt == "json" else dr.render_table(checks), nl=fmt != "text")
+    sys.exit(EXIT_FINDINGS if dr.blockers(checks) else EXIT_CLEAN)

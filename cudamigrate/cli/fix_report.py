@@ -1,0 +1,105 @@
+"""`cudamigrate fix`'s parent side: each file's computed fix (runner.FixOutcome, in input order) is reported,
+written through fix/write.py's compare-and-swap when still unchanged, and counted; then what was fixed and what
+remains is listed. The edits themselves are computed by the runner, in worker processes for large inputs.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from .output import err
+from ..pipeline.runner import FixOutcome
+from ..core.textsafe import printable
+
+
+@dataclass
+class FixTally:
+    """What `fix` did, counted only once a file is really written (or, with --diff, would be)."""
+
+    changed: int = 0
+    applied: int = 0
+    remaining: int = 0
+    unsafe_left: int = 0
+    suggested_left: int = 0  # findings with a display-only suggested edit, never applied by --unsafe-fixes
+    not_written: int = 0
+    internal: int = 0
+    had_error: bool = False
+    tracebacks: list[str] = field(default_factory=list)
+    written_dirs: set[str] = field(default_factory=set)
+    fixed_findings: list = field(default_factory=list)  # for --show-fixes
+    left_findings: list = field(default_factory=list)  # what remains, always listed
+
+
+def record_fix(outcome: FixOutcome, write: bool, tally: FixTally) -> None:
+    """One file's computed fix: report its notes and errors, write it if still unchanged, count it."""
+    from ..fix.write import WriteRefused, write_checked
+
+    disp, p = outcome.display, Path(outcome.path)
+    if outcome.internal is not None:
+        err(outcome.internal)
+        tally.internal += 1
+        tally.tracebacks.append(outcome.traceback or outcome.internal)
+        return
+    if outcome.error is not None:
+        err(outcome.error)
+        tally.had_error = True
+        return
+    res = outcome.result
+    assert res is not None and outcome.snapshot is not None
+    for w in outcome.warnings:
+        err(f"note: {disp}: {w}")
+    for e in res.errors:
+        err(e)
+        tally.had_error = True
+    tally.internal += res.internal
+    tally.tracebacks += res.tracebacks
+    unsafe_left = sum(1 for f in res.remaining if f.applicability == "unsafe")
+    tally.suggested_left += sum(1 for f in res.remaining if f.applicability == "display-only")
+    if res.changed and write:
+        try:
+            tally.written_dirs.add(write_checked(p, res.fixed, outcome.snapshot))
+        except (WriteRefused, OSError) as exc:
+            why = str(exc) if isinstance(exc, WriteRefused) else f"cannot write: {exc.strerror or exc}"
+            err(f"{disp}: {why}")
+            tally.had_error = True
+            tally.not_written += 1
+            tally.remaining += len(res.applied) + len(res.remaining)  # the file still holds them all
+            tally.unsafe_left += unsafe_left
+            tally.left_findings += res.remaining
+            return
+    tally.fixed_findings += res.applied
+    tally.left_findings += res.remaining
+    tally.applied += len(res.applied)
+    tally.remaining += len(res.remaining)
+    tally.unsafe_left += unsafe_left
+    if res.changed:
+        tally.changed += 1
+        if not write:
+            text = res.diff()
+            if sys.stdout.isatty():  # code's ESC/OSC bytes must not drive the terminal
+                click.echo("\n".join(printable(ln) for ln in text.split("\n")), nl=False)
+            else:  # piped: exact (click.echo would strip ANSI sequences), so `patch` applies it
+                sys.stdout.flush()
+                sys.stdout.buffer.write(text.encode("utf-8"))
+                sys.stdout.buffer.flush()
+
+
+def list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
+    """What `fix` leaves (always, like ruff's --fix) and, with --show-fixes, what it changed; on stderr."""
+    from ..report.plan import plan_order
+    from ..report.text import MARK
+
+    if show_fixes and applied:
+        from ..fix.commits import per_file_rules
+
+        click.echo("Fixed:", err=True)
+        for path, rules in sorted(per_file_rules(applied).items()):
+            click.echo(f"  {path}: " + ", ".join(f"{rid} x{n}" for rid, n in sorted(rules.items())), err=True)
+    if left:
+        click.echo("Remaining:", err=True)
+        for f in plan_order(left):
+            click.echo(f"  {f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message}", err=True)

@@ -1,0 +1,109 @@
+"""Options and argument checks shared by `scan`, `fix` and `plan`: rule selection, `-` for stdin, `--diff-base`."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..core.textsafe import printable
+from ..rules.schema import parse_version
+
+FORMATS = ["text", "json", "sarif", "github", "json-lines", "junit", "html"]
+
+
+def _tracebacks(kw: dict[str, Any], tracebacks: list[str]) -> None:
+    if kw.get("debug"):
+        for tb in tracebacks:
+            click.echo(tb.rstrip("\n"), err=True)
+
+
+def _check_regular(path: Path, flag: str) -> None:
+    """An input file given by a flag must be a regular file: a FIFO or a device would block or never end."""
+    import stat as st
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise click.BadParameter(f"{printable(str(path))}: {exc.strerror or exc}", param_hint=flag) from None
+    if not st.S_ISREG(mode):
+        raise click.BadParameter(f"{printable(str(path))}: not a regular file", param_hint=flag)
+
+
+def _check_writable(path: Path | None, flag: str) -> None:
+    """Fail before scanning, not after, when a report or baseline cannot be written where asked."""
+    if path is None:
+        return
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.is_dir():
+        raise click.BadParameter(f"{printable(str(path))}: directory {printable(str(parent))} does not exist",
+                                 param_hint=flag)
+
+
+def _split(values: tuple[str, ...] | list[str] | None) -> list[str]:
+    out: list[str] = []
+    for v in values or []:
+        out += [x.strip() for x in str(v).split(",") if x.strip()]
+    return out
+
+
+def _version(v: str | None, flag: str) -> tuple[int, int] | None:
+    if v is None:
+        return None
+    v = str(v).strip()
+    if v.isdigit():  # `--target-cuda 13` means 13.0
+        v += ".0"
+    try:
+        return parse_version(v)
+    except ValueError:
+        raise click.BadParameter(f"expected a version like 13.0, got {v!r}", param_hint=flag) from None
+
+
+def selection_options(fn):
+    opts = [
+        click.option("--select", multiple=True, help="Rule ids, id prefixes or families to enable (comma-separated)."),
+        click.option("--ignore", multiple=True, help="Rule ids, id prefixes or families to disable."),
+        click.option("--extend-select", multiple=True, help="Enable more rules (including opt-in rules) on top of the defaults."),
+        click.option("--target-cuda", "--to", "target", default=None, help="CUDA version the code must build with (default 13.0)."),
+        click.option("--from", "from_version", default=None,
+                     help="CUDA version the code builds with today: rules for changes before it are skipped."),
+        click.option("--keep-compat", "keep_compat", default=None,
+                     help="Oldest CUDA version the fixed code must still build with: rewrites to APIs introduced after it "
+                          "are wrapped in `#if CUDART_VERSION >= ...` / `#else` (old form) / `#endif`."),
+        click.option("--rules-dir", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+                     help="Extra directory of rule YAML files (repeatable)."),
+        click.option("--no-builtin-rules", is_flag=True, help="Only use --rules-dir rules."),
+        click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                     help="Configuration file (default: nearest .cudamigrate.toml or pyproject.toml [tool.cudamigrate])."),
+        click.option("--option", "cli_options", multiple=True, help="Template option KEY=VALUE, e.g. stream=my_stream."),
+        click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: CPUs)."),
+        click.option("--max-file-size", type=int, default=None, help="Skip files larger than this many bytes (default 8 MiB)."),
+        click.option("--compile-commands", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+                     help="Semantic mode: parse translation units with libclang using the flags in this "
+                          "compile_commands.json (default: found in ., build/ or out/ upward from the paths)."),
+        click.option("--no-semantic", is_flag=True, help="Never use libclang, even when a compile_commands.json is found."),
+        click.option("--timings", is_flag=True, help="Print each phase's wall and CPU time on stderr."),
+        click.option("--no-cache", "no_cache", is_flag=True,
+                     help="Use no cache: neither read nor write the compiled rule cache or the result cache "
+                          "(also: CUDAMIGRATE_NO_CACHE=1; see README: Result cache)."),
+        click.option("--debug", is_flag=True, help="Print the traceback of each internal error on stderr."),
+    ]
+    for o in reversed(opts):
+        fn = o(fn)
+    return fn
+
+
+def stdin_option(fn):
+    """`--stdin-filename`: the path a buffer piped to `-` stands for (editors)."""
+    return click.option("--stdin-filename", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                        help="With `-` as the path: read the source from stdin and treat it as this file (config, "
+                             "exclude and reports use this name; the file itself is not read or written).")(fn)
+
+
+def diff_base_option(fn):
+    """`--diff-base REF`: only lines changed since a git revision (scan and plan)."""
+    return click.option("--diff-base", metavar="REF", default=None,
+                        help="Only report findings on lines added or changed since git revision REF (`git diff -U0 "
+                             "REF`; untracked files count as wholly changed).")(fn)

@@ -1,0 +1,71 @@
+"""`cudamigrate plan`: the migration plan of a tree."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main
+from .options import diff_base_option, selection_options, stdin_option
+from .output import err as _err
+from .prepare import _diff_scope, _on_changed_lines, _setup, _stdin_input
+
+
+@main.command("plan")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@selection_options
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@diff_base_option
+@stdin_option
+def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
+    """Print the migration as steps for a ticket: build breaks first (safe, unsafe, manual), then optional work.
+
+    ROI = impact / effort: impact is what leaving a finding costs (build break 10, deprecated 5, performance 3,
+    hygiene 1, scaled in context), effort what fixing it costs (safe fix 1, unsafe fix 2, manual 5).
+    Exit 0 without build breaks, 1 with build breaks, 2 on errors.
+    """
+    import json
+
+    from ..pipeline.runner import display_path, scan_files
+    from ..report.plan import build_plan, render_text
+    from .semantic import semantic
+
+    stdin = _stdin_input(paths, kw)
+    paths = (stdin.path,) if stdin is not None else paths
+    engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    changed, files = _diff_scope(paths, files, kw)
+    results: Iterable[Any]
+    if stdin is not None:  # the buffer, planned under its name; nothing when excludes cover that name
+        results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
+    else:
+        db = semantic(paths, files, kw)
+        results = scan_files(engine, spec, files, kw.get("jobs"), facts=db, use_cache=not kw.get("no_cache"))
+    findings: list[Any] = []
+    errors: list[Any] = list(kw["walk_errors"])
+    for res in results:
+        findings += res.findings
+        errors += res.errors
+    findings = _on_changed_lines(findings, files, changed)
+    for e in errors:
+        _err(e)
+    extra: list[str] = []  # what the fix commands must repeat to see the same findings
+    for flag, key in (("--target-cuda", "target"), ("--from", "from_version"), ("--keep-compat", "keep_compat"),
+                      ("--config", "config_path"), ("--compile-commands", "compile_commands")):
+        if kw.get(key):
+            extra += [flag, str(kw[key])]
+    for d in kw.get("rules_dir") or ():
+        extra += ["--rules-dir", str(d)]
+    extra += ["--no-builtin-rules"] if kw.get("no_builtin_rules") else []
+    extra += ["--no-semantic"] if kw.get("no_semantic") else []
+    for o in kw.get("cli_options") or ():
+        extra += ["--option", o]
+    plan = build_plan(findings, errors, len(files), f"{engine.opts.target[0]}.{engine.opts.target[1]}", {r.id: r.name for r in engine.rules},
+                      [str(p) for p in paths], extra)
+    click.echo(json.dumps(plan.to_dict(), indent=2) if fmt == "json" else render_text(plan), nl=fmt != "text")
+    if rule_errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if plan.must else EXIT_CLEAN)

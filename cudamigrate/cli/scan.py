@@ -1,0 +1,210 @@
+"""`cudamigrate scan`: findings as a report (text, json, sarif, github, json-lines, junit, html), replayed when
+nothing changed."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..core.textsafe import printable
+from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _settled, main
+from .options import (
+    FORMATS,
+    _check_regular,
+    _check_writable,
+    _tracebacks,
+    diff_base_option,
+    selection_options,
+    stdin_option,
+)
+from .output import err as _err
+from .prepare import Prepared, _diff_scope, _on_changed_lines, _prepare, _replay_key, _setup, _stdin_input
+
+if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
+    from ..report.model import Run
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@selection_options
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
+@click.option("--report", "report_fmt", type=click.Choice(FORMATS), default=None, help="Alias of --format (e.g. --report html).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report to a file.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
+@click.option("--sort", type=click.Choice(["plan", "roi", "file"]), default="plan", show_default=True,
+              help="plan: build breaks first (safe, unsafe, manual), then deprecated, performance, hygiene, each by ROI; "
+                   "roi: by ROI alone; file: by place.")
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Only report findings not in this baseline.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Record current findings as the baseline.")
+@diff_base_option
+@stdin_option
+def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path | None, exit_zero: bool,
+         statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, **kw: Any) -> None:
+    """Report findings in PATHS (files or directories).
+
+    Each finding shows `(roi N)`: impact / effort. Impact is what leaving it costs (build break 10, deprecated 5,
+    performance 3, hygiene 1, scaled in context, e.g. x4 inside a loop); effort what fixing it costs (safe
+    automatic fix 1, unsafe fix to review 2, suggested edit to apply by hand 4, manual 5). Build breaks come
+    first whatever their ROI. `cudamigrate plan` turns the findings into steps.
+    """
+    fmt = report_fmt or fmt
+    for flag, target in (("--output", output), ("--write-baseline", write_baseline)):
+        _check_writable(target, flag)
+    if baseline is not None:
+        _check_regular(baseline, "--baseline")
+    from .semantic import clock, semantic_timed, since, timings
+
+    stdin = _stdin_input(paths, kw)
+    paths = (stdin.path,) if stdin is not None else paths
+    pre = _prepare(paths, kw)
+    replay = None
+    if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None:
+        replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics})
+    if replay is not None:
+        _replay_or_continue(replay, pre, output, exit_zero)
+    from ..pipeline.runner import display_path, scan_files
+    from ..report.model import Run
+    from .progress import Progress  # after the replay, which needs neither the engine nor the reports
+
+    engine, spec, files, cfg, rule_errors = _setup(paths, kw, pre)
+    _settled()
+    changed, files = _diff_scope(paths, files, kw)
+    db, t_sem = semantic_timed(paths, files, kw)
+    c1 = clock()
+    progress = Progress(len(files))
+    findings: list[Any] = []
+    tracebacks: list[Any] = []
+    unused: list[Any] = []
+    errors: list[Any] = list(kw["walk_errors"])
+    sources: dict[str, bytes] = {}
+    internal = 0
+    results: Iterable[Any]
+    completed: list[Any] = []  # (run digest, cache.RunFiles) when every file's result is cached
+    if stdin is not None:  # the buffer, reported under its name; nothing when excludes cover that name
+        results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
+        sources.update({display_path(p): stdin.data for p in files})
+    else:
+        results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db,
+                             use_cache=not kw.get("no_cache"), completed=completed,
+                             digest=replay[2] if replay is not None and engine.opts is pre.opts else None,
+                             db=replay[0] if replay is not None else None)
+    notes: list[str] = []
+    for res in results:
+        findings += res.findings
+        notes += res.notes
+        for e in res.errors:
+            errors.append(e)
+        internal += res.internal
+        tracebacks += res.tracebacks
+        if res.suppressions is not None:
+            for s in res.suppressions.items:
+                if not s.used and not s.file_level:
+                    unused.append({"path": res.path, "line": s.line})
+    progress.close()
+    c2 = clock()
+    for n in notes:
+        _err(f"note: {n}")
+    for e in errors:
+        _err(e)
+    _tracebacks(kw, tracebacks)
+    if fmt in ("html", "sarif") or baseline is not None or write_baseline is not None:
+        real = {display_path(p): p for p in files}  # displayed names are escaped; read the real paths
+        for f in findings:
+            if f.path not in sources:
+                try:
+                    sources[f.path] = Path(real.get(f.path, f.path)).read_bytes()
+                except OSError:
+                    sources[f.path] = b""
+    findings = _on_changed_lines(findings, files, changed)
+    if write_baseline is not None:
+        from ..workflow.baseline import write_baseline as wb
+
+        try:
+            wb(write_baseline, findings, sources)
+        except OSError as exc:
+            _err(f"{write_baseline}: cannot write the baseline: {exc.strerror or exc}")
+            sys.exit(EXIT_ERROR)
+        click.echo(f"Wrote baseline with {len(findings)} finding(s) to {printable(str(write_baseline))}", err=True)
+    if baseline is not None:
+        from ..workflow.baseline import BaselineError, filter_new, foreign_warning
+
+        try:
+            warning = foreign_warning(baseline, findings)
+            findings = filter_new(baseline, findings, sources)
+        except BaselineError as exc:
+            raise click.UsageError(printable(str(exc))) from None
+        if warning:
+            _err(f"warning: {warning}")
+    run = Run(findings=findings, errors=errors + rule_errors, files_scanned=len(files), rules=engine.rules,
+              target=engine.opts.target, sources=sources, unused_suppressions=unused)
+    if statistics:
+        from ..report.text import statistics as stats
+
+        text = stats(run)
+    else:
+        text = render_report(fmt, run, sort)
+    if replay is not None and db is None and completed and completed[0][0] == replay[2] and not errors \
+            and not rule_errors and not internal:
+        from ..pipeline.replay import Replay, store
+
+        store(replay[0], replay[1], Replay(completed[0][1].files, completed[0][1].depsets, text, [f"note: {n}" for n in notes],
+                                bool(findings)))
+    if replay is not None:
+        replay[0].close()
+    _write_report(text, output)
+    if kw.get("timings"):
+        timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
+    if rule_errors or internal:
+        sys.exit(EXIT_ERROR)
+    if (findings or errors) and not exit_zero:
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_CLEAN)
+
+
+def _write_report(text: str, output: Path | None) -> None:
+    if output is not None:
+        try:
+            output.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            _err(f"{output}: cannot write the report: {exc.strerror or exc}")
+            sys.exit(EXIT_ERROR)
+    else:
+        click.echo(text, nl=False)
+
+
+def _replay_or_continue(replay: tuple[Any, str, str, list[tuple[str, str]]], pre: Prepared, output: Path | None,
+                        exit_zero: bool) -> None:
+    """Print the stored report of this very run and exit, when nothing it depends on changed
+    (cudamigrate/pipeline/replay.py); else return, and the scan runs."""
+    from ..pipeline.replay import lookup
+    from ..read.source import DEFAULT_MAX_BYTES
+
+    db, key, _run, items = replay
+    got = lookup(db, key, items, pre.max_bytes or DEFAULT_MAX_BYTES)
+    if got is None:
+        return  # the scan goes on with this open database (closed once the report is rendered)
+    db.close()
+    for n in got.notes:
+        _err(n)
+    _write_report(got.stdout, output)
+    sys.exit(EXIT_FINDINGS if got.findings and not exit_zero else EXIT_CLEAN)
+
+
+def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
+    import importlib
+
+    if fmt == "text":
+        from ..report.text import render
+
+        return render(run, sort=sort)
+    module = {"json-lines": "jsonlines"}.get(fmt, fmt)
+    try:
+        mod = importlib.import_module(f"..report.{module}", __package__)
+    except ModuleNotFoundError:
+        raise click.UsageError(f"output format {fmt!r} is not available in this build") from None
+    return mod.render(run)
