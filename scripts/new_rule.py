@@ -11,8 +11,9 @@ Writes
     fixtures/<family>/<ID>-<slug>/before.cu    code it must flag (`// expect: ID`)
     fixtures/<family>/<ID>-<slug>/ok.cu        lookalikes it must not flag
     fixtures/<family>/<ID>-<slug>/fixture.yaml the case's settings
-The skeleton loads and its case passes `cudamigrate test ID` (after `--update` writes findings.txt): replace the
-placeholder API `cudaTodoApi` with the real one, write the real before/after/ok code, and cite the sources.
+The skeleton loads and its case runs under `cudamigrate test ID`: replace the placeholder API `cudaTodoApi` with
+the real one, write the real before/after/ok code, and cite the sources. `cudamigrate test ID --update` refuses
+while a TODO remains, so that the findings it pins are the rule's, not the placeholder's.
 """
 
 from __future__ import annotations

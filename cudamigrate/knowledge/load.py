@@ -10,6 +10,7 @@ from pathlib import Path
 from ..core.textsafe import one_line
 from ..rules import safety
 from ..rules.schema import Rule, RuleError, validate
+from .environment import missing_dependency
 
 
 def builtin_rules_dir() -> Path:
@@ -24,6 +25,7 @@ def builtin_rules_dir() -> Path:
 class RuleSet:
     rules: list[Rule] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    environment: str | None = None  # a package rule loading needs is missing: the one error, no rule loaded
 
     def by_id(self) -> dict[str, Rule]:
         return {r.id: r for r in self.rules}
@@ -105,6 +107,9 @@ def load_rules(dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSe
 def load_rules_uncached(dirs: list[Path] | None = None) -> RuleSet:
     """Read, validate and check every rule file (what the cache stores)."""
     dirs = dirs or [builtin_rules_dir()]
+    problem = missing_dependency()
+    if problem is not None:  # every rule would fail alike: one line, not one per rule file
+        return RuleSet(errors=[problem], environment=problem)
     rs = RuleSet()
     seen: dict[str, Path] = {}
     for d in dirs:

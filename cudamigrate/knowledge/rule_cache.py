@@ -3,8 +3,11 @@
 Loading and validating ~160 YAML rules and checking their templates costs 0.2-0.3 s at every start (a
 third of a one-file pre-commit run, and again in every worker process); the same validated rules load
 from a pickle in ~5 ms. The cache is keyed by the content of every rule file, the tool version, the
-Python version and the tool's own source files (size and mtime), so it can never serve rules that a
-changed rule file or a changed validator would load differently. It lives in the user cache directory
+Python version, the tool's own source files (size and mtime) and where the packages that loading imports
+are installed (environment.py: tree-sitter, its grammar, YAML, Jinja), so it can never serve rules that a
+changed rule file, a changed validator or a changed environment would load differently. A rule set with any
+load error is never stored: a load that failed (a missing package, a rule being written) is done again on
+the next run, so installing what was missing or fixing the rule takes effect at once. It lives in the user cache directory
 (`platformdirs`, else `$XDG_CACHE_HOME` or `~/.cache`), is written to a temporary file and renamed into
 place (concurrent runs each write a whole file; a reader never sees half of one), and a cache file that
 is unreadable, truncated or of another key is ignored and rebuilt without a word.
@@ -23,6 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Callable
+
+from .environment import installed_stamp
 
 NO_CACHE_ENV = "CUDAMIGRATE_NO_CACHE"
 CACHE_DIR_ENV = "CUDAMIGRATE_CACHE_DIR"  # overrides the user cache directory (tests, read-only homes)
@@ -53,6 +58,7 @@ def _code_stamp() -> bytes:
 
     pkg = Path(__file__).resolve().parent.parent
     h = hashlib.sha256(f"{__version__}\0{sys.version}\0{pickle.HIGHEST_PROTOCOL}\0{pkg}\0".encode())
+    h.update(installed_stamp().encode())
     for root, dirs, files in os.walk(pkg):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__" and d != "rules_data")
         for f in sorted(files):
@@ -150,5 +156,6 @@ def cached(dirs: list[Path], build: Callable[[list[Path]], object]):
     if got is not None:
         return got
     value = build(dirs)
-    _write(directory, path, key, value)
+    if not getattr(value, "errors", None):  # a failed load is never stored (see the module's docstring)
+        _write(directory, path, key, value)
     return value

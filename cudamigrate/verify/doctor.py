@@ -15,7 +15,8 @@ before trusting a build; this module gathers them in one place:
 - libclang (semantic mode), Chromium (HTML report tests), and whether the
   bundled calibration has an entry for the local GPU.
 
-Only `--require-*` assertions make a blocker; everything else informs. A
+Only `--require-*` assertions, and a Python package that rule loading needs
+missing, make a blocker; everything else informs. A
 machine without a GPU is reported as such and is not a failure.
 """
 
@@ -274,6 +275,7 @@ def gather(target: tuple[int, int], require_cuda: tuple[int, int] | None = None,
         checks.append(Check("Chromium", "info", "not found", "needed only for the HTML report's browser tests"))
     # -- calibration
     checks.append(_calibration_check(gpu_name))
+    checks.append(_dependencies_check())
     return checks
 
 
@@ -287,6 +289,17 @@ def pip_wheels() -> list[tuple[str, str]]:
         if name.lower().startswith("nvidia-"):
             out.add((name, d.version))
     return sorted(out)
+
+
+def _dependencies_check() -> Check:
+    """The Python packages rule loading imports (tree-sitter, its CUDA grammar, YAML, Jinja): without one,
+    no rule loads and scan, fix and test stop with that one line."""
+    from ..knowledge.environment import RULE_LOADING_PACKAGES, missing_dependency
+
+    problem = missing_dependency()
+    if problem is not None:
+        return Check("python packages", "fail", problem, "no rule loads until it is installed", blocker=True)
+    return Check("python packages", "ok", ", ".join(RULE_LOADING_PACKAGES.values()))
 
 
 def _libclang_check() -> Check:

@@ -480,23 +480,54 @@ def rule_tests(fixtures: Path, rule_ids: list[str], update: bool = False) -> tup
     from .fixtures import cases_for, update_snapshot
     from ..knowledge.load import builtin_rules_dir, load_rules
 
-    rules = _rules(builtin_rules_dir, load_rules)
+    rs = load_rules([builtin_rules_dir()])
+    if rs.environment is not None:
+        raise ValueError(rs.environment)
+    rules = rs.rules
     known = {r.id for r in rules}
     all_cases = [c for c in load_cases(fixtures) if not c.semantic]
     fails: list[str] = []
     notes: list[str] = []
     unknown = [rid for rid in rule_ids if rid.upper() not in known]
     if unknown:
-        raise ValueError(f"no such rule: {', '.join(unknown)}")
+        raise ValueError("; ".join(load_errors_of(rid, rs.errors) or f"no such rule: {rid}" for rid in unknown))
     for rid in rule_ids:
         if not cases_for(all_cases, [rid]):
             fails.append(f"{rid}: no fixture case exercises it (fixtures/<family>/<rule stem>/)")
     cases = cases_for(all_cases, rule_ids)
+    if update:
+        todo = [hit for rid in rule_ids for hit in scaffold_todos(rid, rules, cases_for(all_cases, [rid]))]
+        if todo:
+            raise ValueError(f"--update refused: the scaffold's TODO is still in {', '.join(todo)}; write the rule and "
+                             "its cases first, so that the findings recorded are the rule's, not a placeholder's")
     for case in cases:
         if update and update_snapshot(case, rules):
             notes.append(f"wrote {case.snapshot}")
         fails += check_case(case, rules)
     return fails, notes, len(cases)
+
+
+def load_errors_of(rule_id: str, errors: list[str]) -> str:
+    """The load errors of the rule file named after `rule_id` (`CM599-some-name.yaml`: each error line starts
+    with the file's path), joined; "" when that rule has none."""
+    rid = rule_id.upper()
+    return "; ".join(e for e in errors if Path(e.split(":", 1)[0]).name.upper().startswith(rid + "-")
+                     or Path(e.split(":", 1)[0]).name.upper() == rid + ".YAML")
+
+
+def scaffold_todos(rule_id: str, rules: list, cases: list) -> list[str]:
+    """`file:line` of every `TODO` that scripts/new_rule.py's scaffold left in the rule file or its fixture
+    cases (no hand-written rule or case holds one: tests/test_rule_loading.py checks)."""
+    rule = next((r for r in rules if r.id == rule_id.upper()), None)
+    files = ([rule.path] if rule is not None else []) + sorted(p for c in cases for p in c.dir.iterdir() if p.is_file())
+    out = []
+    for path in files:
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        out += [f"{path}:{i}" for i, line in enumerate(lines, 1) if "TODO" in line]
+    return out
 
 
 def default_fixtures_dir(cwd: Path | None = None) -> Path:
