@@ -25,11 +25,11 @@ import cudamigrate.match.ppenv as ppenv_mod
 import cudamigrate.match.precheck as precheck_mod
 import cudamigrate.match.shadows as shadows_mod
 import cudamigrate.match.streams as streams_mod
-import cudamigrate.match.texture as texture_mod
+import cudamigrate.match.texture_refs as texture_mod  # the texture migration's reference finding
 import cudamigrate.parse.walk as walk_mod
 from cudamigrate.pipeline.engine import Engine, Options
 from cudamigrate.match.matchers import IDENTIFIER_TYPES
-from cudamigrate.parse.treesitter import query
+from cudamigrate.parse.treesitter import parse, query
 from cudamigrate.pipeline.prefilter import NameGate, comment_spans, define_regions, name_words
 from cudamigrate.read.project_index import ProjectIndex
 
@@ -52,7 +52,7 @@ def _query_nodes(ctx, words, types=IDENTIFIER_TYPES):
 
 def _uncached_header_declarations(ctx, inc, text):
     """The former texture path: every including file parses the header again."""
-    refs, _ = texture_mod._declarations(texture_mod.parse(text).root_node, None)
+    refs, _ = texture_mod._declarations(parse(text).root_node, None)
     for r in refs:
         r.decl = r.declarator = None
         r.path = inc

@@ -41,10 +41,10 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
 
     With `-` (and --stdin-filename): fix the source read from stdin and print the fixed text (or, with
     --diff, the diff) on stdout; no file is touched."""
-    from ..fix.write import clean_stale, fsync_dir
-    from ..pipeline.runner import fix_files
     from .fix_report import FixTally, list_fix_outcome, record_fix
     from .semantic import clock, semantic_timed, since, timings
+    from ..fix.write import clean_stale, fsync_dir
+    from ..pipeline.runner import fix_files
 
     stdin = _stdin_input(paths, kw)
     if stdin is not None and commit_by is not None:
@@ -107,9 +107,9 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
                display_only: frozenset[str], rule_errors: list[str]) -> None:
     """`fix -`: the fixed buffer (or its diff) on stdout, exactly as bytes; what remains on stderr; exit.
     A buffer whose name `exclude` covers comes back unchanged, as ruff does, so an editor never loses text."""
+    from .fix_report import list_fix_outcome
     from ..fix.apply import fix_bytes
     from ..pipeline.runner import display_path
-    from .fix_report import list_fix_outcome
 
     try:
         res = fix_bytes(engine, stdin.path, stdin.data, display_path(stdin.path), unsafe=unsafe,
@@ -151,10 +151,10 @@ def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
 def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, unsafe: bool, show_fixes: bool,
                 exit_zero: bool, display_only: frozenset[str] = frozenset()) -> None:
     """`fix --commit-per-rule/--commit-per-family`: commit, report, exit (see cudamigrate/fix/commits.py)."""
+    from .fix_report import list_fix_outcome
     from ..fix.commits import CommitError, commit_per_group
     from ..pipeline.runner import display_path
     from ..read.source import DEFAULT_MAX_BYTES, load_source
-    from .fix_report import list_fix_outcome
 
     try:
         res = commit_per_group(engine, files, display_path, by, unsafe,

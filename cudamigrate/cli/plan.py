@@ -30,9 +30,9 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     """
     import json
 
-    from ..pipeline.runner import display_path, scan_files
-    from ..report.plan import build_plan, render_text
     from .semantic import semantic
+    from ..report.plan import build_plan, render_text
+    from ..pipeline.runner import display_path, scan_files
 
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths

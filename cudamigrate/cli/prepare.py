@@ -83,8 +83,8 @@ class Prepared:
 def _prepare(paths: tuple[Path, ...], kw: dict[str, Any]) -> Prepared:
     """Configuration, options and discovery: all that `scan` needs to know whether a replay of an unchanged
     run applies (cudamigrate/pipeline/replay.py), before loading the rules or importing the engine."""
-    from ..core.options import Options
     from ..pipeline.discover import discover
+    from ..core.options import Options
 
     if kw.get("compile_commands") is not None:
         _check_regular(kw["compile_commands"], "--compile-commands")
@@ -169,10 +169,10 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any],
 def _replay_key(paths: tuple[Path, ...], pre: Prepared, kw: dict[str, Any], presentation: dict[str, Any]):
     """(result cache, replay key, run digest) when this scan may be replayed or stored as a replay
     (cudamigrate/pipeline/replay.py), else None."""
-    from ..core.textsafe import display_paths
-    from ..parse.clang import find_compile_db
     from ..pipeline import result_cache as cache
+    from ..parse.clang import find_compile_db
     from ..pipeline.replay import replay_key
+    from ..core.textsafe import display_paths
 
     if not pre.use_cache or os.environ.get("CUDAMIGRATE_NO_CACHE") or pre.walk_errors or kw.get("timings"):
         return None

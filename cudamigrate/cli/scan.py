@@ -67,9 +67,9 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics})
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
-    from ..pipeline.runner import display_path, scan_files
-    from ..report.model import Run
     from .progress import Progress  # after the replay, which needs neither the engine nor the reports
+    from ..report.model import Run
+    from ..pipeline.runner import display_path, scan_files
 
     engine, spec, files, cfg, rule_errors = _setup(paths, kw, pre)
     _settled()

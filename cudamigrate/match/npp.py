@@ -85,7 +85,7 @@ def removed() -> dict[str, str]:
 def _helper_position(ctx: FileContext, before: int) -> int:
     """After the last top-level `#include` before `before` (the NPP headers declare NppStreamContext and
     include cuda_runtime.h); else the start of the file's first top-level item."""
-    from .texture import _helper_position as after_includes
+    from .texture_edits import _helper_position as after_includes
 
     return after_includes(ctx, before)
 

@@ -11,9 +11,9 @@ the file (`tests/test_speed_paths.py` checks the findings against scans without 
   when the file names a stream type, since a declaration may be the reason);
 - `inside: kernel` / `inside: device_function`: the scope facts come from the `__global__`/`__device__` tokens
   of a function definition (`context.Scope`), which must appear in the file's text;
-- the texture and surface reference builtins (`BUILTIN_PRECHECKS`): `texture.references_possible` (a
+- the texture and surface reference builtins (`BUILTIN_PRECHECKS`): `texture_refs.references_possible` (a
   `texture<`/`surface<` or a migration marker in the file or a project header it reaches), and the reference
-  API builtin (`texture.reference_api_possible`: a bind, a reference type or a template-less read in the text).
+  API builtin (`texture_refs.reference_api_possible`: a bind, a reference type or a template-less read in the text).
 
 `all:`, lists and mappings are conjunctions, `any:` a disjunction; `not:` and every other condition count as
 possible.
@@ -25,7 +25,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
-from . import streams, texture
+from . import streams, texture_refs
 
 
 class FileText:
@@ -63,9 +63,9 @@ PRECHECKS: dict[str, Callable[[Any, FileText], bool]] = {
 
 # builtin matcher -> (the file) -> False when it can report nothing for the file
 BUILTIN_PRECHECKS: dict[str, Callable[[FileText], bool]] = {
-    "texture_reference": lambda f: texture.references_possible(f.data, f.path, f.project),
-    "surface_reference": lambda f: texture.references_possible(f.data, f.path, f.project),
-    "texture_reference_api": lambda f: texture.reference_api_possible(f.data),
+    "texture_reference": lambda f: texture_refs.references_possible(f.data, f.path, f.project),
+    "surface_reference": lambda f: texture_refs.references_possible(f.data, f.path, f.project),
+    "texture_reference_api": lambda f: texture_refs.reference_api_possible(f.data),
 }
 
 
