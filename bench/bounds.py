@@ -52,7 +52,7 @@ def fix_many(findings: int) -> bytes:
 
 def _child(case: str, size: int) -> None:
     sys.path.insert(0, str(ROOT))
-    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.scan.engine import Engine, Options
     from cudamigrate.fix.apply import fix_bytes
     from cudamigrate.knowledge.load import load_rules
 

@@ -86,7 +86,7 @@ _SEEDS: list[bytes] = []
 
 def _init() -> None:
     global _ENGINE, _SEEDS
-    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.scan.engine import Engine, Options
     from cudamigrate.knowledge.load import load_rules
 
     rules = load_rules([ROOT / "rules"]).rules

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cudamigrate.pipeline.engine import Engine, Options, _keyword_regex  # noqa: E402
+from cudamigrate.scan.engine import Engine, Options, _keyword_regex  # noqa: E402
 from cudamigrate.knowledge.load import load_rules  # noqa: E402
 from cudamigrate.pipeline.runner import EngineSpec, scan_files  # noqa: E402
 

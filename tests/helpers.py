@@ -4,7 +4,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
 from cudamigrate.verify.fixtures import Case
 from cudamigrate.knowledge.load import load_rules

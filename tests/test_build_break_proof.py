@@ -271,7 +271,7 @@ def test_cccl_needs_cpp17(tmp_path):
     ("g.h", "", [("CM523", "hygiene")]),  # a header no .c file includes is compiled as C++ (language.file_language)
 ])
 def test_cm507_follows_the_language(name, code, expected):
-    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.scan.engine import Engine, Options
 
     src = (code + "#include <cuda_runtime.h>\nint f(cudaGraphExec_t *e, cudaGraph_t g) {\n"
            "  return (int)cudaGraphInstantiate(e, g, NULL, NULL, 0);\n}\n").encode()

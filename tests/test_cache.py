@@ -15,7 +15,7 @@ import pytest
 
 from cudamigrate.pipeline import result_cache as cache
 from cudamigrate.pipeline.result_cache import CachedRun, DepSet, ResultCache, content_hash, tree_state
-from cudamigrate.pipeline.engine import Engine
+from cudamigrate.scan.engine import Engine
 
 from .conftest import ROOT
 from .helpers import run_cli
@@ -174,7 +174,7 @@ def test_read_recorder_sees_reads_of_any_helper(tmp_path):
 
 
 def test_run_digest_follows_rules_options_and_code(tmp_path):
-    from cudamigrate.pipeline.engine import Options
+    from cudamigrate.scan.engine import Options
 
     rules = tmp_path / "rules"
     shutil.copytree(ROOT / "rules" / "removals", rules)

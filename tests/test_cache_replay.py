@@ -194,11 +194,11 @@ def test_a_replay_imports_neither_the_engine_nor_its_libraries(tmp_path):
     script = ("import json, sys\nfrom cudamigrate.cli.main import console\nsys.argv = ['cudamigrate', 'scan', sys.argv[1]]\n"
               "try:\n    console()\nexcept SystemExit:\n    pass\n"
               "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-              "('tree_sitter', 'tree_sitter_cuda', 'jinja2', 'yaml') or m in ('cudamigrate.pipeline.engine', 'cudamigrate.pipeline.runner') "
+              "('tree_sitter', 'tree_sitter_cuda', 'jinja2', 'yaml') or m in ('cudamigrate.scan.engine', 'cudamigrate.pipeline.runner') "
               "or m.startswith('cudamigrate.match'))))\n")
     runs = [subprocess.run([sys.executable, "-c", script, str(tmp_path / "t")], env=env, capture_output=True, text=True)
             for _ in range(2)]
     first, again = (json.loads(r.stdout.splitlines()[-1]) for r in runs)
-    assert "tree_sitter" in first and "cudamigrate.pipeline.engine" in first  # the scan that stored the replay
+    assert "tree_sitter" in first and "cudamigrate.scan.engine" in first  # the scan that stored the replay
     assert again == [], again
     assert runs[0].stdout.splitlines()[:-1] == runs[1].stdout.splitlines()[:-1]

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from cudamigrate.cli.main import main
 from cudamigrate.knowledge.catalog import compute, coverage_report
-from cudamigrate.pipeline.engine import Engine, Options, select_rules
+from cudamigrate.scan.engine import Engine, Options, select_rules
 from cudamigrate.knowledge.load import load_rules
 
 from .helpers import ROOT, all_rules
@@ -349,7 +349,7 @@ def test_array_copies_are_manual_with_the_2d_form():
     deprecated, not removed: report them with the whole-row form, never rewrite them."""
     from pathlib import Path
 
-    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.scan.engine import Engine, Options
     from cudamigrate.fix.apply import fix_bytes
 
     from .helpers import all_rules

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
 
 from .helpers import ROOT, all_rules

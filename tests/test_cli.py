@@ -225,7 +225,7 @@ def test_bundled_example_has_findings_for_every_family():
 
 
 def test_full_rule_id_selects_only_that_rule():
-    from cudamigrate.pipeline.engine import Options, select_rules
+    from cudamigrate.scan.engine import Options, select_rules
 
     from .helpers import all_rules
 

@@ -65,7 +65,7 @@ def test_nested_calls_both_fixed():
 
 
 def test_fix_refused_when_result_has_more_syntax_errors(tmp_path):
-    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.scan.engine import Engine, Options
     from cudamigrate.knowledge.load import load_rules
 
     rd = tmp_path / "r"
@@ -111,7 +111,7 @@ def test_code_under_if_0_is_not_reported_but_its_else_is():
 
 
 def test_a_failing_rule_template_is_reported_not_raised(tmp_path):
-    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.scan.engine import Engine, Options
     from cudamigrate.knowledge.load import load_rules
 
     rd = tmp_path / "r"

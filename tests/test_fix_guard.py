@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.fix.apply import apply_edits, fix_bytes
 from cudamigrate.fix.guard import errors_of
 from cudamigrate.findings.model import Edit

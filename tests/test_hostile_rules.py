@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cudamigrate.core.config import ConfigError, load_config
-from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.knowledge.load import load_rules
 from cudamigrate.rules.safety import UnsafeRule, check_regex
 from cudamigrate.read.source import SNIPPET_LIMIT

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudamigrate.pipeline import engine as engine_mod
+from cudamigrate.scan import engine as engine_mod
 from cudamigrate.cli.main import main
 from cudamigrate.match import kinds
 
@@ -176,7 +176,7 @@ def test_semantic_runner_isolates_files_too(tmp_path, poisoned_call_matcher, job
     """Semantic mode goes through the one runner (facts shipped to workers); the same guards hold there."""
     from types import SimpleNamespace
 
-    from cudamigrate.pipeline.engine import Engine, Options
+    from cudamigrate.scan.engine import Engine, Options
     from cudamigrate.knowledge.load import builtin_rules_dir, load_rules
     from cudamigrate.pipeline.runner import EngineSpec, scan_files
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from cudamigrate.verify.build import compile_file
-from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
 
 from .conftest import FIXTURES

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from cudamigrate.pipeline.engine import Options
+from cudamigrate.scan.engine import Options
 
 from .helpers import assert_findings, fix_code
 

@@ -8,7 +8,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.knowledge.load import builtin_rules_dir, load_rules
 from cudamigrate.pipeline.runner import PARALLEL_MIN_FILES, EngineSpec, FileJob, run
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
 from cudamigrate.verify.fixtures import expected_findings, load_cases
 from cudamigrate.parse import clang as cl

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import tree_sitter as ts
 
-import cudamigrate.pipeline.engine as engine_mod
+import cudamigrate.scan.engine as engine_mod
 import cudamigrate.match.deviceprop as deviceprop_mod
 import cudamigrate.match.matchers as matchers_mod
 import cudamigrate.match.ppenv as ppenv_mod
@@ -26,11 +26,12 @@ import cudamigrate.match.precheck as precheck_mod
 import cudamigrate.match.shadows as shadows_mod
 import cudamigrate.match.streams as streams_mod
 import cudamigrate.match.texture_refs as texture_mod  # the texture migration's reference finding
+import cudamigrate.match.texture_uses as texture_uses_mod  # ... and its use analysis
 import cudamigrate.parse.walk as walk_mod
-from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.match.matchers import IDENTIFIER_TYPES
 from cudamigrate.parse.treesitter import parse, query
-from cudamigrate.pipeline.prefilter import NameGate, comment_spans, define_regions, name_words
+from cudamigrate.scan.prefilter import NameGate, comment_spans, define_regions, name_words
 from cudamigrate.read.project_index import ProjectIndex
 
 from .helpers import ROOT, all_rules
@@ -84,7 +85,7 @@ def _slow(monkeypatch) -> None:
     monkeypatch.setattr(precheck_mod, "builtin_possible", lambda name, text: True)
     streams_mod._header_facts.cache_clear()
     monkeypatch.setattr(engine_mod, "identifier_hits", lambda ctx, kws: _query_nodes(ctx, kws))
-    monkeypatch.setattr(texture_mod, "identifier_nodes", _query_nodes)
+    monkeypatch.setattr(texture_uses_mod, "identifier_nodes", _query_nodes)
     monkeypatch.setattr(engine_mod.Engine, "_narrow", lambda self, candidates, *a: candidates)
     monkeypatch.setattr(engine_mod, "define_regions", lambda data: [data])
 
@@ -130,7 +131,7 @@ _FORMER_QUERIES = [
      "(declaration type: (_) @t) @decl (parameter_declaration type: (_) @t) @decl "
      "(optional_parameter_declaration type: (_) @t) @decl (field_declaration type: (_) @t) @decl"),
     ("cudamigrate.match.matchers", "INCLUDE_PATTERNS", "path", "inc", "(preproc_include path: (_) @path) @inc"),
-    ("cudamigrate.pipeline.engine", "IF_CONDITION_PATTERNS", "c", "if", "(preproc_if condition: (_) @c) @if"),
+    ("cudamigrate.scan.engine", "IF_CONDITION_PATTERNS", "c", "if", "(preproc_if condition: (_) @c) @if"),
     ("cudamigrate.match.deviceprop", "FIELD_READS", "f", "fe", "(field_expression field: (field_identifier) @f) @fe"),
     ("cudamigrate.match.streams", "DECLARATION_PATTERNS", "t", "x",
      "(parameter_declaration type: (_) @t) @x (optional_parameter_declaration type: (_) @t) @x "
@@ -278,7 +279,7 @@ def test_comment_spans_continue_lines_and_give_up_on_raw_strings():
 def test_keyword_words_equal_the_keyword_regex():
     """The word-set prefilter finds what one `\\b(trie of keywords|globs)\\b` regex finds, on every
     fixture and example file and on words glued to digits, `$` or non-ASCII bytes."""
-    from cudamigrate.pipeline.engine import _glob_regex, _keyword_regex
+    from cudamigrate.scan.engine import _glob_regex, _keyword_regex
 
     eng = Engine(all_rules(), Options(select=[r.id for r in all_rules()]))
     rx = _keyword_regex([k for k in eng.by_keyword if "*" not in k], [_glob_regex(k) for _, k in eng.glob_keywords])
@@ -314,7 +315,7 @@ def test_name_gate_needs_every_word_of_one_name():
     assert not g.admits("X1", {"on", "thrust", "par"})
     assert g.admits("X1", {"on", "thrust", "cuda", "par"})
     assert g.admits("X1", {"on", "other"})
-    from cudamigrate.pipeline.prefilter import words_of  # the gate words are whole words, comments included
+    from cudamigrate.scan.prefilter import words_of  # the gate words are whole words, comments included
 
     assert g.present(words_of(b"using namespace thrust; // cuda\nauto p = par.on(s); thrusty other_x\n")) == \
         {"thrust", "cuda", "par"}

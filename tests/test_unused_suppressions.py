@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.pipeline.engine import Engine, Options
+from cudamigrate.scan.engine import Engine, Options
 
 from .helpers import all_rules, fix_text
 

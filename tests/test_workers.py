@@ -51,7 +51,7 @@ def test_the_warm_up_before_forking_reads_no_file_and_scans_cleanly():
     from pathlib import Path
 
     from cudamigrate.pipeline import result_cache as cache
-    from cudamigrate.pipeline.engine import WARM_UP_NAME, WARM_UP_SOURCE, Engine
+    from cudamigrate.scan.engine import WARM_UP_NAME, WARM_UP_SOURCE, Engine
     from cudamigrate.knowledge.load import load_rules
 
     engine = Engine(load_rules().rules)

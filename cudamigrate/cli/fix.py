@@ -15,7 +15,7 @@ from .output import err as _err
 from .prepare import _setup, _stdin_input
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
-    from ..pipeline.engine import Engine
+    from ..scan.engine import Engine
     from ..pipeline.runner import EngineSpec
 
 

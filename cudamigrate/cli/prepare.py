@@ -20,7 +20,7 @@ from .output import err as _err
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
     from ..core.options import Options
-    from ..pipeline.engine import Engine
+    from ..scan.engine import Engine
     from ..pipeline.runner import EngineSpec
 
 
@@ -136,7 +136,7 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any],
     if problem is not None:  # the engine imports it too: one line and exit 2, not a traceback
         _err(problem)
         sys.exit(EXIT_ERROR)
-    from ..pipeline.engine import Engine
+    from ..scan.engine import Engine
     from ..pipeline.result_cache import unrecorded
     from ..pipeline.runner import EngineSpec
     from ..read.project_index import ProjectIndex
@@ -145,7 +145,7 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any],
     cfg, opts, files = pre.cfg, pre.opts, pre.files
     with unrecorded():  # the rule files are in the result cache's run digest; the rule cache is the tool's own
         rs = load_rules(pre.rule_dirs, use_cache=pre.use_cache)
-    from .selectors import check as check_selectors
+    from ..rules.selectors import check as check_selectors
 
     where = f"{cfg.path}" if cfg.path else "config"
     bad = check_selectors({flag: _split(kw.get(k)) for flag, k in (("--select", "select"), ("--ignore", "ignore"),

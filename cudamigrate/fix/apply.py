@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..pipeline.engine import Engine, FileResult
+from ..scan.engine import Engine, FileResult
 from ..findings.model import Edit, Finding
 from ..parse.treesitter import count_errors, parse
 from . import guard

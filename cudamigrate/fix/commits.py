@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
-from ..pipeline.engine import Engine
+from ..scan.engine import Engine
 from ..findings.model import Finding
 from .apply import fix_bytes
 from .write import Snapshot, write_checked

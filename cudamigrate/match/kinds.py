@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import tree_sitter as ts
 
-from ..findings import unused as unused_suppressions
+from . import unused_suppressions
 from ..parse.treesitter import Unit
 from ..core.registry import Registry, Schema, SchemaError, boolean, mapping, one_of, regex, string, string_list
 from ..rules.schema import Rule

@@ -257,7 +257,7 @@ def _toolkit_names() -> frozenset[str]:
     """Base names of the toolkit's own headers (the installed toolkit's include directory, and a fixed list)."""
     names = set(_KNOWN_TOOLKIT)
     try:
-        from ..verify.build import cuda_home
+        from ..core.toolkit import cuda_home
 
         home = cuda_home()
         if home is not None:

@@ -249,7 +249,7 @@ def options_digest(options: Any, **extra: Any) -> str:
 def environment_digest() -> str:
     """The toolkit matchers look at: its path and the names of its headers (`shadows._toolkit_names`)."""
     try:
-        from ..verify.build import cuda_home
+        from ..core.toolkit import cuda_home
 
         home = cuda_home()
     except Exception:

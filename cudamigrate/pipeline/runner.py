@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
 
 from . import result_cache as cache
-from .engine import Engine, FileResult, Options, guarded_file
+from ..scan.engine import Engine, FileResult, Options, guarded_file
 from ..core.errors import internal_message, trace
 from ..read.project_index import ProjectIndex
 from ..knowledge.load import load_rules

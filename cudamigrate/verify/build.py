@@ -9,22 +9,19 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.toolkit import cuda_home, nvcc_path
+
 LIBS: dict[str, str | list[str]] = {"cublas": "-l:libcublas.so.13", "nvrtc": "-l:libnvrtc.so.13", "cufft": "-l:libcufft.so.12",
         "cusparse": "-l:libcusparse.so.12", "curand": "-l:libcurand.so.10", "cuda": "-lcuda",
         # NPP is split by function group; nppc is the core every group needs
         "npp": [f"-l:lib{n}.so.13" for n in ("nppial", "nppicc", "nppidei", "nppif", "nppig", "nppim", "nppist",
                                             "nppisu", "nppitc", "npps", "nppc")]}
-
-
-def nvcc_path() -> str | None:
-    return shutil.which("nvcc")
 
 
 def wheel_root() -> Path | None:
@@ -41,25 +38,6 @@ def wheel_root() -> Path | None:
         root = base / "nvidia" / "cu13"
         if (root / "include").is_dir():
             return root
-    return None
-
-
-def cuda_home() -> Path | None:
-    """The toolkit that `nvcc` belongs to (…/bin/nvcc -> …)."""
-    nv = nvcc_path()
-    if nv:
-        home = Path(nv).resolve().parent.parent
-        if (home / "include" / "cuda_runtime.h").is_file():
-            return home
-        try:  # a wrapper script (`exec /usr/local/cuda-13.0/bin/nvcc "$@"`)
-            m = re.search(r"(/\S+)/bin/nvcc", Path(nv).read_text(errors="replace")[:4096])
-        except OSError:
-            m = None
-        if m and Path(m.group(1), "include", "cuda_runtime.h").is_file():
-            return Path(m.group(1))
-    for d in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if d and Path(d, "include", "cuda_runtime.h").is_file():
-            return Path(d)
     return None
 
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import yaml
 
 if TYPE_CHECKING:
-    from ..pipeline.engine import Engine
+    from ..scan.engine import Engine
     from ..findings.model import Finding
     from ..rules.schema import Rule
 
@@ -162,7 +162,7 @@ def expected_findings(text: str) -> Counter:
 # --------------------------------------------------------------------------- the checks
 def engine_for(case: Case, rules: list[Rule]) -> Engine:
     """The engine a case is checked with: its target, its `rules:` selection and template options."""
-    from ..pipeline.engine import Engine, Options
+    from ..scan.engine import Engine, Options
     from ..rules.schema import parse_version
 
     target = parse_version(case.target)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import difflib
 from typing import Iterable
 
-from ..rules.schema import Rule
+from .schema import Rule
 
 
 def _hits(rule: Rule, sel: str, all_ids: set[str]) -> bool:

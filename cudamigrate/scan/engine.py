@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 
 from ..findings import cost as costmod
-from ..findings import unused as unused_suppressions
+from ..match import unused_suppressions
 from ..findings.measured import lookup as lookup_calibration
 from ..findings.model import Finding, Fix, assign_fingerprints, finding_for, sort_key
 from ..core.options import Options  # re-exported: defined apart so the CLI's cached path need not import the engine
@@ -30,7 +30,7 @@ from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_reg
 from ..read.project_index import ProjectIndex
 from ..rules.schema import Rule, parse_version
 from ..read.source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
-from ..cli.selectors import closest_id
+from ..rules.selectors import closest_id
 from ..findings.suppress import Suppressions, unknown_ids
 from ..rules.templates import TemplateError, render
 from ..core.errors import internal_message, trace
