@@ -183,7 +183,7 @@ def test_walks_find_what_the_former_queries_found():
             assert _spans(walk_mod.walk_typed_nodes(root, types)) == want, text
             assert _spans(walk_mod.query_typed_nodes(root, types)) == want, text
             seen += len(want)
-    from cudamigrate.match.texture import reference_type_names, texture_templates
+    from cudamigrate.match.texture_refs import reference_type_names, texture_templates
     from cudamigrate.parse.treesitter import MACRO_BODIES
 
     for fn, text, caps in [
@@ -546,7 +546,7 @@ def test_texture_reference_builtins_are_not_run_where_no_reference_can_be_declar
 
 
 def test_reference_text_needs_a_template_or_a_marker(tmp_path):
-    from cudamigrate.match.texture import references_possible
+    from cudamigrate.match.texture_refs import references_possible
 
     f = tmp_path / "a.cu"
     for text, want in [(b"// uses texture memory through objects\n", False), (b"cudaTextureObject_t t;\n", False),
@@ -558,7 +558,7 @@ def test_reference_text_needs_a_template_or_a_marker(tmp_path):
 
 
 def test_reference_api_text_needs_a_bind_a_reference_type_or_a_template_less_read():
-    from cudamigrate.match.texture import reference_api_possible
+    from cudamigrate.match.texture_refs import reference_api_possible
 
     for text, want in [(b"float v = tex2D<float>(obj, x, y);\n", False), (b"cudaCreateTextureObject(&o, &r, &t, 0);\n", False),
                        (b"float v = tex2D(ref, x, y);\n", True), (b"float v = tex1Dfetch /* legacy */ (ref, i);\n", True),
