@@ -115,7 +115,7 @@ def test_the_cycle_check_sees_cycles():
     """The checker itself: a two-module cycle and a `from . import x` edge are found."""
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
     graph = import_graph()
-    assert "cudamigrate.match.texture" in graph["cudamigrate.match.kinds"]  # `from . import builtins, ..., texture`
+    assert "cudamigrate.match.migrations.texture" in graph["cudamigrate.match.kinds"]  # `from . import builtins, ..., texture`
     assert "cudamigrate.scan.engine" in graph["cudamigrate.pipeline.runner"]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cudamigrate.verify import build
-from cudamigrate.match.npp import removed
+from cudamigrate.match.migrations.npp import removed
 
 from .conftest import gpu_available
 from .helpers import ROOT, engine_for, fix_text
@@ -88,7 +88,7 @@ def test_no_automatic_fix_where_the_file_sets_the_npp_stream():
 
 
 def test_size_t_out_parameters_come_from_the_13_0_prototypes():
-    from cudamigrate.match.npp import size_t_out_params
+    from cudamigrate.match.migrations.npp import size_t_out_params
 
     sizes = size_t_out_params()
     assert sizes["nppiHistogramEvenGetBufferSize_8u_C1R"] == (2, "hpBufferSize")

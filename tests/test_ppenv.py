@@ -11,7 +11,7 @@ import pytest
 
 from cudamigrate.verify.build import cuda_home
 from cudamigrate.scan.engine import Engine, Options
-from cudamigrate.match.builtins import toolkits_from
+from cudamigrate.match.migrations.builtins import toolkits_from
 from cudamigrate.match.ppenv import build_env, directives, toolkit_groups
 
 from .helpers import all_rules

@@ -19,14 +19,14 @@ import pytest
 import tree_sitter as ts
 
 import cudamigrate.scan.engine as engine_mod
-import cudamigrate.match.deviceprop as deviceprop_mod
+import cudamigrate.match.migrations.deviceprop as deviceprop_mod
 import cudamigrate.match.matchers as matchers_mod
 import cudamigrate.match.ppenv as ppenv_mod
 import cudamigrate.match.precheck as precheck_mod
 import cudamigrate.match.shadows as shadows_mod
 import cudamigrate.match.streams as streams_mod
-import cudamigrate.match.texture_refs as texture_mod  # the texture migration's reference finding
-import cudamigrate.match.texture_uses as texture_uses_mod  # ... and its use analysis
+import cudamigrate.match.migrations.texture_refs as texture_mod  # the texture migration's reference finding
+import cudamigrate.match.migrations.texture_uses as texture_uses_mod  # ... and its use analysis
 import cudamigrate.parse.walk as walk_mod
 from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.match.matchers import IDENTIFIER_TYPES
@@ -132,7 +132,7 @@ _FORMER_QUERIES = [
      "(optional_parameter_declaration type: (_) @t) @decl (field_declaration type: (_) @t) @decl"),
     ("cudamigrate.match.matchers", "INCLUDE_PATTERNS", "path", "inc", "(preproc_include path: (_) @path) @inc"),
     ("cudamigrate.scan.engine", "IF_CONDITION_PATTERNS", "c", "if", "(preproc_if condition: (_) @c) @if"),
-    ("cudamigrate.match.deviceprop", "FIELD_READS", "f", "fe", "(field_expression field: (field_identifier) @f) @fe"),
+    ("cudamigrate.match.migrations.deviceprop", "FIELD_READS", "f", "fe", "(field_expression field: (field_identifier) @f) @fe"),
     ("cudamigrate.match.streams", "DECLARATION_PATTERNS", "t", "x",
      "(parameter_declaration type: (_) @t) @x (optional_parameter_declaration type: (_) @t) @x "
      "(field_declaration type: (_) @t) @x (declaration type: (_) @t) @x"),
@@ -159,7 +159,7 @@ def test_walks_find_what_the_former_queries_found():
     """Each walk (and each query that replaces it on large inputs) gives the matches of the query it replaced,
     in the same order (typed nodes: in document order, which a query's captures are not), on every fixture and
     example file (and on multi-declarator, lambda, launch and broken code)."""
-    from cudamigrate.match.builtins import CONDITIONAL_TYPES, NAMESPACE_IDENTIFIER
+    from cudamigrate.match.migrations.builtins import CONDITIONAL_TYPES, NAMESPACE_IDENTIFIER
 
     import importlib
 
@@ -183,7 +183,7 @@ def test_walks_find_what_the_former_queries_found():
             assert _spans(walk_mod.walk_typed_nodes(root, types)) == want, text
             assert _spans(walk_mod.query_typed_nodes(root, types)) == want, text
             seen += len(want)
-    from cudamigrate.match.texture_refs import reference_type_names, texture_templates
+    from cudamigrate.match.migrations.texture_refs import reference_type_names, texture_templates
     from cudamigrate.parse.treesitter import MACRO_BODIES
 
     for fn, text, caps in [
@@ -546,7 +546,7 @@ def test_texture_reference_builtins_are_not_run_where_no_reference_can_be_declar
 
 
 def test_reference_text_needs_a_template_or_a_marker(tmp_path):
-    from cudamigrate.match.texture_refs import references_possible
+    from cudamigrate.match.migrations.texture_refs import references_possible
 
     f = tmp_path / "a.cu"
     for text, want in [(b"// uses texture memory through objects\n", False), (b"cudaTextureObject_t t;\n", False),
@@ -558,7 +558,7 @@ def test_reference_text_needs_a_template_or_a_marker(tmp_path):
 
 
 def test_reference_api_text_needs_a_bind_a_reference_type_or_a_template_less_read():
-    from cudamigrate.match.texture_refs import reference_api_possible
+    from cudamigrate.match.migrations.texture_refs import reference_api_possible
 
     for text, want in [(b"float v = tex2D<float>(obj, x, y);\n", False), (b"cudaCreateTextureObject(&o, &r, &t, 0);\n", False),
                        (b"float v = tex2D(ref, x, y);\n", True), (b"float v = tex1Dfetch /* legacy */ (ref, i);\n", True),

@@ -489,7 +489,7 @@ def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, 
         return edits
     if m.unit.in_macro:
         return []
-    from .builtins import dead_for_target
+    from .migrations.builtins import dead_for_target
 
     if dead_for_target(m.node, ctx, keep):
         return edits  # already under a version guard that the older toolkit does not compile

@@ -14,11 +14,11 @@ from typing import Any, Callable
 
 import tree_sitter as ts
 
-from . import unused_suppressions
+from .migrations import unused_suppressions
 from ..parse.treesitter import Unit
 from ..core.registry import Registry, Schema, SchemaError, boolean, mapping, one_of, regex, string, string_list
 from ..rules.schema import Rule
-from . import builtins, inline_ptx, npp, texture
+from .migrations import builtins, inline_ptx, npp, texture
 from .context import FileContext
 from .matchers import Match, includes, launches, match_call, match_identifier, match_member, strings
 

@@ -25,7 +25,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Callable
 
-from . import streams, texture_refs
+from . import streams
+from .migrations import texture_refs
 
 
 class FileText:

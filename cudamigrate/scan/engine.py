@@ -11,11 +11,11 @@ from typing import Any, Callable
 
 
 from ..findings import cost as costmod
-from ..match import unused_suppressions
+from ..match.migrations import unused_suppressions
 from ..findings.measured import lookup as lookup_calibration
 from ..findings.model import Finding, Fix, assign_fingerprints, finding_for, sort_key
 from ..core.options import Options  # re-exported: defined apart so the CLI's cached path need not import the engine
-from ..match import builtins
+from ..match.migrations import builtins
 from ..match import precheck
 from ..match.conditions import ConditionError, evaluate
 from ..match.context import FileContext, reset_scope_cache

@@ -23,15 +23,15 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..findings.model import Edit
-from ..parse.treesitter import query
-from ..rules.schema import Rule
-from ..core.registry import Registry
+from ...findings.model import Edit
+from ...parse.treesitter import query
+from ...rules.schema import Rule
+from ...core.registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
-from .context import FileContext, named_children, node_text, normalize, normalize_name
-from .matchers import Match
+from ..context import FileContext, named_children, node_text, normalize, normalize_name
+from ..matchers import Match
 
-DATA = Path(__file__).resolve().parent.parent / "data" / "npp_removed_non_ctx.txt"
+DATA = Path(__file__).resolve().parent.parent.parent / "data" / "npp_removed_non_ctx.txt"
 HELPER = "cudamigrateNppStreamContext"
 HELPER_GUARD = "CUDAMIGRATE_NPP_STREAM_CONTEXT"
 # calls that select or read NPP's global stream: with one in the file the old calls may not have used stream 0
@@ -114,7 +114,7 @@ BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the o
 
 @BUILTINS.register("npp_non_ctx", builtin_schema(), doc=(
     "NPP calls whose `_Ctx` twin replaced them, from `cudamigrate/data/npp_removed_non_ctx.txt` "
-    "(`cudamigrate/match/npp.py`)."))
+    "(`cudamigrate/match/migrations/npp.py`)."))
 def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     names = removed()
     own = ctx.defined_functions
@@ -157,7 +157,7 @@ def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[M
 
 
 # ------------------------------------------------------------------ CM542: `int` where 13.0 NPP writes `size_t`
-SIZES_DATA = Path(__file__).resolve().parent.parent / "data" / "npp_size_t_out_params.txt"
+SIZES_DATA = Path(__file__).resolve().parent.parent.parent / "data" / "npp_size_t_out_params.txt"
 # declared types that are not size_t: the pointer conversion to `size_t *` is an error in C++ (C warns and the
 # call writes 8 bytes into the smaller or differently-typed object). `unsigned long` (and `uint64_t`, which glibc
 # defines as it) are left out: that is size_t itself on LP64 Linux (not on 64-bit Windows, which the tool cannot
@@ -218,7 +218,7 @@ def _out_arg(arg: ts.Node) -> tuple[ts.Node, str] | None:
 
 
 def _declarator_of(decl: ts.Node, name: str) -> ts.Node | None:
-    from .context import declarator_name, declarators
+    from ..context import declarator_name, declarators
 
     for d in declarators(decl):
         got = declarator_name(d)
@@ -314,9 +314,9 @@ def _type_fix(ctx: FileContext, unit: Any, decl: ts.Node, d: ts.Node, name: str,
 @BUILTINS.register("npp_size_t_out_param", builtin_schema(), doc=(
     "`&x` / `&a[i]` / `p` passed to an NPP parameter that the 13.0 headers declare `size_t *` (the buffer-size "
     "queries) where `x`, `a` or `p` is declared with another integer type; the list of parameters is "
-    "`cudamigrate/data/npp_size_t_out_params.txt` (`cudamigrate/match/npp.py`)."))
+    "`cudamigrate/data/npp_size_t_out_params.txt` (`cudamigrate/match/migrations/npp.py`)."))
 def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
-    from .context import _declaration_index, declaration_of, type_aliases
+    from ..context import _declaration_index, declaration_of, type_aliases
 
     rows = _size_t_rows()
     sizes = size_t_out_params()

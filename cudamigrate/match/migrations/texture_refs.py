@@ -11,11 +11,11 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..core.linestart import directive, line_start_matches
-from ..parse import walk
-from ..parse.treesitter import Unit, parse_header
-from ..read.source import read_regular
-from .context import FileContext, named_children, node_text, normalize
+from ...core.linestart import directive, line_start_matches
+from ...parse import walk
+from ...parse.treesitter import Unit, parse_header
+from ...read.source import read_regular
+from ..context import FileContext, named_children, node_text, normalize
 
 # reference-form read functions -> number of arguments after the reference
 TEX_READS = {

@@ -11,14 +11,14 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..findings.model import Edit
-from ..parse import walk
-from ..parse.treesitter import query
-from ..rules.schema import Rule
-from .context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
-from .matchers import Match
-from .ppenv import PPEnv, build_env
-from ..core.registry import Registry, free_mapping, string_list
+from ...findings.model import Edit
+from ...parse import walk
+from ...parse.treesitter import query
+from ...rules.schema import Rule
+from ..context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
+from ..matchers import Match
+from ..ppenv import PPEnv, build_env
+from ...core.registry import Registry, free_mapping, string_list
 from .builtin_registry import BuiltinFn, builtin_schema
 
 # this module's builtin matchers; `match/kinds.py` joins them with those of texture.py, npp.py, ...
@@ -385,7 +385,7 @@ def dead_for_target(node: ts.Node, ctx: FileContext, target: tuple[int, int] | N
 
 # --------------------------------------------------------------------------- struct fields filled by a getter
 def _strip_addr(text: str) -> str:
-    from .context import normalize
+    from ..context import normalize
 
     t = normalize(text)
     while t.startswith("(") and t.endswith(")"):
@@ -425,8 +425,8 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     field once into a local filled by `cudaDeviceGetAttribute(&v, attribute, source)` before the statement
     (vars.hoisted, vars.variable), or vars.not_hoisted says why there is no place for it.
     """
-    from .matchers import _declared_type, member_expression_type
-    from ..read.project_index import project_member_type
+    from ..matchers import _declared_type, member_expression_type
+    from ...read.project_index import project_member_type
     from .deviceprop import FIELD_READS, hoist_edits, receiver_is
 
     spec = rule.spec

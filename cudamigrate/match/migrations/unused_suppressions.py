@@ -19,17 +19,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..findings import cost as costmod
-from ..findings.model import Edit, Finding, Fix, assign_fingerprints, finding_for, sort_key
+from ...findings import cost as costmod
+from ...findings.model import Edit, Finding, Fix, assign_fingerprints, finding_for, sort_key
 from .builtin_registry import BuiltinFn, builtin_schema
-from ..parse.treesitter import parse
-from ..core.registry import Registry
-from ..rules.schema import Rule
-from ..findings.suppress import PATTERN, Suppression, Suppressions
-from ..rules.templates import render
+from ...parse.treesitter import parse
+from ...core.registry import Registry
+from ...rules.schema import Rule
+from ...findings.suppress import PATTERN, Suppression, Suppressions
+from ...rules.templates import render
 
 if TYPE_CHECKING:
-    from ..read.source import SourceFile
+    from ...read.source import SourceFile
 
 BUILTIN = "unused-suppression"
 
@@ -39,7 +39,7 @@ BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the o
 
 @BUILTINS.register(BUILTIN, builtin_schema(), doc=(
     "CM801: finds nothing itself; the engine's post-pass reports `cudamigrate: ignore[...]` comments that "
-    "suppress nothing once a file's findings are known (`cudamigrate/match/unused_suppressions.py`)."))
+    "suppress nothing once a file's findings are known (`cudamigrate/match/migrations/unused_suppressions.py`)."))
 def _matcher(rule, ctx, options) -> list:
     return []  # the work happens in post_pass, once suppressions are known
 

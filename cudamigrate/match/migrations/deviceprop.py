@@ -19,10 +19,10 @@ from pathlib import Path
 
 import tree_sitter as ts
 
-from ..findings.model import Edit
-from ..parse import walk
-from ..parse.treesitter import Unit, query
-from .context import FileContext, declaration_of, named_children, node_text, normalize, normalize_name, scope_of, type_aliases
+from ...findings.model import Edit
+from ...parse import walk
+from ...parse.treesitter import Unit, query
+from ..context import FileContext, declaration_of, named_children, node_text, normalize, normalize_name, scope_of, type_aliases
 
 _BLOCKS = {"compound_statement"}
 _PP_BLOCKS = {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
@@ -39,7 +39,7 @@ _NOT_CHECKS = {"printf", "fprintf", "puts", "assert", "static_cast", "sizeof", "
 def _project_texts(ctx: FileContext) -> list[tuple[Path, bytes]]:
     cache = ctx.__dict__.get("_dp_texts")
     if cache is None:
-        from .shadows import _read_header, included_headers
+        from ..shadows import _read_header, included_headers
 
         cache = [(ctx.source.path, ctx.source.data)]
         try:
@@ -96,7 +96,7 @@ def _field_types(ctx: FileContext) -> dict[str, list[str]]:
     got = ctx.__dict__.get("_dp_fields")
     if got is not None:
         return got
-    from .shadows import _tree
+    from ..shadows import _tree
 
     got = {}
     for path, data in _project_texts(ctx):

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import tree_sitter as ts
 
-from ..findings.model import Edit
-from ..parse.treesitter import Unit
-from ..rules.schema import Rule
-from .context import FileContext, named_children, node_text, normalize
-from .matchers import Match
+from ...findings.model import Edit
+from ...parse.treesitter import Unit
+from ...rules.schema import Rule
+from ..context import FileContext, named_children, node_text, normalize
+from ..matchers import Match
 from .texture_refs import HELPER_GUARD, TEX_FIELDS, Ref, normalize_spaces
 from .texture_uses import Migration, Use, _collisions, _function_of, _indent, _is_channel_desc, _line_start
 

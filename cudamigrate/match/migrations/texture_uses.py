@@ -10,9 +10,9 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..parse.treesitter import Unit, query
-from .context import FileContext, named_children, node_text, normalize
-from .matchers import identifier_nodes
+from ...parse.treesitter import Unit, query
+from ..context import FileContext, named_children, node_text, normalize
+from ..matchers import identifier_nodes
 from .texture_refs import REF_APIS, SURF_BINDS, SURF_FUNCS, TEX_BINDS, TEX_FIELDS, TEX_READS, Ref, normalize_spaces
 
 

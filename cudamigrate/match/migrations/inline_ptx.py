@@ -15,13 +15,13 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..parse.treesitter import query
-from ..rules.schema import Rule
-from ..core.registry import Registry
+from ...parse.treesitter import query
+from ...rules.schema import Rule
+from ...core.registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
-from .context import FileContext, node_text
-from .matchers import Match
-from .ppexpr import Evaluator, PPError
+from ..context import FileContext, node_text
+from ..matchers import Match
+from ..ppexpr import Evaluator, PPError
 
 # `shfl.down.b32`, `vote.ballot.b32`, `vote.all.pred`; not `shfl.sync.*`/`vote.sync.*`
 UNSYNCED = re.compile(r"(?<![\w.$%])(?P<op>shfl|vote)\.(?P<mode>up|down|bfly|idx|all|any|uni|ballot)(?P<rest>(?:\.\w+)*)")
@@ -91,7 +91,7 @@ BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the o
 
 
 @BUILTINS.register("inline_ptx_unsynced_warp_op", builtin_schema(), doc=(
-    "`shfl`/`vote` without `.sync` in `asm` templates (`cudamigrate/match/inline_ptx.py`)."))
+    "`shfl`/`vote` without `.sync` in `asm` templates (`cudamigrate/match/migrations/inline_ptx.py`)."))
 def inline_ptx_unsynced_warp_op(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     out: list[Match] = []
     q = query("(string_literal) @s")

@@ -38,13 +38,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..core.registry import Registry
-from ..parse import walk
-from ..parse.treesitter import Unit, parse
-from ..rules.schema import Rule
+from ...core.registry import Registry
+from ...parse import walk
+from ...parse.treesitter import Unit, parse
+from ...rules.schema import Rule
 from .builtin_registry import BuiltinFn, builtin_schema
-from .context import FileContext, named_children, node_text, normalize
-from .matchers import Match
+from ..context import FileContext, named_children, node_text, normalize
+from ..matchers import Match
 from .texture_edits import _manual, _migrate
 from .texture_refs import (
     CALL_ARGS,
@@ -61,8 +61,8 @@ from .texture_uses import Migration, Use, _fn_name, _idents, _macro_params, _pro
 
 def _other_context(ctx: FileContext, path: Path) -> FileContext | None:
     """A FileContext for another project file, parsed like the engine parses it (macro bodies included)."""
-    from ..parse.treesitter import macro_units
-    from ..read.source import SourceError, check_bytes
+    from ...parse.treesitter import macro_units
+    from ...read.source import SourceError, check_bytes
 
     data = ctx.project.read(path)
     if data is None:
@@ -183,7 +183,7 @@ BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the o
 @BUILTINS.register("texture_reference", builtin_schema(), doc=(
     "texture references (`texture<T, dim, mode>`, the removed reference API) with their binds, reads and "
     "field settings, migrated together to a `cudaTextureObject_t` when every use is understood; otherwise a "
-    "manual finding that says why (`cudamigrate/match/texture.py`)."))
+    "manual finding that says why (`cudamigrate/match/migrations/texture.py`)."))
 def texture_reference(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     return _run(rule, ctx, "texture")
 

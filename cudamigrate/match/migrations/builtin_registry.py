@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..core.registry import Schema, mapping, string, string_list
+from ...core.registry import Schema, mapping, string, string_list
 
 if TYPE_CHECKING:
-    from ..rules.schema import Rule
-    from .context import FileContext
-    from .matchers import Match
+    from ...rules.schema import Rule
+    from ..context import FileContext
+    from ..matchers import Match
 
 BuiltinFn = Callable[["Rule", "FileContext", dict[str, Any]], list["Match"]]
 
