@@ -1,1 +1,2 @@
-"""Matching YAML rules against parsed sources."""
+"""Matching rules against parsed sources: the rule language (matchers, conditions, edits), the analyses its
+conditions ask, the preprocessor model, and the builtin migrations (migrations/)."""

@@ -1,1 +1,2 @@
-"""Rule definitions: YAML data, validated at load time."""
+"""What a rule is: the YAML unit's schema and validation, its safety limits, message and edit templates, and
+rule selectors. Loading the rule set (which needs match/'s vocabulary) is knowledge/."""
