@@ -63,12 +63,14 @@ def test_new_rule_after_a_missing_dependency_is_installed(tmp_path):
     assert made.returncode == 0, made.stderr
 
     # tree-sitter missing: one environment error line, exit 2, nothing cached
-    for args in (("rules",), ("test", "CM599", "--update", "--fixtures", fixtures)):
+    for args in (("rules",), ("test", "CM599", "--update", "--fixtures", fixtures), ("explain", "CM101"), ("scan", "rules")):
         r = _cli(co, cache, *args, hide=True)
         assert r.returncode == 2, (args, r.stdout, r.stderr)
         lines = r.stderr.strip().splitlines()
-        assert len(lines) == 1 and "'tree-sitter' does not import" in lines[0], (args, r.stderr)
+        assert len(lines) == 1 and "'tree-sitter' is not installed" in lines[0], (args, r.stderr)
     assert not list(cache.glob("rules-*.pickle"))
+    r = _cli(co, cache, "doctor", hide=True)
+    assert r.returncode == 1 and "python packages  fail" in r.stdout and "'tree-sitter' is not installed" in r.stdout, r.stdout
 
     # installed (the hook gone), same cache directory: the rule is there at once
     r = _cli(co, cache, "rules", "--format", "json")

@@ -3,6 +3,8 @@ imports them all)."""
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from .. import __version__
@@ -15,8 +17,23 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Find and fix deprecated, removed and slow CUDA API uses."""
+    if ctx.invoked_subcommand not in (None, "doctor"):  # doctor reports it among its checks
+        _require_rule_packages()
     if ctx.invoked_subcommand != "scan":  # `scan` settles after loading its rules
         _settled()
+
+
+def _require_rule_packages() -> None:
+    """Every command but doctor loads the rules: without a package that loading imports, say so in one line
+    and exit 2 (not one "invalid rule" line per rule file, not "unknown rule", not a traceback)."""
+    from ..knowledge.environment import missing_dependency
+
+    problem = missing_dependency()
+    if problem is not None:
+        from .output import err
+
+        err(problem)
+        sys.exit(EXIT_ERROR)
 
 
 def console() -> None:

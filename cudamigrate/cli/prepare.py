@@ -14,7 +14,6 @@ import click
 from ..core.config import Config, ConfigError, find_config, load_config
 from ..core.textsafe import printable
 from ..knowledge.load import builtin_rules_dir, load_rules
-from .app import EXIT_ERROR
 from .options import _check_regular, _split, _version
 from .output import err as _err
 
@@ -130,12 +129,6 @@ def _prepare(paths: tuple[Path, ...], kw: dict[str, Any]) -> Prepared:
 
 def _setup(paths: tuple[Path, ...], kw: dict[str, Any],
            pre: Prepared | None = None) -> tuple[Engine, EngineSpec, list[Path], Config, list[str]]:
-    from ..knowledge.environment import missing_dependency
-
-    problem = missing_dependency()
-    if problem is not None:  # the engine imports it too: one line and exit 2, not a traceback
-        _err(problem)
-        sys.exit(EXIT_ERROR)
     from ..scan.engine import Engine
     from ..pipeline.result_cache import unrecorded
     from ..pipeline.runner import EngineSpec

@@ -28,12 +28,6 @@ from .output import err as _err
 def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, timeout: float, arch: str,
              out_dir: Path | None, build_only: bool, budget: float | None, record_expected: bool) -> None:
     """Check every fixture case; with --gpu, run the original and fixed programs on the GPU."""
-    from ..knowledge.environment import missing_dependency
-
-    problem = missing_dependency()
-    if problem is not None:  # the fixture checks import it too: one line and exit 2, not a traceback
-        _err(problem)
-        sys.exit(EXIT_ERROR)
     from ..verify import selftest as st
 
     fixtures_dir = fixtures_dir or st.default_fixtures_dir()
@@ -77,12 +71,6 @@ def test_cmd(rule_ids: tuple[str, ...], update: bool, fixtures_dir: Path | None)
 
     A rule's cases are those named after it (fixtures/<family>/<rule stem>[--variant]/) and those whose
     fixture.yaml selects it (`rules: [...]`). Semantic-mode cases are checked by tests/test_semantic.py."""
-    from ..knowledge.environment import missing_dependency
-
-    problem = missing_dependency()
-    if problem is not None:  # the fixture checks import it too: one line and exit 2, not a traceback
-        _err(problem)
-        sys.exit(EXIT_ERROR)
     from ..verify import selftest as st
 
     fixtures_dir = fixtures_dir or st.default_fixtures_dir()

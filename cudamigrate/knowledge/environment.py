@@ -9,11 +9,8 @@ or removing one of them is a new key, never a stale rule set.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import os
-
-from ..core.textsafe import one_line
 
 # import name -> distribution name on PyPI (as pyproject.toml's dependencies spell it)
 RULE_LOADING_PACKAGES: dict[str, str] = {
@@ -25,14 +22,17 @@ RULE_LOADING_PACKAGES: dict[str, str] = {
 
 
 def missing_dependency() -> str | None:
-    """One line naming the first package rule loading needs that does not import, with the command that
-    installs it; None when all import. Importing them here is what rule loading does next anyway."""
+    """One line naming the first package rule loading needs that is not installed, with the command that
+    installs it; None when all are. Found, not imported (0.1 ms: `rules`, `explain` and a scan whose
+    templates are plain text never import Jinja)."""
     for module, dist in RULE_LOADING_PACKAGES.items():
         try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            return (f"cannot load the rules: the Python package {dist!r} does not import "
-                    f"({one_line(str(exc))}); install it (`pip install {dist}`, or reinstall cudamigrate)")
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return (f"cannot load the rules: the Python package {dist!r} is not installed (no module named "
+                    f"{module!r}); install it (`pip install {dist}`, or reinstall cudamigrate)")
     return None
 
 
