@@ -525,6 +525,7 @@ class Engine:
                 tctx = template_context(m, ctx, opts)
                 tctx["version"] = version_phrase(r, self.opts.target)
                 message = clip_message(" ".join(render(r.message, tctx).split()))
+                group = consistency_group(r, tctx)
                 fix = None
                 blocked = None
                 try:
@@ -574,6 +575,7 @@ class Engine:
             if blocked:
                 context["fix_blocked"] = blocked
             f = finding_for(r, display, ctx.source, start, end, displayable(message), fix, c, context)
+            f.group = group
             out.append(f)
         out.sort(key=sort_key)
         assign_fingerprints(out, data)
@@ -581,6 +583,17 @@ class Engine:
 
 
 MESSAGE_LIMIT = 1000
+
+
+def consistency_group(r: Rule, tctx: dict[str, Any]) -> str:
+    """`family:symbol` for a rule with `fix.consistency` (a template naming the symbol the fix renames or
+    replaces, e.g. `double4` for both `double4` and `make_double4`), else "": the fix stage applies a group's
+    edits in every file of the run or in none (fix/consistency.py)."""
+    spec = (r.fix or {}).get("consistency")
+    if not spec:
+        return ""
+    symbol = " ".join(render(str(spec), tctx).split())
+    return f"{r.family}:{symbol}" if symbol else ""
 
 
 def _evaluate_at(cond: Any, m: Match, ctx: FileContext) -> bool:

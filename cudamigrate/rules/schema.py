@@ -25,7 +25,7 @@ TOP_KEYS = {
     "references": True, "tags": False, "catalog": False,
 }
 # `fix:` keys; its `when` and `edits` are vocabulary, checked by `rules.vocabulary`
-FIX_KEYS = ("applicability", "title", "when", "edits", "builtin", "introduced_in", "compat_macro")
+FIX_KEYS = ("applicability", "title", "when", "edits", "builtin", "introduced_in", "compat_macro", "consistency")
 
 
 class RuleError(Exception):
