@@ -538,7 +538,8 @@ class Engine:
                     blocked = m.vars["fix_blocked"]
                     message = f"{message} No automatic fix: {blocked}."
                 elif fix is not None:
-                    blocked = syntax_blocker(error_spans, m.abs(m.arglist) if m.arglist is not None else None, fix.edits)
+                    blocked = syntax_blocker(error_spans, m.abs(m.arglist) if m.arglist is not None else None, fix.edits,
+                                             data, (m.ident_range or m.name_range) if r.kind == "identifier" else None)
                 if not blocked and ctx.semantic is not None:
                     blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx)
                 if blocked:
@@ -586,10 +587,10 @@ MESSAGE_LIMIT = 1000
 
 
 def consistency_group(r: Rule, tctx: dict[str, Any]) -> str:
-    """`family:symbol` for a rule with `fix.consistency` (a template naming the symbol the fix renames or
+    """`family:symbol` for a rule with `consistency:` (a template naming the symbol the fix renames or
     replaces, e.g. `double4` for both `double4` and `make_double4`), else "": the fix stage applies a group's
     edits in every file of the run or in none (fix/consistency.py)."""
-    spec = (r.fix or {}).get("consistency")
+    spec = r.consistency
     if not spec:
         return ""
     symbol = " ".join(render(str(spec), tctx).split())

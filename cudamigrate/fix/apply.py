@@ -197,12 +197,19 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
             new, applied = apply_edits(current, groups)
             if not applied:
                 break
-            errors_new = guard.errors_of(new)
-            shift = guard.Shift.of([e for i in applied for e in groups[i]])
+            # identifier-for-identifier renames change no token boundary: the syntax is checked with them undone
+            # (tree-sitter's recovery around an unexpanded macro differs with a name's length, not the code's shape)
+            shaped = {k: [e for e in groups[k] if not guard.is_rename(current, e)] for k in applied}
+            renamed = any(len(shaped[k]) != len(groups[k]) for k in applied)
+            check = apply_edits(current, [shaped[k] for k in applied])[0] if renamed else new
+            errors_new = guard.errors_of(check)
+            shift = guard.Shift.of([e for k in applied for e in shaped[k]])
             made = guard.new_errors(errors_now, errors_new, shift)
             if not made:
+                if renamed:
+                    errors_new = guard.errors_of(new)
                 break
-            for i in guard.blame(made, guard.output_spans([(e, k) for k in applied for e in groups[k]])):
+            for i in guard.blame(made, guard.output_spans([(e, k) for k in applied for e in shaped[k]])):
                 f = todo[i]
                 withdrawn.add((f.rule_id, f.fingerprint))
                 notes.append(f"{display}:{f.line}: {f.rule_id}: fix refused: it would make a syntax error; left unchanged")

@@ -1143,7 +1143,7 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
             else:
                 continue
             m = Match(rule=rule, unit=unit, node=call, name=fn, written=fn)
-            m.vars.update({"function": fn, "reason": why})
+            m.vars.update({"function": fn, "reason": why, "reference": _named(ref_arg, args, fn)})
             out.append(m)
     for unit in ctx.units:
         for node in reference_type_names(unit.root):
@@ -1154,6 +1154,13 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
                            "reason": f"the `{node_text(node)}` type is gone from the CUDA 13.0 headers"})
             out.append(m)
     return out
+
+
+def _named(ref_arg: ts.Node | None, args: list[ts.Node], fn: str) -> str:
+    """The reference a CM603 call names (its consistency group with CM601/CM602: fix/consistency.py)."""
+    node = ref_arg if ref_arg is not None else (args[0] if fn in TEX_READS and args else args[-1] if args else None)
+    name = normalize(node_text(node)).lstrip("&") if node is not None else ""
+    return name if re.fullmatch(r"[A-Za-z_]\w*", name) else ""
 
 
 _TYPE_DECLS = ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier")
