@@ -14,6 +14,7 @@ from . import cost as costmod
 from . import unused_suppressions
 from .calibration import lookup as lookup_calibration
 from .findings import Finding, Fix, assign_fingerprints, finding_for, sort_key
+from .generated import GeneratedSpans
 from .options import Options  # re-exported: defined apart so the CLI's cached path need not import the engine
 from .match import builtins
 from .match import precheck
@@ -501,6 +502,7 @@ class Engine:
         data = ctx.source.data
         error_spans = ErrorSpans.of_units(ctx.units)
         disabled = disabled_ranges(ctx.units[0].tree) if PREPROC_IF.search(data) else []
+        made = GeneratedSpans.of(data)  # what a fix inserted (its helper blocks) is never a finding
         budget = getattr(self, "_budget", None) or Budget(None)
         for m in matches:
             budget.check()
@@ -515,6 +517,8 @@ class Engine:
             if key in seen:
                 continue
             if disabled and _in_disabled_block(disabled, start):
+                continue
+            if made and start in made:
                 continue
             try:
                 if (r.removed_in or r.deprecated_in) and builtins.dead_for_target(m.node, ctx):

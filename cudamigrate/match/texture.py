@@ -43,6 +43,8 @@ from typing import Any
 import tree_sitter as ts
 
 from ..findings import Edit
+from ..generated import GeneratedSpans
+from .texture_channel import channel_desc_edit, writes_channel_desc
 from ..parse import walk
 from ..linestart import directive, line_start_matches
 from ..parse.treesitter import Unit, parse, parse_header, query
@@ -516,6 +518,9 @@ class Migration:
                 par = p.parent
                 written = par is not None and par.type == "assignment_expression" and par.child_by_field_name("left") is not None \
                     and par.child_by_field_name("left").start_byte == p.start_byte
+                writer = None if written else writes_channel_desc(p)
+                if writer:
+                    return Use(ident, unit, "other", f"its `channelDesc` is written by `{writer}` (line {self.line(unit, p)})")
                 if not written and ref.kind == "texture":
                     return Use(ident, unit, "chan", p)
                 if written and ref.kind == "texture" and par.parent is not None and par.parent.type == "expression_statement":
@@ -539,7 +544,8 @@ def _same_node(a: ts.Node | None, b: ts.Node | None) -> bool:
 
 
 def _idents(ctx: FileContext, names: set[str]) -> list[tuple[Unit, ts.Node]]:
-    out = list(identifier_nodes(ctx, names, frozenset(("identifier",))))
+    made = GeneratedSpans.of(ctx.source.data)  # the helpers a fix inserted: their parameters are no uses
+    out = [(u, n) for u, n in identifier_nodes(ctx, names, frozenset(("identifier",))) if u.abs(n)[0] not in made]
     out.sort(key=lambda un: un[0].abs(un[1]))  # file order: the first use is where a header's reference is reported
     return out
 
@@ -839,7 +845,7 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
             attrs.append((s, _function_of(p), mig.line(u.unit, p)))
         elif u.what == "chan":
             s, e = u.unit.abs(u.detail)
-            edits.append(Edit(s, e, f"cudaCreateChannelDesc<{ref.elem}>()"))
+            edits.append(channel_desc_edit(u.detail, s, e, ref.elem, u.unit.abs))
             chan_reads.append(mig.line(u.unit, u.detail))
         elif u.what == "chanset":
             stmt = u.detail
