@@ -476,6 +476,10 @@ class Engine:
                 edits = [e for e in edits if decode_lossless(data[e.start : e.end]) != e.text]
                 if edits and self.opts.keep_compat is not None:
                     edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
+                    if not edits:  # reported as the finding's blocker (and by a withheld consistency group)
+                        raise EditError(f"with --keep-compat {self.opts.keep_compat[0]}.{self.opts.keep_compat[1]} "
+                                        "the rewrite cannot be wrapped in `#if` here (not a statement of its own "
+                                        "lines, e.g. a struct member or parameter, or inside a macro)")
                 if edits:
                     title = displayable(render(str(r.fix.get("title", r.summary)), tctx))
                     return Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))

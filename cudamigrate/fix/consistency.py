@@ -48,13 +48,19 @@ def where(f: Finding, why: bool = False) -> str:
     return f"{at} ({reason(f)})" if why else at
 
 
+REASON_LIMIT = 200  # characters of a manual finding's message quoted as its reason
+
+
 def reason(f: Finding) -> str:
-    """Why a use was not rewritten: the fix's blocker, or what its applicability needs."""
+    """Why a use was not rewritten: the fix's blocker, what its applicability needs, or (manual) its message."""
     blocked = f.context.get("fix_blocked")
     if blocked:
         return str(blocked)
-    return {"unsafe": "unsafe fix: needs --unsafe-fixes", "display-only": "display-only suggested edit",
-            "manual": "no automatic fix"}.get(f.applicability, "its fix was refused or conflicts with another edit")
+    if f.applicability == "manual":
+        msg = f.message if len(f.message) <= REASON_LIMIT else f.message[: REASON_LIMIT - 1] + "…"
+        return f"{f.rule_id}, no automatic fix: {msg}"
+    return {"unsafe": "unsafe fix: needs --unsafe-fixes", "display-only": "display-only suggested edit"}.get(
+        f.applicability, "its fix was refused or conflicts with another edit")
 
 
 def broken(results: Iterable["FixResult"]) -> set[str]:
