@@ -20,6 +20,7 @@ from .helpers import run_cli
 
 KEEP_COMPAT = FIXTURES / "projects" / "consistency-keep-compat"
 HEADER_READS = FIXTURES / "texture" / "project-header-reads"
+HEADER_READS_BLOCKED = FIXTURES / "texture" / "project-header-reads-blocked"
 
 
 def _copy(src: Path, tmp_path: Path) -> Path:
@@ -78,14 +79,28 @@ def test_commit_per_rule_withholds_the_same_group(tmp_path, monkeypatch):
     assert _tree(proj) == before and "fix withheld" in r.stderr, r.stderr
 
 
-def test_texture_reads_in_an_included_header_hold_back_the_declaration(tmp_path):
+def test_texture_reads_in_an_included_header_migrate_with_the_declaration(tmp_path):
+    """reads.cuh reads the reference that main.cu, its only includer, declares through textures.cuh: the read
+    migrates with the declaration and the bind (before: a manual CM603 read and a migrated declaration)."""
     proj = _copy(HEADER_READS, tmp_path)
+    r = run_cli("fix", "--unsafe-fixes", "--select", "CM601,CM602,CM603", ".", cwd=proj)
+    assert r.exit_code == 0 and "fix withheld" not in r.stderr, r.stderr
+    assert "tex2D<float>(texImg, x + 0.5f, y + 0.5f)" in (proj / "reads.cuh").read_text()
+    assert "__constant__ cudaTextureObject_t texImg;" in (proj / "textures.cuh").read_text()
+    if shutil.which("nvcc"):
+        res = subprocess.run(["nvcc", "-c", "-o", str(tmp_path / "m.o"), "main.cu"], cwd=proj, capture_output=True,
+                             text=True)
+        assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_a_texture_use_an_included_header_cannot_migrate_holds_back_the_declaration(tmp_path):
+    proj = _copy(HEADER_READS_BLOCKED, tmp_path)
     before = _tree(proj)
     r = run_cli("fix", "--unsafe-fixes", "--select", "CM601,CM602,CM603", ".", cwd=proj)
-    assert _tree(proj) == before, r.stderr  # textures.cuh keeps its texture<> while reads.cuh reads it
+    assert _tree(proj) == before, r.stderr  # textures.cuh keeps its texture<> while reads.cuh uses it
     note = next(ln for ln in r.stderr.splitlines() if "fix withheld" in ln)
-    assert "`texImg`" in note and "reads.cuh:5:48" in note.split("All")[0]
-    for use in ("main.cu:11:26", "reads.cuh:5:48", "textures.cuh:5:44"):
+    assert "`texImg`" in note and "reads.cuh:5:54" in note.split("All")[0]
+    for use in ("main.cu:11:26", "reads.cuh:5:54", "textures.cuh:5:44"):
         assert use in note.split("All")[1], note
 
 

@@ -45,6 +45,7 @@ import tree_sitter as ts
 from ..findings import Edit
 from ..generated import GeneratedSpans
 from .texture_channel import channel_desc_edit, writes_channel_desc
+from .texture_includers import READ_CALL, includer_refs, includers_may_declare
 from ..parse import walk
 from ..linestart import directive, line_start_matches
 from ..parse.treesitter import Unit, parse, parse_header, query
@@ -381,7 +382,7 @@ def references_possible(data: bytes, path: Path, project: Any) -> bool:
             got = seen[h] = text is None or _REFERENCE_TEXT.search(text) is not None
         if got:
             return True
-    return False
+    return includers_may_declare(data, path, project, _REFERENCE_TEXT)
 
 
 def _header_declarations(ctx: FileContext, inc: Path, text: bytes) -> list[Ref]:
@@ -955,6 +956,9 @@ def _compute_scope(ctx: FileContext):
         by_name.setdefault(r.name, r)
     for n, r in headers.items():
         by_name.setdefault(n, r)
+    if READ_CALL.search(ctx.source.data):  # a header reading references that its includers declare
+        for n, r in includer_refs(ctx, lambda c: _header_refs(c)[0], _other_context).items():
+            by_name.setdefault(n, r)
     return local, odd, by_name, helpers
 
 
