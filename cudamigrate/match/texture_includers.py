@@ -45,7 +45,9 @@ def includer_refs(ctx: "FileContext", header_refs: Callable[["FileContext"], dic
     return out
 
 
-READ_CALL = re.compile(rb"\b(tex|surf)\w*\s*\(")
+# a reference-form read, bind or surface call (the names of texture.TEX_READS, TEX_BINDS and SURF_FUNCS)
+READ_CALL = re.compile(rb"\b(?:tex(?:1Dfetch|[123]D|[12]DLayered|CubemapLayered|Cubemap|2Dgather)(?:Lod|Grad)?"
+                       rb"|surf\w+|cudaBindTexture\w*|cudaUnbindTexture|cudaBindSurface\w*)\s*\(")
 
 
 def includers_may_declare(data: bytes, path: Path, project: Any, reference_text: re.Pattern) -> bool:
