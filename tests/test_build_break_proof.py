@@ -48,7 +48,7 @@ PTXAS_ONLY = {"__ballot", "__any", "__all"}
 # Rules whose names still exist: the break is a signature, a template arity, an overload or a use in device code.
 # Each must have a fixture that nvcc 13.0 rejects on the finding's lines (see test_nvcc.py).
 BY_FIXTURE = {"CM1024", "CM1090", "CM1091", "CM503", "CM504", "CM506", "CM507", "CM508", "CM509", "CM518",
-              "CM520", "CM601", "CM602", "CM603",
+              "CM520", "CM524", "CM601", "CM602", "CM603",
               # build breaks without a removal version (their impact_when says where): the 4-argument graph update
               "CM1050", "CM1094",
               # an `int` out-argument where NPP declares `size_t *`

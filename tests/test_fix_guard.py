@@ -112,3 +112,22 @@ def test_apply_edits_is_a_sweep_with_the_old_semantics():
     groups = [[Edit(i, i + 2, "x")] for i in range(0, 4000)]
     out, applied = apply_edits(b"." * 4002, groups)
     assert applied == list(range(0, 4000, 2)) and out == b"x" * 2000 + b".."
+
+
+def test_identifier_renames_are_checked_with_the_renames_undone():
+    """A whole identifier token replaced by another identifier keeps the token stream's shape: tree-sitter's
+    recovery around an unexpanded macro may differ with the name's length, which is no new syntax error."""
+    from cudamigrate.fix.guard import is_rename
+
+    data = b"M double4 f(const double4 &u);"
+    assert is_rename(data, Edit(2, 9, "double4_16a"))
+    assert not is_rename(data, Edit(2, 8, "double4_16a"))  # part of a token
+    assert not is_rename(data, Edit(2, 9, "struct"))  # a keyword changes what the parser sees
+    assert not is_rename(data, Edit(2, 9, "a b"))  # not one identifier
+    assert not is_rename(data, Edit(1, 9, "x"))  # the old text is not one identifier
+    code = (b"#define HOST_DEVICE_INLINE __host__ __device__ __forceinline__\n"
+            b"HOST_DEVICE_INLINE double4 operator+(const double4 &u, const double4 &v)\n"
+            b"{ return make_double4(u.x + v.x, u.y + v.y, u.z + v.z, u.w + v.w); }\n")
+    eng = Engine(all_rules(), Options(select=["CM511"]))
+    out = fix_bytes(eng, P, code, "t.cu")
+    assert out.fixed == code.replace(b"double4", b"double4_16a") and not out.errors

@@ -79,8 +79,11 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         for d in sorted({os.path.dirname(os.path.realpath(p)) for p in unique}):
             clean_stale(d)
     # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
-    for outcome in fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db):
+    fixed = fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db)
+    for outcome in fixed:
         record_fix(outcome, write, tally)
+    for line in fixed.withheld:
+        _err(f"note: {line}")
     for d in sorted(tally.written_dirs):
         fsync_dir(d)
     _tracebacks(kw, tally.tracebacks)
@@ -124,6 +127,11 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
     out = sys.stdout.buffer
     for e in (res.errors if res is not None else []):
         _err(e)
+    if res is not None:
+        from ..fix.consistency import report
+
+        for line in report(res.withheld, [res]):
+            _err(f"note: {line}")
     if res is None:  # excluded: the input, unchanged
         out.write(b"" if diff else stdin.data)
     else:

@@ -72,6 +72,9 @@ class Finding:
     removed_in: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
     fingerprint: str = ""
+    # the consistency group, `family:symbol` (rules with `fix.consistency`): findings that must all be fixed, in
+    # every file of the run, or none of them (a type rename, a texture reference); see fix/consistency.py
+    group: str = ""
 
     @property
     def applicability(self) -> str:

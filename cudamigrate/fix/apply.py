@@ -20,6 +20,7 @@ from ..scan.engine import Engine, FileResult
 from ..findings.model import Edit, Finding
 from ..parse.treesitter import count_errors, parse
 from . import guard
+from .consistency import Withheld, broken
 
 MAX_PASSES = 10
 
@@ -35,6 +36,7 @@ class FixResult:
     passes: int = 0
     internal: int = 0  # internal errors among `errors` (rule or matcher bugs): exit code 2
     tracebacks: list[str] = field(default_factory=list)
+    withheld: Withheld = field(default_factory=Withheld)  # consistency groups dropped here (fix/consistency.py)
 
     @property
     def changed(self) -> bool:
@@ -123,21 +125,38 @@ def _edits(f: Finding) -> list[Edit]:
 
 
 def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool = False,
-              display_only: frozenset[str] = frozenset()) -> FixResult:
+              display_only: frozenset[str] = frozenset(), groups: frozenset[str] = frozenset()) -> FixResult:
     """Fix one file's bytes in passes; the result converges (fixing it again changes nothing).
 
     A rule whose fix still applies after MAX_PASSES passes feeds on its own output: its fixes are
-    withdrawn (with an error naming it) and the file is fixed again without them."""
+    withdrawn (with an error naming it) and the file is fixed again without them. The edits of the
+    consistency groups in `groups`, and of every group that this file cannot fix completely, are not
+    applied (all or nothing per symbol: fix/consistency.py; the run's other files are settled by the caller)."""
+    withheld = Withheld()
+    while True:
+        res = _fix_rules(engine, path, data, display, unsafe, display_only, groups)
+        more = broken([res]) - groups
+        if not more:
+            break
+        withheld.add(more, [res])
+        groups |= more
+    withheld.merge(res.withheld)
+    res.withheld = withheld
+    return res
+
+
+def _fix_rules(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool, display_only: frozenset[str],
+               groups: frozenset[str]) -> FixResult:
     blocked: set[str] = set()
     notes: list[str] = []
     for _ in range(3):
-        res, again = _fix_passes(engine, path, data, display, unsafe, blocked, display_only)
+        res, again = _fix_passes(engine, path, data, display, unsafe, blocked, display_only, groups)
         if not again:
             break
         notes += res.errors[-1:]
         blocked |= again
     else:
-        res, _ = _fix_passes(engine, path, data, display, unsafe, _ALL, display_only)
+        res, _ = _fix_passes(engine, path, data, display, unsafe, _ALL, display_only, groups)
     res.errors = notes + res.errors
     return res
 
@@ -151,7 +170,8 @@ _ALL = _Everything()
 
 
 def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool,
-                blocked: set[str], display_only: frozenset[str] = frozenset()) -> tuple[FixResult, set[str]]:
+                blocked: set[str], display_only: frozenset[str] = frozenset(),
+                held: frozenset[str] = frozenset()) -> tuple[FixResult, set[str]]:
     res = FixResult(display, data, data)
     current = data
     scan: FileResult = engine.scan_bytes(path, current, display)
@@ -166,7 +186,7 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
     exhausted = False
     for n in range(MAX_PASSES + 1):
         todo = [f for f in scan.findings if fixable(f, unsafe, display_only) and f.rule_id not in blocked
-                and (f.rule_id, f.fingerprint) not in withdrawn]
+                and (f.rule_id, f.fingerprint) not in withdrawn and f.group not in held]
         if not todo:
             break
         if n == MAX_PASSES:
@@ -177,12 +197,19 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
             new, applied = apply_edits(current, groups)
             if not applied:
                 break
-            errors_new = guard.errors_of(new)
-            shift = guard.Shift.of([e for i in applied for e in groups[i]])
+            # identifier-for-identifier renames change no token boundary: the syntax is checked with them undone
+            # (tree-sitter's recovery around an unexpanded macro differs with a name's length, not the code's shape)
+            shaped = {k: [e for e in groups[k] if not guard.is_rename(current, e)] for k in applied}
+            renamed = any(len(shaped[k]) != len(groups[k]) for k in applied)
+            check = apply_edits(current, [shaped[k] for k in applied])[0] if renamed else new
+            errors_new = guard.errors_of(check)
+            shift = guard.Shift.of([e for k in applied for e in shaped[k]])
             made = guard.new_errors(errors_now, errors_new, shift)
             if not made:
+                if renamed:
+                    errors_new = guard.errors_of(new)
                 break
-            for i in guard.blame(made, guard.output_spans([(e, k) for k in applied for e in groups[k]])):
+            for i in guard.blame(made, guard.output_spans([(e, k) for k in applied for e in shaped[k]])):
                 f = todo[i]
                 withdrawn.add((f.rule_id, f.fingerprint))
                 notes.append(f"{display}:{f.line}: {f.rule_id}: fix refused: it would make a syntax error; left unchanged")
@@ -202,7 +229,8 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
     if scan is not None and scan.internal:
         res.internal, res.tracebacks = scan.internal, list(scan.tracebacks)
     if exhausted:
-        again = {f.rule_id for f in scan.findings if fixable(f, unsafe, display_only) and f.rule_id not in blocked}
+        again = {f.rule_id for f in scan.findings if fixable(f, unsafe, display_only) and f.rule_id not in blocked
+                 and f.group not in held}
         res.errors.append(f"{display}: {', '.join(sorted(again))}: fix does not converge (it still applies after "
                           f"{MAX_PASSES} passes); not applied")
         return res, again

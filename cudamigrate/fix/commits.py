@@ -26,7 +26,8 @@ from typing import Callable
 
 from ..scan.engine import Engine
 from ..findings.model import Finding
-from .apply import fix_bytes
+from .apply import FixResult, fix_bytes
+from . import consistency
 from .write import Snapshot, write_checked
 
 
@@ -142,19 +143,30 @@ def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path]
     targets: dict[Path, bytes] = {}
     applied: list[Finding] = []
     remaining: list[Finding] = []
+    computed: list[tuple[Path, FixResult]] = []
     for p in files:
         try:
             data = load(p)
         except Exception as exc:  # SourceError and OSError: reported like `fix` does, file skipped
             log(f"{display(p)}: {exc}")
             continue
-        res = fix_bytes(engine, p, data, display(p), unsafe=unsafe, display_only=display_only)
+        computed.append((p, fix_bytes(engine, p, data, display(p), unsafe=unsafe, display_only=display_only)))
+
+    def refix(item: tuple[Path, FixResult], groups: frozenset[str]) -> tuple[Path, FixResult]:
+        p, res = item
+        return p, fix_bytes(engine, p, res.original, display(p), unsafe=unsafe, display_only=display_only, groups=groups)
+
+    # all or nothing per consistency group, across every file (fix/consistency.py), as `fix` does
+    computed, withheld_groups, withheld = consistency.settle(computed, lambda it: it[1], refix)
+    for p, res in computed:
         for e in res.errors:
             log(e)
         remaining += res.remaining
         if res.changed:
-            originals[p], targets[p] = data, res.fixed
+            originals[p], targets[p] = res.original, res.fixed
             applied += res.applied
+    for line in consistency.report(withheld, [res for _, res in computed]):
+        log(f"note: {line}")
     names = {r.id: r.name for r in engine.rules}
     groups = group_findings(applied, by, names)
     rules_by_id = {r.id: r for r in engine.rules}
@@ -170,7 +182,8 @@ def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path]
             sub.project = engine.project
         changed: list[Path] = []
         for p, data in originals.items():
-            new = targets[p] if last else fix_bytes(sub, p, data, display(p), unsafe=unsafe, display_only=display_only).fixed
+            new = targets[p] if last else fix_bytes(sub, p, data, display(p), unsafe=unsafe, display_only=display_only,
+                                                    groups=withheld_groups).fixed
             if new != current[p]:
                 # checked write: refused (WriteRefused) if someone changed the file since it was read
                 write_checked(p, new, Snapshot.of(os.stat(os.path.realpath(p)), current[p]))

@@ -10,6 +10,7 @@ whose finding is withdrawn. Findings whose match touches an error of the input a
 from __future__ import annotations
 
 import bisect
+import re
 from pathlib import Path
 from dataclasses import dataclass
 
@@ -22,6 +23,26 @@ def _parse_buffer(data: bytes) -> bytes:
     """What the scan parses (BOM and comments on continued macro lines blanked), so that error nodes here are
     the ones the scan's `fix_blocked` check saw."""
     return SourceFile(path=Path("-"), data=data, has_bom=data.startswith(BOM)).parse_bytes
+
+
+_IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*\Z")
+_WORD = re.compile(rb"[A-Za-z0-9_]")
+# words that change what the parser sees where a name stood (a rename to one of them is not a rename)
+KEYWORDS = frozenset(("alignas alignof asm auto bool break case catch char class const constexpr const_cast continue "
+                      "decltype default delete do double dynamic_cast else enum explicit export extern false float "
+                      "for friend goto if inline int long mutable namespace new noexcept nullptr operator private "
+                      "protected public register reinterpret_cast return short signed sizeof static static_assert "
+                      "static_cast struct switch template this throw true try typedef typeid typename union "
+                      "unsigned using virtual void volatile while defined").split())
+
+
+def is_rename(data: bytes, e: Edit) -> bool:
+    """`e` replaces one whole identifier token of `data` by another identifier: the token stream keeps its
+    shape, so the edit cannot make a syntax error (only the parser's recovery around an old one may differ)."""
+    old = data[e.start : e.end]
+    new = e.text.encode("utf-8", "surrogateescape")
+    return (bool(_IDENT.match(old)) and bool(_IDENT.match(new)) and new.decode() not in KEYWORDS
+            and not (e.start > 0 and _WORD.match(data, e.start - 1)) and not _WORD.match(data, e.end))
 
 
 def errors_of(data: bytes) -> list[tuple[str, int, int]]:

@@ -176,15 +176,31 @@ class ErrorSpans:
         return i >= 0 and self.ends[i] >= start
 
 
-def syntax_blocker(spans: ErrorSpans, arglist: tuple[int, int] | None, edits) -> str | None:
+def syntax_blocker(spans: ErrorSpans, arglist: tuple[int, int] | None, edits, data: bytes = b"",
+                   rename: tuple[int, int] | None = None) -> str | None:
     """Why a fix must not be offered: an edit touches a syntax error of the input, or the argument list the
     rule reads does (its argument boundaries are guesses). An error elsewhere in the match (an `#if` among a
-    launch's kernel arguments) does not block an edit of the launch configuration."""
+    launch's kernel arguments) does not block an edit of the launch configuration.
+
+    `rename`: the identifier token an `identifier` rule matched. Edits that only replace that one token by
+    another identifier change no token boundary, so they cannot move or make a syntax error: the error around
+    a return type after an unexpanded macro (`HOST_DEVICE_INLINE double4 f()`) does not block renaming it."""
     if not spans.starts:
+        return None
+    if rename is not None and edits and all(is_token_rename(data, e, rename) for e in edits):
         return None
     if (arglist is not None and spans.touches(*arglist)) or any(spans.touches(e.start, e.end) for e in edits):
         return "no automatic fix: the code around the match has a syntax error"
     return None
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def is_token_rename(data: bytes, edit, token: tuple[int, int]) -> bool:
+    """`edit` replaces exactly the identifier token [start, end) of `data` with another identifier."""
+    return ((edit.start, edit.end) == token and bool(_IDENT.match(edit.text))
+            and bool(_IDENT.match(data[edit.start : edit.end].decode("latin-1"))))
 
 
 # ------------------------------------------------------------------ cheap parents

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Protocol, TypeVar
 
@@ -342,6 +342,38 @@ def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int 
 
 def fix_files(engine: Engine, spec: EngineSpec, files: list[Path], unsafe: bool,
               display_only: frozenset[str] = frozenset(), jobs: int | None = None,
-              facts: FactsProvider | None = None) -> Iterator[FixOutcome]:
-    """Compute the fixes of `files` (see `run`); the caller writes them, in this order."""
-    return run(engine, spec, files, FixWork(spec.max_bytes, unsafe, display_only), jobs, None, facts)
+              facts: FactsProvider | None = None) -> "FixRun":
+    """Compute the fixes of `files` (see `run`); the caller writes them, in this order. The outcomes are
+    settled across the run first (fix/consistency.py): a consistency group is fixed in every file or in none,
+    so files that applied an edit of a group some other file cannot fix are fixed again here without it.
+    `fix_files(...).withheld` lists those groups (one line each, every use named)."""
+    from ..fix import consistency
+    from ..fix.apply import fix_bytes
+
+    outcomes = list(run(engine, spec, files, FixWork(spec.max_bytes, unsafe, display_only), jobs, None, facts))
+
+    def refix(out: FixOutcome, groups: frozenset[str]) -> FixOutcome:
+        assert out.result is not None
+        engine.semantic_provider = facts.facts_for if facts is not None else None
+        try:
+            res = fix_bytes(engine, Path(out.path), out.result.original, out.display, unsafe=unsafe,
+                            display_only=display_only, groups=groups)
+        except Exception as exc:  # like fix_file: one file's bug is one line, the others go on
+            return _fix_failed(out.display, out.path, exc, "internal error while fixing")
+        finally:
+            engine.semantic_provider = None
+        return replace(out, result=res)
+
+    outcomes, _, withheld = consistency.settle(outcomes, lambda o: o.result, refix)
+    return FixRun(outcomes, consistency.report(withheld, [o.result for o in outcomes if o.result is not None]))
+
+
+@dataclass
+class FixRun:
+    """A run's fix outcomes (in input order) and the consistency groups withheld in every file (one line each)."""
+
+    outcomes: list[FixOutcome]
+    withheld: list[str]
+
+    def __iter__(self) -> Iterator[FixOutcome]:
+        return iter(self.outcomes)

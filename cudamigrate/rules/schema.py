@@ -22,7 +22,7 @@ TOP_KEYS = {
     "id": True, "name": True, "family": True, "summary": True, "message": True, "severity": True,
     "status": False, "library": False, "deprecated_in": False, "removed_in": False, "match": True,
     "where": False, "fix": False, "cost": False, "options": False, "data": False, "docs": False,
-    "references": True, "tags": False, "catalog": False,
+    "references": True, "tags": False, "catalog": False, "consistency": False,
 }
 # `fix:` keys; its `when` and `edits` are vocabulary, checked by `rules.vocabulary`
 FIX_KEYS = ("applicability", "title", "when", "edits", "builtin", "introduced_in", "compat_macro")
@@ -70,6 +70,9 @@ class Rule:
     docs: dict[str, Any] = field(default_factory=dict)
     tags: list[str] = field(default_factory=list)
     catalog: list[str] = field(default_factory=list)
+    # a template naming the symbol a finding belongs to: the findings of one (family, symbol) are fixed in every
+    # file of a run or in none (fix/consistency.py)
+    consistency: str | None = None
 
     @property
     def kind(self) -> str:
@@ -165,5 +168,12 @@ def validate(doc: Any, path: Path) -> Rule:
         status=status, library=doc.get("library"), deprecated_in=doc.get("deprecated_in"),
         removed_in=doc.get("removed_in"), where=doc.get("where"), fix=fix, cost=cost,
         options=doc.get("options") or {}, data=doc.get("data") or {}, docs=doc.get("docs") or {},
-        tags=doc.get("tags") or [], catalog=doc.get("catalog") or [],
+        tags=doc.get("tags") or [], catalog=doc.get("catalog") or [], consistency=_consistency(doc, path),
     )
+
+
+def _consistency(doc: dict[str, Any], path: Path) -> str | None:
+    spec = doc.get("consistency")
+    if spec is not None and (not isinstance(spec, str) or not spec.strip()):
+        raise _fail(path, "consistency", "must be a template naming the symbol (e.g. \"{{ name }}\")")
+    return spec

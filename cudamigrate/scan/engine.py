@@ -26,6 +26,7 @@ from ..match.matchers import Match, identifier_hits
 from ..parse import walk
 from ..parse.treesitter import (ErrorSpans, Unit, macro_units, parse, register_roots, reset_parent_cache,
                                syntax_blocker)
+from ..read.generated import GeneratedSpans
 from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions, words_of
 from ..read.project_index import ProjectIndex
 from ..rules.schema import Rule, parse_version
@@ -475,6 +476,10 @@ class Engine:
                 edits = [e for e in edits if decode_lossless(data[e.start : e.end]) != e.text]
                 if edits and self.opts.keep_compat is not None:
                     edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
+                    if not edits:  # reported as the finding's blocker (and by a withheld consistency group)
+                        raise EditError(f"with --keep-compat {self.opts.keep_compat[0]}.{self.opts.keep_compat[1]} "
+                                        "the rewrite cannot be wrapped in `#if` here (not a statement of its own "
+                                        "lines, e.g. a struct member or parameter, or inside a macro)")
                 if edits:
                     title = displayable(render(str(r.fix.get("title", r.summary)), tctx))
                     return Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
@@ -501,6 +506,7 @@ class Engine:
         data = ctx.source.data
         error_spans = ErrorSpans.of_units(ctx.units)
         disabled = disabled_ranges(ctx.units[0].tree) if PREPROC_IF.search(data) else []
+        made = GeneratedSpans.of(data)  # what a fix inserted (its helper blocks) is never a finding
         budget = getattr(self, "_budget", None) or Budget(None)
         for m in matches:
             budget.check()
@@ -516,6 +522,8 @@ class Engine:
                 continue
             if disabled and _in_disabled_block(disabled, start):
                 continue
+            if made and start in made:
+                continue
             try:
                 if (r.removed_in or r.deprecated_in) and builtins.dead_for_target(m.node, ctx):
                     continue  # version-guarded code that the target toolkit never compiles
@@ -525,6 +533,7 @@ class Engine:
                 tctx = template_context(m, ctx, opts)
                 tctx["version"] = version_phrase(r, self.opts.target)
                 message = clip_message(" ".join(render(r.message, tctx).split()))
+                group = consistency_group(r, tctx)
                 fix = None
                 blocked = None
                 try:
@@ -537,7 +546,8 @@ class Engine:
                     blocked = m.vars["fix_blocked"]
                     message = f"{message} No automatic fix: {blocked}."
                 elif fix is not None:
-                    blocked = syntax_blocker(error_spans, m.abs(m.arglist) if m.arglist is not None else None, fix.edits)
+                    blocked = syntax_blocker(error_spans, m.abs(m.arglist) if m.arglist is not None else None, fix.edits,
+                                             data, (m.ident_range or m.name_range) if r.kind == "identifier" else None)
                 if not blocked and ctx.semantic is not None:
                     blocked = ctx.semantic.fix_blocker(m, fix.edits if fix else None, ctx)
                 if blocked:
@@ -574,6 +584,7 @@ class Engine:
             if blocked:
                 context["fix_blocked"] = blocked
             f = finding_for(r, display, ctx.source, start, end, displayable(message), fix, c, context)
+            f.group = group
             out.append(f)
         out.sort(key=sort_key)
         assign_fingerprints(out, data)
@@ -581,6 +592,17 @@ class Engine:
 
 
 MESSAGE_LIMIT = 1000
+
+
+def consistency_group(r: Rule, tctx: dict[str, Any]) -> str:
+    """`family:symbol` for a rule with `consistency:` (a template naming the symbol the fix renames or
+    replaces, e.g. `double4` for both `double4` and `make_double4`), else "": the fix stage applies a group's
+    edits in every file of the run or in none (fix/consistency.py)."""
+    spec = r.consistency
+    if not spec:
+        return ""
+    symbol = " ".join(render(str(spec), tctx).split())
+    return f"{r.family}:{symbol}" if symbol else ""
 
 
 def _evaluate_at(cond: Any, m: Match, ctx: FileContext) -> bool:

@@ -40,13 +40,14 @@ from typing import Any
 
 from ...core.registry import Registry
 from ...parse import walk
-from ...parse.treesitter import Unit, parse
+
 from ...rules.schema import Rule
 from .builtin_registry import BuiltinFn, builtin_schema
 from ..context import FileContext, named_children, node_text, normalize
 from ..matchers import Match
 from .texture_edits import _manual, _migrate
 from .texture_refs import (
+    _other_context,
     CALL_ARGS,
     REF_APIS,
     SURF_BINDS,
@@ -56,27 +57,8 @@ from .texture_refs import (
     _refs_in_scope,
     reference_type_names,
 )
-from .texture_uses import Migration, Use, _fn_name, _idents, _macro_params, _project_type_use, _project_types
+from .texture_uses import Migration, Use, _named, _fn_name, _idents, _macro_params, _project_type_use, _project_types
 
-
-def _other_context(ctx: FileContext, path: Path) -> FileContext | None:
-    """A FileContext for another project file, parsed like the engine parses it (macro bodies included)."""
-    from ...parse.treesitter import macro_units
-    from ...read.source import SourceError, check_bytes
-
-    data = ctx.project.read(path)
-    if data is None:
-        return None
-    try:
-        src = check_bytes(path, data)
-    except SourceError:
-        return None
-    src.statement_macros = ctx.project.statement_macros(path, data)
-    pbytes = src.parse_bytes
-    tree = parse(pbytes)
-    kw = re.compile(rb"\b(texture|surface|\w*(Texture|Surface)\w*|tex\w+|surf\w+)\b")
-    units = [Unit(tree=tree, base=0)] + (macro_units(tree, pbytes, kw) if b"#" in data else [])
-    return FileContext(source=src, units=units, target=ctx.target, options=ctx.options, project=ctx.project)
 
 
 def _file_blockers(rule: Rule, ctx: FileContext, kind: str) -> dict[tuple[str, str], list[str]]:
@@ -236,7 +218,7 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
             else:
                 continue
             m = Match(rule=rule, unit=unit, node=call, name=fn, written=fn)
-            m.vars.update({"function": fn, "reason": why})
+            m.vars.update({"function": fn, "reason": why, "reference": _named(ref_arg, args, fn)})
             out.append(m)
     for unit in ctx.units:
         for node in reference_type_names(unit.root):

@@ -11,6 +11,7 @@ from ...parse.treesitter import Unit
 from ...rules.schema import Rule
 from ..context import FileContext, named_children, node_text, normalize
 from ..matchers import Match
+from .texture_channel import channel_desc_edit
 from .texture_refs import HELPER_GUARD, TEX_FIELDS, Ref, normalize_spaces
 from .texture_uses import Migration, Use, _collisions, _function_of, _indent, _is_channel_desc, _line_start
 
@@ -301,7 +302,7 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
             attrs.append((s, _function_of(p), mig.line(u.unit, p)))
         elif u.what == "chan":
             s, e = u.unit.abs(u.detail)
-            edits.append(Edit(s, e, f"cudaCreateChannelDesc<{ref.elem}>()"))
+            edits.append(channel_desc_edit(u.detail, s, e, ref.elem, u.unit.abs))
             chan_reads.append(mig.line(u.unit, u.detail))
         elif u.what == "chanset":
             stmt = u.detail

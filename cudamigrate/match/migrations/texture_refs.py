@@ -13,9 +13,10 @@ import tree_sitter as ts
 
 from ...core.linestart import directive, line_start_matches
 from ...parse import walk
-from ...parse.treesitter import Unit, parse_header
+from ...parse.treesitter import Unit, parse, parse_header
 from ...read.source import read_regular
 from ..context import FileContext, named_children, node_text, normalize
+from .texture_includers import READ_CALL, includer_refs, includers_may_declare
 
 # reference-form read functions -> number of arguments after the reference
 TEX_READS = {
@@ -368,7 +369,7 @@ def references_possible(data: bytes, path: Path, project: Any) -> bool:
             got = seen[h] = text is None or _REFERENCE_TEXT.search(text) is not None
         if got:
             return True
-    return False
+    return includers_may_declare(data, path, project, _REFERENCE_TEXT)
 
 
 def _header_declarations(ctx: FileContext, inc: Path, text: bytes) -> list[Ref]:
@@ -438,4 +439,26 @@ def _compute_scope(ctx: FileContext):
         by_name.setdefault(r.name, r)
     for n, r in headers.items():
         by_name.setdefault(n, r)
+    if READ_CALL.search(ctx.source.data):  # a header reading references that its includers declare
+        for n, r in includer_refs(ctx, lambda c: _header_refs(c)[0], _other_context).items():
+            by_name.setdefault(n, r)
     return local, odd, by_name, helpers
+
+def _other_context(ctx: FileContext, path: Path) -> FileContext | None:
+    """A FileContext for another project file, parsed like the engine parses it (macro bodies included)."""
+    from ...parse.treesitter import macro_units
+    from ...read.source import SourceError, check_bytes
+
+    data = ctx.project.read(path)
+    if data is None:
+        return None
+    try:
+        src = check_bytes(path, data)
+    except SourceError:
+        return None
+    src.statement_macros = ctx.project.statement_macros(path, data)
+    pbytes = src.parse_bytes
+    tree = parse(pbytes)
+    kw = re.compile(rb"\b(texture|surface|\w*(Texture|Surface)\w*|tex\w+|surf\w+)\b")
+    units = [Unit(tree=tree, base=0)] + (macro_units(tree, pbytes, kw) if b"#" in data else [])
+    return FileContext(source=src, units=units, target=ctx.target, options=ctx.options, project=ctx.project)

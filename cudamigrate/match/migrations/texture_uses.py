@@ -11,8 +11,10 @@ from typing import Any
 import tree_sitter as ts
 
 from ...parse.treesitter import Unit, query
+from ...read.generated import GeneratedSpans
 from ..context import FileContext, named_children, node_text, normalize
 from ..matchers import identifier_nodes
+from .texture_channel import writes_channel_desc
 from .texture_refs import REF_APIS, SURF_BINDS, SURF_FUNCS, TEX_BINDS, TEX_FIELDS, TEX_READS, Ref, normalize_spaces
 
 
@@ -124,6 +126,9 @@ class Migration:
                 par = p.parent
                 written = par is not None and par.type == "assignment_expression" and par.child_by_field_name("left") is not None \
                     and par.child_by_field_name("left").start_byte == p.start_byte
+                writer = None if written else writes_channel_desc(p)
+                if writer:
+                    return Use(ident, unit, "other", f"its `channelDesc` is written by `{writer}` (line {self.line(unit, p)})")
                 if not written and ref.kind == "texture":
                     return Use(ident, unit, "chan", p)
                 if written and ref.kind == "texture" and par.parent is not None and par.parent.type == "expression_statement":
@@ -147,7 +152,8 @@ def _same_node(a: ts.Node | None, b: ts.Node | None) -> bool:
 
 
 def _idents(ctx: FileContext, names: set[str]) -> list[tuple[Unit, ts.Node]]:
-    out = list(identifier_nodes(ctx, names, frozenset(("identifier",))))
+    made = GeneratedSpans.of(ctx.source.data)  # the helpers a fix inserted: their parameters are no uses
+    out = [(u, n) for u, n in identifier_nodes(ctx, names, frozenset(("identifier",))) if u.abs(n)[0] not in made]
     out.sort(key=lambda un: un[0].abs(un[1]))  # file order: the first use is where a header's reference is reported
     return out
 
@@ -164,6 +170,13 @@ def _collisions(ctx: FileContext, ref: Ref) -> str | None:
 def _macro_params(ctx: FileContext, macro: str) -> list[str]:
     m = re.search(rb"^[ \t]*#[ \t]*define[ \t]+" + re.escape(macro.encode()) + rb"\(([^)]*)\)", ctx.source.data, re.M)
     return [p.strip() for p in m.group(1).decode("utf-8", "replace").split(",")] if m else []
+
+
+def _named(ref_arg: ts.Node | None, args: list[ts.Node], fn: str) -> str:
+    """The reference a CM603 call names (its consistency group with CM601/CM602: fix/consistency.py)."""
+    node = ref_arg if ref_arg is not None else (args[0] if fn in TEX_READS and args else args[-1] if args else None)
+    name = normalize(node_text(node)).lstrip("&") if node is not None else ""
+    return name if re.fullmatch(r"[A-Za-z_]\w*", name) else ""
 
 
 _TYPE_DECLS = ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier")

@@ -1,0 +1,112 @@
+"""All or nothing per symbol: the edits of a consistency group are applied in every file of the run or in none.
+
+Some migrations only build when every use of a symbol moves together: renaming `double4` to `double4_16a` in
+a parameter but not in the return type of the same operator leaves `double4_16a` converted to `double4`, which
+has no conversion; a texture reference migrated in the file that declares it but not in the file that reads it
+leaves reads of a name that is no longer a texture. Rules say which findings belong together with
+`fix.consistency` (a template naming the symbol); the engine stores `family:symbol` as `Finding.group`.
+
+The test is on data, not per rule: a group is *broken* when, after fixing, a finding of the group remains in
+some output (manual, refused by the syntax guard, in conflict with another edit, unsafe without
+`--unsafe-fixes`, display-only) while another finding of the group was applied somewhere. A broken group is
+then blocked: every file that applied one of its edits is fixed again without them, until no file applies an
+edit of a blocked group. Blocking only grows, so this ends. Every use of a withheld group is then listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
+
+from ..findings.model import Finding, sort_key
+
+if TYPE_CHECKING:
+    from .apply import FixResult
+
+T = TypeVar("T")
+
+
+@dataclass
+class Withheld:
+    """Groups whose edits were dropped, and for each the uses that could not be rewritten (why, where)."""
+
+    stuck: dict[str, list[str]] = field(default_factory=dict)  # group -> ["path:line:col (reason)", ...]
+
+    def add(self, groups: set[str], results: Iterable["FixResult"]) -> None:
+        """Record `groups` as withheld, naming their uses that remain in `results` (before blocking)."""
+        left = [f for r in results for f in r.remaining if f.group in groups]
+        for g in sorted(groups):
+            self.stuck.setdefault(g, [where(f, why=True) for f in sorted(left, key=sort_key) if f.group == g])
+
+    def merge(self, other: "Withheld") -> None:
+        for g, uses in other.stuck.items():
+            self.stuck.setdefault(g, uses)
+
+
+def where(f: Finding, why: bool = False) -> str:
+    at = f"{f.path}:{f.line}:{f.column}"
+    return f"{at} ({reason(f)})" if why else at
+
+
+REASON_LIMIT = 200  # characters of a manual finding's message quoted as its reason
+
+
+def reason(f: Finding) -> str:
+    """Why a use was not rewritten: the fix's blocker, what its applicability needs, or (manual) its message."""
+    blocked = f.context.get("fix_blocked")
+    if blocked:
+        return str(blocked)
+    if f.applicability == "manual":
+        msg = f.message if len(f.message) <= REASON_LIMIT else f.message[: REASON_LIMIT - 1] + "…"
+        return f"{f.rule_id}, no automatic fix: {msg}"
+    return {"unsafe": "unsafe fix: needs --unsafe-fixes", "display-only": "display-only suggested edit"}.get(
+        f.applicability, "its fix was refused or conflicts with another edit")
+
+
+def broken(results: Iterable["FixResult"]) -> set[str]:
+    """Groups with a use still in some output while another use of the group was rewritten somewhere."""
+    rs = list(results)
+    left = {f.group for r in rs for f in r.remaining if f.group}
+    done = {f.group for r in rs for f in r.applied if f.group}
+    return left & done
+
+
+def applies_any(res: "FixResult", groups: frozenset[str]) -> bool:
+    return any(f.group in groups for f in res.applied)
+
+
+def settle(items: list[T], result_of: Callable[[T], "FixResult | None"],
+           refix: Callable[[T, frozenset[str]], T]) -> tuple[list[T], frozenset[str], Withheld]:
+    """Fix results of a whole run made consistent per group: `refix(item, blocked)` computes an item's fix again
+    without the edits of the `blocked` groups; called only for items that applied an edit of one of them."""
+    blocked: frozenset[str] = frozenset()
+    withheld = Withheld()
+    while True:
+        results = [r for r in map(result_of, items) if r is not None]
+        more = broken(results) - blocked
+        if not more:
+            break
+        withheld.add(more, results)
+        blocked |= more
+        out = []
+        for it in items:
+            r = result_of(it)
+            out.append(refix(it, blocked) if r is not None and applies_any(r, blocked) else it)
+        items = out
+    for r in (r for r in map(result_of, items) if r is not None):
+        withheld.merge(r.withheld)
+    return items, blocked, withheld
+
+
+def report(withheld: Withheld, results: Iterable["FixResult"]) -> list[str]:
+    """One line per withheld group: the uses that could not be rewritten and every use left unchanged."""
+    rs = list(results)
+    lines = []
+    for g, stuck in sorted(withheld.stuck.items()):
+        uses = sorted((f for r in rs for f in r.remaining if f.group == g), key=sort_key)
+        family, _, symbol = g.partition(":")
+        rules = ", ".join(sorted({f.rule_id for f in uses})) or family
+        lines.append(f"{rules}: `{symbol}`: fix withheld in every file, since {len(stuck)} use(s) cannot be "
+                     f"rewritten: {'; '.join(stuck)}. All {len(uses)} use(s) left unchanged: "
+                     f"{', '.join(where(f) for f in uses)}")
+    return lines

@@ -1,0 +1,63 @@
+"""References a header reads but does not declare: declared in the headers its includers include.
+
+A header such as `reads.cuh` (`__device__ float sample(...) { return tex2D(texImg, ...); }`) often relies on
+every file that includes it having included `textures.cuh` first. Scanned on its own it sees no declaration of
+`texImg`, so its read would stay in reference form (CM603, manual) while the declaration and the binds migrate,
+and nothing would build. When every file of the run that includes the header sees one and the same declaration
+of the name through its own includes, that declaration is the one the header reads, and the header's uses
+migrate with it. Files that disagree (two declarations, or none) leave the name unknown here, as before.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from ..context import FileContext
+
+
+def includer_refs(ctx: "FileContext", header_refs: Callable[["FileContext"], dict], other: Callable) -> dict:
+    """name -> the Ref every includer of `ctx`'s file sees through its own includes (none for a file nobody
+    includes). `header_refs(ctx)` gives a file's header references; `other(ctx, path)` a context for another
+    file of the run."""
+    project = ctx.project
+    if project is None or not project.files:
+        return {}
+    me = ctx.source.path.resolve()
+    users = [p for p in project.includers(me) if Path(p).resolve() != me]
+    if not users:
+        return {}
+    cache = project.cache.setdefault(("texture-includer-refs",), {})
+    seen: list[dict] = []
+    for path in users:
+        key = Path(path).resolve()
+        if key not in cache:
+            octx = other(ctx, key)
+            cache[key] = header_refs(octx) if octx is not None else {}
+        seen.append(cache[key])
+    out = {}
+    for name, ref in seen[0].items():
+        paths = {str(s[name].path) if name in s and s[name].path is not None else None for s in seen}
+        if len(paths) == 1 and None not in paths and Path(next(iter(paths))).resolve() != me:
+            out[name] = ref
+    return out
+
+
+# a reference-form read, bind or surface call (the names of texture.TEX_READS, TEX_BINDS and SURF_FUNCS)
+READ_CALL = re.compile(rb"\b(?:tex(?:1Dfetch|[123]D|[12]DLayered|CubemapLayered|Cubemap|2Dgather)(?:Lod|Grad)?"
+                       rb"|surf\w+|cudaBindTexture\w*|cudaUnbindTexture|cudaBindSurface\w*)\s*\(")
+
+
+def includers_may_declare(data: bytes, path: Path, project: Any, reference_text: re.Pattern) -> bool:
+    """The precheck's side of `includer_refs`: can a file that reads references see a declaration through one of
+    the files that include it? (the includer or a header it reaches holds `texture<`/`surface<` text)"""
+    if project is None or not project.files or not READ_CALL.search(data):
+        return False
+    for user in project.includers(path):
+        for f in [user, *project.reachable(user)]:
+            text = project.read(f)
+            if text is None or reference_text.search(text):
+                return True
+    return False

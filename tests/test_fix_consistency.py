@@ -1,0 +1,158 @@
+"""All or nothing per symbol (fix/consistency.py): the findings of a consistency group (a rule's `consistency:`
+template, e.g. CM511's type or CM601's texture reference) are fixed in every file of the run or in none, and a
+withheld group lists every use. Each project here was half-migrated (and so broken) before groups existed."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cudamigrate.scan.engine import Engine, Options
+from cudamigrate.fix.apply import fix_bytes
+from cudamigrate.knowledge.load import load_rules
+from cudamigrate.pipeline.runner import EngineSpec, fix_files
+
+from .conftest import FIXTURES
+from .helpers import run_cli
+
+KEEP_COMPAT = FIXTURES / "projects" / "consistency-keep-compat"
+HEADER_READS = FIXTURES / "texture" / "project-header-reads"
+HEADER_READS_BLOCKED = FIXTURES / "texture" / "project-header-reads-blocked"
+
+
+def _copy(src: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst)
+    return dst
+
+
+def _tree(d: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(d.iterdir()) if p.is_file()}
+
+
+def test_a_rename_one_file_cannot_write_is_withheld_in_every_file(tmp_path):
+    proj = _copy(KEEP_COMPAT, tmp_path)
+    before = _tree(proj)
+    r = run_cli("fix", "--keep-compat", "12.0", "--select", "CM511", ".", cwd=proj)
+    assert r.exit_code == 1, r.stderr  # findings remain
+    assert _tree(proj) == before  # main.cu's statements are not renamed while the member stays double4
+    note = next(ln for ln in r.stderr.splitlines() if "fix withheld" in ln)
+    assert "`double4`" in note and "particle.h:7:3" in note.split("All")[0]  # the use that cannot be written
+    for use in ("main.cu:5:3", "main.cu:5:15", "particle.h:7:3"):  # every use is listed
+        assert use in note.split("All")[1], note
+    assert "Fixed 0 finding(s) in 0 file(s); 3 remaining." in r.stderr
+
+
+def test_without_keep_compat_the_whole_group_is_renamed(tmp_path):
+    proj = _copy(KEEP_COMPAT, tmp_path)
+    r = run_cli("fix", "--select", "CM511", ".", cwd=proj)
+    assert r.exit_code == 0, r.stderr
+    assert "double4_16a pos;" in (proj / "particle.h").read_text()
+    assert "double4_16a v = make_double4_16a(1, 2, 3, 4);" in (proj / "main.cu").read_text()
+    assert "fix withheld" not in r.stderr
+
+
+@pytest.mark.nvcc
+@pytest.mark.parametrize("keep_compat", [True, False])
+def test_the_project_still_compiles_after_fix(tmp_path, keep_compat):
+    proj = _copy(KEEP_COMPAT, tmp_path)
+    run_cli("fix", *(["--keep-compat", "12.0"] if keep_compat else []), "--select", "CM511", ".", cwd=proj)
+    res = subprocess.run(["nvcc", "-c", "-o", str(tmp_path / "main.o"), "main.cu"], cwd=proj, capture_output=True,
+                         text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_commit_per_rule_withholds_the_same_group(tmp_path, monkeypatch):
+    if shutil.which("git") is None:
+        pytest.skip("git not installed")
+    for k, v in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@example.com"), ("GIT_COMMITTER_NAME", "t"),
+                 ("GIT_COMMITTER_EMAIL", "t@example.com")):
+        monkeypatch.setenv(k, v)
+    proj = _copy(KEEP_COMPAT, tmp_path)
+    before = _tree(proj)
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "init"]):
+        subprocess.run(["git", "-C", str(proj), *args], check=True, capture_output=True)
+    r = run_cli("fix", "--keep-compat", "12.0", "--select", "CM511", "--commit-per-rule", ".", cwd=proj)
+    assert _tree(proj) == before and "fix withheld" in r.stderr, r.stderr
+
+
+def test_texture_reads_in_an_included_header_migrate_with_the_declaration(tmp_path):
+    """reads.cuh reads the reference that main.cu, its only includer, declares through textures.cuh: the read
+    migrates with the declaration and the bind (before: a manual CM603 read and a migrated declaration)."""
+    proj = _copy(HEADER_READS, tmp_path)
+    r = run_cli("fix", "--unsafe-fixes", "--select", "CM601,CM602,CM603", ".", cwd=proj)
+    assert r.exit_code == 0 and "fix withheld" not in r.stderr, r.stderr
+    assert "tex2D<float>(texImg, x + 0.5f, y + 0.5f)" in (proj / "reads.cuh").read_text()
+    assert "__constant__ cudaTextureObject_t texImg;" in (proj / "textures.cuh").read_text()
+    if shutil.which("nvcc"):
+        res = subprocess.run(["nvcc", "-c", "-o", str(tmp_path / "m.o"), "main.cu"], cwd=proj, capture_output=True,
+                             text=True)
+        assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_a_texture_use_an_included_header_cannot_migrate_holds_back_the_declaration(tmp_path):
+    proj = _copy(HEADER_READS_BLOCKED, tmp_path)
+    before = _tree(proj)
+    r = run_cli("fix", "--unsafe-fixes", "--select", "CM601,CM602,CM603", ".", cwd=proj)
+    assert _tree(proj) == before, r.stderr  # textures.cuh keeps its texture<> while reads.cuh uses it
+    note = next(ln for ln in r.stderr.splitlines() if "fix withheld" in ln)
+    assert "`texImg`" in note and "reads.cuh:5:54" in note.split("All")[0]
+    for use in ("main.cu:11:26", "reads.cuh:5:54", "textures.cuh:5:44"):
+        assert use in note.split("All")[1], note
+
+
+# a rule whose rewrite is valid as a statement and a syntax error inside an initializer: the syntax guard refuses
+# it in one file only
+BRACED = """id: CM9101
+name: braced
+family: test
+summary: s
+message: m
+severity: info
+match: {call: {names: [legacy_fn]}}
+fix: {applicability: safe, edits: [{replace: node, with: '{ new_fn(); }'}]}
+references: [test]
+"""
+STATEMENT = b"void f() {\n  legacy_fn();\n}\n"
+INITIALIZER = b"int g() {\n  int x = legacy_fn();\n  return x;\n}\n"
+
+
+def _braced(tmp_path: Path, group: bool) -> tuple[Engine, EngineSpec, list[Path]]:
+    rd = tmp_path / "rules"
+    rd.mkdir()
+    (rd / "CM9101-braced.yaml").write_text(BRACED + ("consistency: '{{ name }}'\n" if group else ""))
+    rs = load_rules([rd])
+    assert not rs.errors, rs.errors
+    files = [tmp_path / "a.cu", tmp_path / "b.cu"]
+    files[0].write_bytes(STATEMENT)
+    files[1].write_bytes(INITIALIZER)
+    opts = Options(select=["CM9101"])
+    return Engine(rs.rules, opts), EngineSpec([rd], opts), files
+
+
+def test_a_fix_refused_in_one_file_is_not_applied_in_another(tmp_path):
+    engine, spec, files = _braced(tmp_path, group=True)
+    run = fix_files(engine, spec, files, unsafe=False)
+    a, b = (o.result for o in run)
+    assert a is not None and b is not None
+    assert not a.changed and not b.changed  # the statement form alone would be a partial migration
+    assert any("fix refused" in e for e in b.errors)
+    assert len(run.withheld) == 1 and "b.cu:2:11" in run.withheld[0] and "a.cu:2:3" in run.withheld[0]
+
+
+def test_without_a_group_each_finding_stands_alone(tmp_path):
+    """The control: the same rule without `consistency:` fixes the statement and leaves the initializer."""
+    engine, spec, files = _braced(tmp_path, group=False)
+    a, b = (o.result for o in fix_files(engine, spec, files, unsafe=False))
+    assert a is not None and b is not None
+    assert a.changed and a.fixed == b"void f() {\n  { new_fn(); };\n}\n" and not b.changed
+
+
+def test_one_file_groups_are_settled_by_fix_bytes(tmp_path):
+    """Both forms in one file (the path `fix -`, fixtures and selftest take): neither is applied."""
+    engine, _, _ = _braced(tmp_path, group=True)
+    res = fix_bytes(engine, Path("t.cu"), STATEMENT + INITIALIZER, "t.cu")
+    assert not res.changed and set(res.withheld.stuck) == {"test:legacy_fn"}
