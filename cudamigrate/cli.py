@@ -517,6 +517,14 @@ def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
               help="On a clean git work tree: one commit per rule, with a generated message; the final tree equals "
                    "a single `fix` run.")
 @click.option("--commit-per-family", "commit_by", flag_value="family", help="Like --commit-per-rule, one commit per family.")
+@click.option("--verify", "verify_mode", flag_value="auto", default=None,
+              help="Compile every unit the fix changes before and after it; roll back edits that break one "
+                   "(default when nvcc or a compile_commands.json is found; config key `verify`).")
+@click.option("--no-verify", "verify_mode", flag_value="off", help="Do not compile to verify the fix.")
+@click.option("--require-verify", "verify_mode", flag_value="require",
+              help="Like --verify, but exit 2 (writing nothing) when no compiler or compile command is known.")
+@click.option("--verify-report", type=click.Path(path_type=Path), default=None,
+              help="Write compile verification's counts and rollbacks as JSON to this file.")
 @stdin_option
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
         exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
@@ -524,7 +532,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
 
     With `-` (and --stdin-filename): fix the source read from stdin and print the fixed text (or, with
     --diff, the diff) on stdout; no file is touched."""
-    from .cli_fix import FixTally, list_fix_outcome, record_fix
+    from .cli_fix import FixTally, list_fix_outcome, record_fix, verify_fixes
     from .cli_semantic import clock, semantic_timed, since, timings
     from .fix.write import clean_stale, fsync_dir
     from .runner import fix_files
@@ -562,7 +570,9 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         for d in sorted({os.path.dirname(os.path.realpath(p)) for p in unique}):
             clean_stale(d)
     # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
-    for outcome in fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db):
+    computed = fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db)
+    outcomes, verified = verify_fixes(engine, unique, computed, kw, cfg, paths, unsafe_fixes, display_only)
+    for outcome in outcomes:
         record_fix(outcome, write, tally)
     for d in sorted(tally.written_dirs):
         fsync_dir(d)
@@ -579,7 +589,14 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if tally.not_written:
         msg += f"; {tally.not_written} file(s) not written"
     click.echo(msg + ".", err=True)
-    if rule_errors or tally.internal:
+    if verified is not None:
+        click.echo(verified.line(), err=True)
+    if kw.get("verify_report") is not None:
+        import json
+
+        _write_report(json.dumps(verified.to_json() if verified is not None else None, indent=2) + "\n",
+                      kw["verify_report"])
+    if rule_errors or tally.internal or (verified is not None and verified.worse):
         sys.exit(EXIT_ERROR)
     if (tally.remaining or tally.had_error) and not exit_zero:
         sys.exit(EXIT_FINDINGS)

@@ -123,21 +123,23 @@ def _edits(f: Finding) -> list[Edit]:
 
 
 def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool = False,
-              display_only: frozenset[str] = frozenset()) -> FixResult:
+              display_only: frozenset[str] = frozenset(),
+              exclude: frozenset[tuple[str, str]] = frozenset()) -> FixResult:
     """Fix one file's bytes in passes; the result converges (fixing it again changes nothing).
 
     A rule whose fix still applies after MAX_PASSES passes feeds on its own output: its fixes are
-    withdrawn (with an error naming it) and the file is fixed again without them."""
+    withdrawn (with an error naming it) and the file is fixed again without them. `exclude`: findings
+    (rule id, fingerprint) never applied (compile verification's rollback, cudamigrate/verify/rollback.py)."""
     blocked: set[str] = set()
     notes: list[str] = []
     for _ in range(3):
-        res, again = _fix_passes(engine, path, data, display, unsafe, blocked, display_only)
+        res, again = _fix_passes(engine, path, data, display, unsafe, blocked, display_only, exclude)
         if not again:
             break
         notes += res.errors[-1:]
         blocked |= again
     else:
-        res, _ = _fix_passes(engine, path, data, display, unsafe, _ALL, display_only)
+        res, _ = _fix_passes(engine, path, data, display, unsafe, _ALL, display_only, exclude)
     res.errors = notes + res.errors
     return res
 
@@ -151,7 +153,8 @@ _ALL = _Everything()
 
 
 def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool,
-                blocked: set[str], display_only: frozenset[str] = frozenset()) -> tuple[FixResult, set[str]]:
+                blocked: set[str], display_only: frozenset[str] = frozenset(),
+                exclude: frozenset[tuple[str, str]] = frozenset()) -> tuple[FixResult, set[str]]:
     res = FixResult(display, data, data)
     current = data
     scan: FileResult = engine.scan_bytes(path, current, display)
@@ -160,7 +163,7 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
         res.errors = scan.errors
         return res, set()
     newline = b"\r\n" if b"\r\n" in data[:65536] else b"\n"
-    withdrawn: set[tuple[str, str]] = set()  # (rule, fingerprint) whose edits made a syntax error
+    withdrawn: set[tuple[str, str]] = set(exclude)  # (rule, fingerprint) whose edits made a syntax error
     errors_now = guard.errors_of(current)
     notes: list[str] = []
     exhausted = False
