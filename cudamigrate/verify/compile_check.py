@@ -212,12 +212,15 @@ def nvcc_path() -> str | None:
 
 
 # --------------------------------------------------------------------------- the overlay
-def make_overlay(changes: dict[str, bytes]) -> str:
+def make_overlay(changes: dict[str, bytes], dirs: Iterable[str] = ()) -> str:
     """A temporary directory that mirrors `/` with `changes` (real path -> new bytes) in place (see the module
-    docstring); the caller removes it."""
+    docstring); the caller removes it. `dirs` (real paths) are mirrored as real directories too, with their
+    ancestors: a `..` in an include is resolved by the kernel through the physical directory, so a directory
+    an include starts from must not be a symlink into the original tree (the unit's, the -I directories, the
+    directories of the headers it reaches)."""
     top = tempfile.mkdtemp(prefix="cudamigrate-verify-")
     real_dirs: set[str] = set()
-    for p in changes:
+    for p in [*(os.path.join(d, ".") for d in dirs), *changes]:
         d = os.path.dirname(p)
         while True:
             real_dirs.add(d)
@@ -345,11 +348,29 @@ def content_key(cmd: UnitCommand, inputs: list[tuple[str, bytes]]) -> str:
     return h.hexdigest()
 
 
-def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None) -> CompileResult:
-    """Compile the unit as it is on disk (`changes` None) or with `changes` (real path -> bytes) in an overlay;
-    the object file goes to a temporary directory, removed after."""
+def search_dirs(cmd: UnitCommand) -> list[str]:
+    """The directories includes of the unit start from: its own, the command's, its -I directories."""
+    out = [os.path.dirname(cmd.file), os.path.realpath(cmd.directory)]
+    args = list(cmd.argv[1:])
+    for i, a in enumerate(args):
+        for fl in ("-I", "-isystem", "-iquote", "--include-path="):
+            if a == fl.rstrip("=") and i + 1 < len(args):
+                d = args[i + 1]
+            elif a.startswith(fl) and len(a) > len(fl):
+                d = a[len(fl):]
+            else:
+                continue
+            out.append(os.path.realpath(os.path.join(cmd.directory, d)))
+            break
+    return [d for d in dict.fromkeys(out) if os.path.isdir(d)]
+
+
+def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs: Iterable[str] = ()) -> CompileResult:
+    """Compile the unit as it is on disk (`changes` None) or with `changes` (real path -> bytes) in an overlay
+    (`dirs`: more directories includes start from, see make_overlay); the object file goes to a temporary
+    directory, removed after."""
     t0 = time.perf_counter()
-    top = make_overlay(changes) if changes else None
+    top = make_overlay(changes, [*search_dirs(cmd), *dirs]) if changes else None
     out_dir = tempfile.mkdtemp(prefix="cudamigrate-obj-")
     try:
         argv = overlay_argv(cmd.argv, top) if top else list(cmd.argv)

@@ -183,7 +183,7 @@ class Verifier:
         if got is not None:
             self.summary.cached += 1
             return got
-        res = compile_unit(cmd, changes or None)
+        res = compile_unit(cmd, changes or None, {os.path.dirname(d) for d in self.deps(unit)})
         self.summary.compiles += 1
         self.cache.put(key, res)
         return res
