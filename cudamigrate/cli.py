@@ -930,5 +930,13 @@ def calibrate(out_file: Path | None, bench_dir: Path | None, merge: bool, arch: 
     sys.exit(EXIT_FINDINGS if problems else EXIT_CLEAN)
 
 
+def _register_verify() -> None:
+    from .verify.cli_verify import verify_command
+
+    main.add_command(verify_command)
+
+
+_register_verify()
+
 if __name__ == "__main__":  # pragma: no cover
     main()
