@@ -571,7 +571,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
             clean_stale(d)
     # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
     computed = fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db)
-    outcomes, verified = verify_fixes(engine, unique, computed, kw, cfg, paths, unsafe_fixes, display_only)
+    outcomes, verified = verify_fixes(engine, unique, computed, kw, cfg, paths, unsafe_fixes, display_only, db)
     for outcome in outcomes:
         record_fix(outcome, write, tally)
     for d in sorted(tally.written_dirs):

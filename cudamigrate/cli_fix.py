@@ -107,7 +107,8 @@ def list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
 
 
 def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome], kw: dict[str, Any], cfg: Any,
-                 paths: tuple[Path, ...], unsafe: bool, display_only: frozenset[str]) -> tuple[Iterable[FixOutcome], Any]:
+                 paths: tuple[Path, ...], unsafe: bool, display_only: frozenset[str],
+                 facts: Any = None) -> tuple[Iterable[FixOutcome], Any]:
     """Compile verification (cudamigrate/verify/rollback.py) of the computed fixes, before anything is written:
     (the outcomes, repaired, and the summary), or the outcomes untouched and None when verification is off or,
     in `auto` mode, no compiler is known. `require` without a compiler: one line, exit 2."""
@@ -130,7 +131,11 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
             sys.exit(2)
         return outcomes, None
     done = list(outcomes)
-    summary = v.run(done)
+    engine.semantic_provider = facts.facts_for if facts is not None else None  # rollbacks refix as `fix` did
+    try:
+        summary = v.run(done)
+    finally:
+        engine.semantic_provider = None
     for r in summary.rollbacks:
         err(r.text())
     for u in summary.unverified:

@@ -77,5 +77,8 @@ def verify_command(project: Path, build_cmd: str | None, run_cmd: str | None, un
     if res.identical:
         click.echo(f"Identical output before and after the fix (compared with {res.compared_with}).")
         sys.exit(EXIT_SAME)
-    click.echo(f"Output differs after the fix (compared with {res.compared_with}): {res.detail}")
+    if res.detail.startswith("the fixed program"):
+        click.echo(f"The fixed program does not build or run: {res.detail}")
+    else:
+        click.echo(f"Output differs after the fix (compared with {res.compared_with}): {res.detail}")
     sys.exit(EXIT_DIFFERENT)

@@ -67,6 +67,7 @@ class VerifySummary:
     compiles: int = 0
     cached: int = 0
     seconds: float = 0.0
+    per_unit: list[dict[str, Any]] = field(default_factory=list)  # unit, compiled before, compiles after
 
     def line(self) -> str:
         s = (f"Verified {self.units} unit(s) by compiling ({self.compiled_before} compiled before): "
@@ -81,7 +82,7 @@ class VerifySummary:
         return {"units": self.units, "compiled_before": self.compiled_before, "now_build": self.now_build,
                 "worse": self.worse, "rolled_back": len(self.rollbacks), "compiles": self.compiles,
                 "cached": self.cached, "seconds": round(self.seconds, 3), "unverified": self.unverified,
-                "rollbacks": [r.__dict__ for r in self.rollbacks]}
+                "rollbacks": [r.__dict__ for r in self.rollbacks], "per_unit": self.per_unit}
 
 
 @dataclass
@@ -247,6 +248,8 @@ class Verifier:
                 after[u] = self.compile(u, self.changes(u))
         self.summary.worse = sum(1 for u in units if worse(before[u], after[u]))
         self.summary.now_build = sum(1 for u in units if not before[u].ok and after[u].ok)
+        self.summary.per_unit = [{"unit": self.display(u), "compiled_before": before[u].ok, "compiles_after": after[u].ok,
+                                  "first_error_after": "" if after[u].ok else after[u].first_error} for u in units]
         self._finish()
         self.summary.seconds = time.perf_counter() - t0
         return self.summary
