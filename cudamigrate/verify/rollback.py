@@ -229,7 +229,7 @@ class Verifier:
                 units.append(u)
         with ThreadPoolExecutor(self.jobs) as pool:
             before = dict(zip(units, pool.map(lambda u: self.compile(u, {}), units), strict=True))
-            after = dict(zip(units, pool.map(lambda u: self.compile(u, self.changes(u)), units), strict=True))
+            after = dict(zip(units, self._compile_all(pool, units), strict=True))
         self.summary.units = len(units)
         self.summary.compiled_before = sum(1 for u in units if before[u].ok)
         for _ in range(MAX_ROUNDS):
@@ -238,10 +238,10 @@ class Verifier:
                 break
             touched: set[str] = set()
             for u in bad:
-                touched |= self._repair(u, before[u], after[u])
+                touched |= self._repair(u, before[u])
             again = [u for u in units if touched & set(self.deps(u))]
             with ThreadPoolExecutor(self.jobs) as pool:
-                after.update(zip(again, pool.map(lambda u: self.compile(u, self.changes(u)), again), strict=True))
+                after.update(zip(again, self._compile_all(pool, again), strict=True))
         else:
             for u in [u for u in units if worse(before[u], after[u])]:  # give up on this unit: all its edits
                 self._roll_back_all(u, after[u], before[u])
@@ -254,6 +254,12 @@ class Verifier:
         self.summary.seconds = time.perf_counter() - t0
         return self.summary
 
+    def _compile_all(self, pool: ThreadPoolExecutor, units: list[str]) -> list[CompileResult]:
+        """The units compiled with their current edits, in parallel; the edits are computed here first, in this
+        thread (fixing runs the engine, which is not thread-safe; compiling is a subprocess)."""
+        jobs = [(u, self.changes(u)) for u in units]
+        return list(pool.map(lambda job: self.compile(*job), jobs))
+
     def _items(self, unit: str) -> list[_Item]:
         out = []
         for d in self.deps(unit):
@@ -264,7 +270,7 @@ class Verifier:
                     if (a.rule_id, a.fingerprint) not in f.excluded]
         return sorted(out, key=lambda i: (i.rule_id, i.file, i.line, i.fingerprint))
 
-    def _repair(self, unit: str, before: CompileResult, after: CompileResult) -> set[str]:
+    def _repair(self, unit: str, before: CompileResult) -> set[str]:
         """Exclude the findings that make `unit` worse (bisected); return the files whose fix changed."""
         items = self._items(unit)
         memo: dict[frozenset[_Item], CompileResult] = {}
@@ -292,7 +298,7 @@ class Verifier:
 
         kept = list(items)
         blamed: list[tuple[_Item, str]] = []
-        current = after
+        current = trial(kept)  # not `after`: another unit's rollbacks this round may have changed a shared header
         while kept and worse(before, current):
             rules = list(dict.fromkeys(i.rule_id for i in kept))
             r = shortest(partial(_rule_prefix, kept, rules), len(rules))
