@@ -185,3 +185,12 @@ def test_nvcc_good_edit_in_a_source_stays_bad_edit_in_its_header_goes(tmp_path):
     assert (got["units"], got["compiled_before"], got["now_build"], got["rolled_back"]) == (1, 0, 1, 1)
     assert got["rollbacks"][0]["unit"].endswith("src/main.cu") and got["rollbacks"][0]["path"].endswith("check.cuh")
     assert "1 unit(s) now build that did not" in err(r)
+
+
+def test_a_wrong_verify_value_in_the_configuration_is_one_line_and_exit_2(tmp_path):
+    src = tmp_path / "a.cu"
+    src.write_text("void f() {\n  cudaGetLastError();\n}\n")
+    (tmp_path / ".cudamigrate.toml").write_text('verify = "sometimes"\n')
+    r = run("--select", "CM9901", str(src))
+    assert r.exit_code == 2 and '`verify` must be "auto", "off" or "require"' in err(r)
+    assert BROKEN not in src.read_text()
