@@ -589,7 +589,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if tally.not_written:
         msg += f"; {tally.not_written} file(s) not written"
     click.echo(msg + ".", err=True)
-    if verified is not None:
+    if verified is not None and (verified.units or verified.unverified):  # nothing changed: nothing to say
         click.echo(verified.line(), err=True)
     if kw.get("verify_report") is not None:
         import json
