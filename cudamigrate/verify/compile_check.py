@@ -176,17 +176,32 @@ def include_dirs(file: Path, data: bytes, run_files: Iterable[Path]) -> list[str
                 found = s[: -len(name.lstrip("./"))].rstrip("/")
                 break
         if found is None:
-            for anc in [here, *list(here.parents)[:_ANCESTORS]]:
-                for home in _INCLUDE_HOMES:
-                    d = anc / home if home else anc
-                    if (d / name).is_file():
-                        found = str(d)
-                        break
-                if found:
-                    break
+            found = _in_include_home(here, name)
         if found and found not in out:
             out.append(found)
     return out
+
+
+def _in_include_home(here: Path, name: str) -> str | None:
+    """The directory `d` that makes `d/name` a file, among the include homes (include/, inc/, Common/ ...) of
+    `here` and its ancestors and their direct subdirectories (cuda-samples' Common/UtilNPP)."""
+    for anc in [here, *list(here.parents)[:_ANCESTORS]]:
+        for home in _INCLUDE_HOMES:
+            d = anc / home if home else anc
+            if (d / name).is_file():
+                return str(d)
+            if home and d.is_dir():
+                for sub in _subdirs(d):
+                    if (sub / name).is_file():
+                        return str(sub)
+    return None
+
+
+def _subdirs(d: Path) -> list[Path]:
+    try:
+        return sorted(e for e in d.iterdir() if e.is_dir())
+    except OSError:
+        return []
 
 
 def synthesize(file: Path, data: bytes, run_files: Iterable[Path], nvcc: str) -> UnitCommand:
