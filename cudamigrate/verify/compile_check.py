@@ -136,7 +136,8 @@ def load_database(db_path: Path | None) -> dict[str, UnitCommand]:
 _DROP_WITH_ARG = {"-o", "-MF", "-MT", "-MQ", "--output-file", "-odir", "--output-directory",
                   "--dependency-output"}
 _DROP = {"-c", "-MD", "-MMD", "-MP", "-M", "-MM", "--generate-dependencies", "--generate-nonsystem-dependencies",
-         "--compile", "-E", "--preprocess", "-S", "-fsyntax-only", "--dependency-drive-compilation"}
+         "--compile", "-E", "--preprocess", "-S", "-fsyntax-only", "--dependency-drive-compilation",
+         "-keep", "--keep", "-save-temps", "--save-temps"}  # these write intermediates into the user's directory
 
 
 def strip_outputs(argv: list[str]) -> list[str]:
