@@ -133,7 +133,7 @@ def load_database(db_path: Path | None) -> dict[str, UnitCommand]:
     return out
 
 
-_DROP_WITH_ARG = {"-o", "-MF", "-MT", "-MQ", "--output-file", "-odir", "--output-directory",
+_DROP_WITH_ARG = {"-o", "-MF", "-MT", "-MQ", "--output-file", "-odir", "--output-directory", "-keep-dir", "--keep-dir",
                   "--dependency-output"}
 _DROP = {"-c", "-MD", "-MMD", "-MP", "-M", "-MM", "--generate-dependencies", "--generate-nonsystem-dependencies",
          "--compile", "-E", "--preprocess", "-S", "-fsyntax-only", "--dependency-drive-compilation",
