@@ -13,6 +13,10 @@ import tempfile as _tempfile
 
 os.environ["CUDAMIGRATE_CACHE_DIR"] = _tempfile.mkdtemp(prefix="cudamigrate-test-cache-")
 os.environ["XDG_CACHE_HOME"] = os.environ["CUDAMIGRATE_CACHE_DIR"]
+# `fix` compiles what it changes when nvcc is on PATH (cudamigrate/verify/rollback.py): two nvcc runs per
+# changed unit would multiply the suite's time, and most fix tests are about the fixer's edits, not the
+# compiler. tests/test_verify_compile.py turns it back on (and tests the default) explicitly.
+os.environ.setdefault("CUDAMIGRATE_VERIFY", "off")
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -13,6 +13,7 @@ from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main
 from .options import _split, _tracebacks, selection_options, stdin_option
 from .output import err as _err
 from .prepare import _setup, _stdin_input
+from .scan import _write_report
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
     from ..scan.engine import Engine
@@ -34,6 +35,14 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
               help="On a clean git work tree: one commit per rule, with a generated message; the final tree equals "
                    "a single `fix` run.")
 @click.option("--commit-per-family", "commit_by", flag_value="family", help="Like --commit-per-rule, one commit per family.")
+@click.option("--verify", "verify_mode", flag_value="auto", default=None,
+              help="Compile every unit the fix changes before and after it; roll back edits that break one "
+                   "(default when nvcc or a compile_commands.json is found; config key `verify`).")
+@click.option("--no-verify", "verify_mode", flag_value="off", help="Do not compile to verify the fix.")
+@click.option("--require-verify", "verify_mode", flag_value="require",
+              help="Like --verify, but exit 2 (writing nothing) when no compiler or compile command is known.")
+@click.option("--verify-report", type=click.Path(path_type=Path), default=None,
+              help="Write compile verification's counts and rollbacks as JSON to this file.")
 @stdin_option
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
         exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
@@ -41,7 +50,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
 
     With `-` (and --stdin-filename): fix the source read from stdin and print the fixed text (or, with
     --diff, the diff) on stdout; no file is touched."""
-    from .fix_report import FixTally, list_fix_outcome, record_fix
+    from .fix_report import FixTally, list_fix_outcome, record_fix, verify_fixes
     from .semantic import clock, semantic_timed, since, timings
     from ..fix.write import clean_stale, fsync_dir
     from ..pipeline.runner import fix_files
@@ -80,7 +89,8 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
             clean_stale(d)
     # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
     fixed = fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db)
-    for outcome in fixed:
+    outcomes, verified = verify_fixes(engine, unique, fixed, kw, cfg, paths, unsafe_fixes, display_only, db)
+    for outcome in outcomes:
         record_fix(outcome, write, tally)
     for line in fixed.withheld:
         _err(f"note: {line}")
@@ -99,7 +109,14 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if tally.not_written:
         msg += f"; {tally.not_written} file(s) not written"
     click.echo(msg + ".", err=True)
-    if rule_errors or tally.internal:
+    if verified is not None and (verified.units or verified.unverified):  # nothing changed: nothing to say
+        click.echo(verified.line(), err=True)
+    if kw.get("verify_report") is not None:
+        import json
+
+        _write_report(json.dumps(verified.to_json() if verified is not None else None, indent=2) + "\n",
+                      kw["verify_report"])
+    if rule_errors or tally.internal or (verified is not None and verified.worse):
         sys.exit(EXIT_ERROR)
     if (tally.remaining or tally.had_error) and not exit_zero:
         sys.exit(EXIT_FINDINGS)

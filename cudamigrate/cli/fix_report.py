@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Iterable
 
 import click
 
@@ -103,3 +104,40 @@ def list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
         click.echo("Remaining:", err=True)
         for f in plan_order(left):
             click.echo(f"  {f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message}", err=True)
+
+
+def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome], kw: dict[str, Any], cfg: Any,
+                 paths: tuple[Path, ...], unsafe: bool, display_only: frozenset[str],
+                 facts: Any = None) -> tuple[Iterable[FixOutcome], Any]:
+    """Compile verification (cudamigrate/verify/rollback.py) of the computed fixes, before anything is written:
+    (the outcomes, repaired, and the summary), or the outcomes untouched and None when verification is off or,
+    in `auto` mode, no compiler is known. `require` without a compiler: one line, exit 2."""
+    from ..parse.clang import find_compile_db
+    from ..verify.rollback import Verifier, resolve_mode
+
+    try:
+        mode = resolve_mode(kw.get("verify_mode"), cfg.get("verify"))
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    if mode == "off":
+        return outcomes, None
+    db_path = kw.get("compile_commands") or find_compile_db(list(paths) or [Path(".")])
+    assert engine.project is not None
+    v = Verifier(engine, engine.project, files, unsafe=unsafe, display_only=display_only, db_path=db_path,
+                 jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"))
+    if not v.available():
+        if mode == "require":
+            err("cannot verify fixes: no nvcc on PATH and no compile_commands.json (--require-verify); nothing written")
+            sys.exit(2)
+        return outcomes, None
+    done = list(outcomes)
+    engine.semantic_provider = facts.facts_for if facts is not None else None  # rollbacks refix as `fix` did
+    try:
+        summary = v.run(done)
+    finally:
+        engine.semantic_provider = None
+    for r in summary.rollbacks:
+        err(r.text())
+    for u in summary.unverified:
+        err(f"note: {u}")
+    return done, summary

@@ -20,7 +20,8 @@ else:  # pragma: no cover
 from .textsafe import one_line, printable
 
 KNOWN = {"select", "ignore", "extend-select", "exclude", "target-cuda", "from-cuda", "options", "rule-options",
-         "rules-dirs", "max-file-size", "respect-gitignore", "calibration", "keep-compat"}
+         "rules-dirs", "max-file-size", "respect-gitignore", "calibration", "keep-compat",
+         "verify", "build-command", "run-command", "reference"}
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -120,6 +121,10 @@ def _type_problem(key: str, v: Any) -> str | None:
         return None if isinstance(v, bool) else "must be true or false"
     if key == "calibration":
         return None if isinstance(v, str) else "must be a file name"
+    if key == "verify":
+        return None if v in ("auto", "off", "require") else 'must be "auto", "off" or "require"'
+    if key in ("build-command", "run-command", "reference"):
+        return None if isinstance(v, str) and v.strip() else "must be a non-empty string"
     if key == "options":
         if isinstance(v, dict) and all(_plain(x) for x in v.values()):
             return None

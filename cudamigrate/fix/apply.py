@@ -125,16 +125,18 @@ def _edits(f: Finding) -> list[Edit]:
 
 
 def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool = False,
-              display_only: frozenset[str] = frozenset(), groups: frozenset[str] = frozenset()) -> FixResult:
+              display_only: frozenset[str] = frozenset(), groups: frozenset[str] = frozenset(),
+              exclude: frozenset[tuple[str, str]] = frozenset()) -> FixResult:
     """Fix one file's bytes in passes; the result converges (fixing it again changes nothing).
 
     A rule whose fix still applies after MAX_PASSES passes feeds on its own output: its fixes are
     withdrawn (with an error naming it) and the file is fixed again without them. The edits of the
     consistency groups in `groups`, and of every group that this file cannot fix completely, are not
-    applied (all or nothing per symbol: fix/consistency.py; the run's other files are settled by the caller)."""
+    applied (all or nothing per symbol: fix/consistency.py; the run's other files are settled by the caller).
+    `exclude`: findings (rule id, fingerprint) never applied (compile verification's rollback, cudamigrate/verify/rollback.py)."""
     withheld = Withheld()
     while True:
-        res = _fix_rules(engine, path, data, display, unsafe, display_only, groups)
+        res = _fix_rules(engine, path, data, display, unsafe, display_only, groups, exclude)
         more = broken([res]) - groups
         if not more:
             break
@@ -146,17 +148,17 @@ def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: boo
 
 
 def _fix_rules(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool, display_only: frozenset[str],
-               groups: frozenset[str]) -> FixResult:
+               groups: frozenset[str], exclude: frozenset[tuple[str, str]] = frozenset()) -> FixResult:
     blocked: set[str] = set()
     notes: list[str] = []
     for _ in range(3):
-        res, again = _fix_passes(engine, path, data, display, unsafe, blocked, display_only, groups)
+        res, again = _fix_passes(engine, path, data, display, unsafe, blocked, display_only, groups, exclude)
         if not again:
             break
         notes += res.errors[-1:]
         blocked |= again
     else:
-        res, _ = _fix_passes(engine, path, data, display, unsafe, _ALL, display_only, groups)
+        res, _ = _fix_passes(engine, path, data, display, unsafe, _ALL, display_only, groups, exclude)
     res.errors = notes + res.errors
     return res
 
@@ -171,7 +173,8 @@ _ALL = _Everything()
 
 def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool,
                 blocked: set[str], display_only: frozenset[str] = frozenset(),
-                held: frozenset[str] = frozenset()) -> tuple[FixResult, set[str]]:
+                held: frozenset[str] = frozenset(),
+                exclude: frozenset[tuple[str, str]] = frozenset()) -> tuple[FixResult, set[str]]:
     res = FixResult(display, data, data)
     current = data
     scan: FileResult = engine.scan_bytes(path, current, display)
@@ -180,7 +183,7 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
         res.errors = scan.errors
         return res, set()
     newline = b"\r\n" if b"\r\n" in data[:65536] else b"\n"
-    withdrawn: set[tuple[str, str]] = set()  # (rule, fingerprint) whose edits made a syntax error
+    withdrawn: set[tuple[str, str]] = set(exclude)  # (rule, fingerprint) whose edits made a syntax error
     errors_now = guard.errors_of(current)
     notes: list[str] = []
     exhausted = False

@@ -1,0 +1,380 @@
+"""Compile-verified `fix`: every translation unit the edits reach is compiled before and after them; a unit the
+edits make worse gets its edits rolled back, bisected by rule and then by finding, until it is no worse.
+
+Why this shape:
+
+* Rules are the fixer's own claims; the user's compiler is the proof. The units checked are every changed
+  source file, every file of the run that includes a changed header (project_index.ProjectIndex.includers),
+  and a changed header no file of the run includes, compiled on its own.
+* A rollback re-runs the very pipeline `fix` uses (fix.apply.fix_bytes) with the blamed findings excluded, so
+  the bytes kept are what `fix` would produce without them (later passes, conflicts and guards included).
+* Bisecting: the findings that reach a unit are ordered by rule, then file and position. The shortest prefix
+  of rules that still makes the unit worse ends with a guilty rule; within that rule, the shortest prefix of
+  its findings ends with a guilty finding. That finding is excluded and the search repeats until the unit is no
+  worse: about log2(rules) + log2(findings) compiles per guilty finding, and every good edit stays.
+* Each rolled-back finding stays in the report as manual, with the compiler's first new error and the unit.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from .compile_check import (CompileCache, CompileResult, UnitCommand, compile_unit, content_key, is_source,
+                            load_database, new_errors, nvcc_path, synthesize, worse)
+
+if TYPE_CHECKING:
+    from ..scan.engine import Engine
+    from ..findings.model import Finding
+    from ..fix.apply import FixResult
+    from ..read.project_index import ProjectIndex
+    from ..pipeline.runner import FixOutcome
+
+MODES = ("auto", "off", "require")
+MAX_ROUNDS = 4  # rollbacks in one unit can change a header another unit includes: re-check, at most this often
+
+
+@dataclass
+class Rollback:
+    """One finding whose fix was rolled back."""
+
+    path: str
+    line: int
+    rule_id: str
+    unit: str
+    first_error: str
+    fingerprint: str = ""
+
+    def text(self) -> str:
+        return f"{self.path}:{self.line}: {self.rule_id}: fix rolled back: {self.unit} does not compile with it: {self.first_error}"
+
+
+@dataclass
+class VerifySummary:
+    """What compile verification did, for the summary line and the JSON report."""
+
+    units: int = 0  # units compiled before and after
+    compiled_before: int = 0
+    now_build: int = 0  # failed before, compile after
+    worse: int = 0  # still worse after every rollback (0 unless a unit could not be repaired)
+    unverified: list[str] = field(default_factory=list)  # units that could not be compiled, with why
+    rollbacks: list[Rollback] = field(default_factory=list)
+    compiles: int = 0
+    cached: int = 0
+    seconds: float = 0.0
+    per_unit: list[dict[str, Any]] = field(default_factory=list)  # unit, compiled before, compiles after
+
+    def line(self) -> str:
+        s = (f"Verified {self.units} unit(s) by compiling ({self.compiled_before} compiled before): "
+             f"{len(self.rollbacks)} edit(s) rolled back, {self.now_build} unit(s) now build that did not")
+        if self.worse:
+            s += f", {self.worse} unit(s) still worse"
+        if self.unverified:
+            s += f", {len(self.unverified)} not verified"
+        return s + f"; {self.compiles} compile(s), {self.cached} cached, {self.seconds:.1f} s added."
+
+    def to_json(self) -> dict[str, Any]:
+        return {"units": self.units, "compiled_before": self.compiled_before, "now_build": self.now_build,
+                "worse": self.worse, "rolled_back": len(self.rollbacks), "compiles": self.compiles,
+                "cached": self.cached, "seconds": round(self.seconds, 3), "unverified": self.unverified,
+                "rollbacks": [r.__dict__ for r in self.rollbacks], "per_unit": self.per_unit}
+
+
+@dataclass
+class _File:
+    """A changed file: its original bytes and its current fix (recomputed when findings are excluded)."""
+
+    outcome: FixOutcome
+    original: bytes
+    excluded: set[tuple[str, str]] = field(default_factory=set)
+
+    @property
+    def result(self) -> FixResult:
+        assert self.outcome.result is not None
+        return self.outcome.result
+
+
+@dataclass(frozen=True)
+class _Item:
+    file: str
+    rule_id: str
+    fingerprint: str
+    line: int
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.rule_id, self.fingerprint
+
+
+class Verifier:
+    """Verifies and repairs the computed fixes of one `fix` run (FixOutcomes, before anything is written)."""
+
+    def __init__(self, engine: Engine, index: ProjectIndex, run_files: list[Path], *, unsafe: bool,
+                 display_only: frozenset[str] = frozenset(), db_path: Path | None = None, jobs: int | None = None,
+                 use_cache: bool = True, nvcc: str | None = None, log: Callable[[str], None] | None = None):
+        self.engine, self.index, self.unsafe, self.display_only = engine, index, unsafe, display_only
+        self.run_files = [Path(os.path.realpath(p)) for p in run_files]
+        self.commands = load_database(db_path)
+        self.nvcc = nvcc if nvcc is not None else nvcc_path()
+        self.jobs = max(1, jobs or min(os.cpu_count() or 1, 8))
+        self.cache = CompileCache(use_cache)
+        self.log = log or (lambda _s: None)
+        self.files: dict[str, _File] = {}
+        self.summary = VerifySummary()
+        self._fixes: dict[tuple[str, frozenset], FixResult] = {}
+        self._cmds: dict[str, UnitCommand | None] = {}
+
+    # ------------------------------------------------------------------ what to compile
+    def available(self) -> bool:
+        return bool(self.nvcc or self.commands)
+
+    def command(self, unit: str) -> UnitCommand | None:
+        if unit not in self._cmds:
+            cmd = self.commands.get(unit)
+            if cmd is None and self.nvcc:
+                cmd = synthesize(Path(unit), self._original(unit), self.run_files, self.nvcc)
+            self._cmds[unit] = cmd
+        return self._cmds[unit]
+
+    def _original(self, path: str) -> bytes:
+        f = self.files.get(path)
+        if f is not None:
+            return f.original
+        try:
+            return Path(path).read_bytes()
+        except OSError:
+            return b""
+
+    def deps(self, unit: str) -> list[str]:
+        """The unit and the project headers it reaches (real paths)."""
+        return [unit, *[os.path.realpath(h) for h in self.index.reachable(Path(unit))]]
+
+    def units(self) -> list[str]:
+        out: list[str] = []
+        for path in self.files:
+            if is_source(path):
+                out.append(path)
+                continue
+            users = [os.path.realpath(u) for u in self.index.includers(Path(path))]
+            users = [u for u in users if is_source(u)]
+            out += users or [path]  # a header no unit of the run includes: compiled on its own
+        return list(dict.fromkeys(out))
+
+    def display(self, path: str) -> str:
+        f = self.files.get(path)
+        if f is not None:
+            return f.outcome.display
+        from ..core.textsafe import display_path
+
+        return display_path(Path(path))
+
+    # ------------------------------------------------------------------ compiling
+    def compile(self, unit: str, changes: dict[str, bytes]) -> CompileResult:
+        """The unit compiled with `changes` (real path -> bytes) over the files on disk; cached by content."""
+        cmd = self.command(unit)
+        assert cmd is not None
+        inputs = [(d, changes[d] if d in changes else self._original(d)) for d in self.deps(unit)]
+        key = content_key(cmd, inputs)
+        got = self.cache.get(key)
+        if got is not None:
+            self.summary.cached += 1
+            return got
+        res = compile_unit(cmd, changes or None, {os.path.dirname(d) for d in self.deps(unit)})
+        self.summary.compiles += 1
+        self.cache.put(key, res)
+        return res
+
+    def changes(self, unit: str, exclude: dict[str, set[tuple[str, str]]] | None = None) -> dict[str, bytes]:
+        """The edited bytes of the changed files the unit reaches, with `exclude` (per file) left out too."""
+        out: dict[str, bytes] = {}
+        for d in self.deps(unit):
+            f = self.files.get(d)
+            if f is None:
+                continue
+            excluded = f.excluded | (exclude or {}).get(d, set())
+            data = self.refix(d, excluded).fixed if excluded else f.result.fixed
+            if data != f.original:
+                out[d] = data
+        return out
+
+    def refix(self, path: str, excluded: set[tuple[str, str]]) -> FixResult:
+        """The file fixed by the same pipeline with `excluded` findings left out (memoised)."""
+        from ..fix.apply import fix_bytes
+
+        key = (path, frozenset(excluded))
+        if key not in self._fixes:
+            f = self.files[path]
+            self._fixes[key] = fix_bytes(self.engine, Path(f.outcome.path), f.original, f.outcome.display,
+                                         unsafe=self.unsafe, display_only=self.display_only,
+                                         exclude=frozenset(excluded))
+        return self._fixes[key]
+
+    # ------------------------------------------------------------------ the run
+    def run(self, outcomes: list[FixOutcome]) -> VerifySummary:
+        t0 = time.perf_counter()
+        for o in outcomes:
+            if o.result is not None and o.result.changed:
+                self.files[os.path.realpath(o.path)] = _File(o, o.result.original)
+        units = []
+        for u in self.units():
+            if self.command(u) is None:
+                self.summary.unverified.append(f"{self.display(u)}: no compile command (no compile database "
+                                               "entry and no nvcc)")
+            else:
+                units.append(u)
+        with ThreadPoolExecutor(self.jobs) as pool:
+            before = dict(zip(units, pool.map(lambda u: self.compile(u, {}), units), strict=True))
+            after = dict(zip(units, self._compile_all(pool, units), strict=True))
+        self.summary.units = len(units)
+        self.summary.compiled_before = sum(1 for u in units if before[u].ok)
+        for _ in range(MAX_ROUNDS):
+            bad = [u for u in units if worse(before[u], after[u])]
+            if not bad:
+                break
+            touched: set[str] = set()
+            for u in bad:
+                touched |= self._repair(u, before[u])
+            again = [u for u in units if touched & set(self.deps(u))]
+            with ThreadPoolExecutor(self.jobs) as pool:
+                after.update(zip(again, self._compile_all(pool, again), strict=True))
+        else:
+            for u in [u for u in units if worse(before[u], after[u])]:  # give up on this unit: all its edits
+                self._roll_back_all(u, after[u], before[u])
+                after[u] = self.compile(u, self.changes(u))
+        self.summary.worse = sum(1 for u in units if worse(before[u], after[u]))
+        self.summary.now_build = sum(1 for u in units if not before[u].ok and after[u].ok)
+        self.summary.per_unit = [{"unit": self.display(u), "compiled_before": before[u].ok, "compiles_after": after[u].ok,
+                                  "first_error_after": "" if after[u].ok else after[u].first_error} for u in units]
+        self._finish()
+        self.summary.seconds = time.perf_counter() - t0
+        return self.summary
+
+    def _compile_all(self, pool: ThreadPoolExecutor, units: list[str]) -> list[CompileResult]:
+        """The units compiled with their current edits, in parallel; the edits are computed here first, in this
+        thread (fixing runs the engine, which is not thread-safe; compiling is a subprocess)."""
+        jobs = [(u, self.changes(u)) for u in units]
+        return list(pool.map(lambda job: self.compile(*job), jobs))
+
+    def _items(self, unit: str) -> list[_Item]:
+        out = []
+        for d in self.deps(unit):
+            f = self.files.get(d)
+            if f is None:
+                continue
+            out += [_Item(d, a.rule_id, a.fingerprint, a.line) for a in f.result.applied
+                    if (a.rule_id, a.fingerprint) not in f.excluded]
+        return sorted(out, key=lambda i: (i.rule_id, i.file, i.line, i.fingerprint))
+
+    def _repair(self, unit: str, before: CompileResult) -> set[str]:
+        """Exclude the findings that make `unit` worse (bisected); return the files whose fix changed."""
+        items = self._items(unit)
+        memo: dict[frozenset[_Item], CompileResult] = {}
+
+        def trial(kept: list[_Item]) -> CompileResult:
+            k = frozenset(kept)
+            if k not in memo:
+                excl: dict[str, set[tuple[str, str]]] = {}
+                for it in items:
+                    if it not in k:
+                        excl.setdefault(it.file, set()).add(it.key)
+                memo[k] = self.compile(unit, self.changes(unit, excl))
+            return memo[k]
+
+        def shortest(prefix_of: Callable[[int], list[_Item]], n: int) -> int:
+            """The smallest i (0 <= i < n) whose prefix_of(i) makes the unit worse (prefix_of(n-1) does)."""
+            lo, hi = 0, n - 1
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if worse(before, trial(prefix_of(mid))):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return lo
+
+        kept = list(items)
+        blamed: list[tuple[_Item, str]] = []
+        current = trial(kept)  # not `after`: another unit's rollbacks this round may have changed a shared header
+        while kept and worse(before, current):
+            rules = list(dict.fromkeys(i.rule_id for i in kept))
+            r = shortest(partial(_rule_prefix, kept, rules), len(rules))
+            base = [k for k in kept if k.rule_id in rules[:r]]
+            own = [k for k in kept if k.rule_id == rules[r]]
+            j = shortest(partial(_list_prefix, base, own), len(own))
+            culprit = own[j]
+            res = trial(base + own[: j + 1])
+            first = new_errors(before, res)
+            blamed.append((culprit, first[0].text() if first else res.first_error))
+            kept.remove(culprit)
+            current = trial(kept)
+        if worse(before, current):  # the edits of other runs' rules or later passes: nothing left to bisect
+            return self._roll_back_all(unit, current, before)
+        touched = set()
+        for it, why in blamed:
+            self._exclude(it, unit, why)
+            touched.add(it.file)
+        return touched
+
+    def _roll_back_all(self, unit: str, after: CompileResult, before: CompileResult) -> set[str]:
+        first = new_errors(before, after)
+        why = first[0].text() if first else after.first_error
+        touched = set()
+        for it in self._items(unit):
+            self._exclude(it, unit, why)
+            touched.add(it.file)
+        for d in self.deps(unit):  # what a later pass made of them: the original bytes
+            f = self.files.get(d)
+            if f is not None and self.refix(d, f.excluded).fixed != f.original:
+                f.excluded |= {(a.rule_id, a.fingerprint) for a in self.refix(d, f.excluded).applied}
+                touched.add(d)
+        return touched
+
+    def _exclude(self, it: _Item, unit: str, why: str) -> None:
+        f = self.files[it.file]
+        if it.key in f.excluded:
+            return
+        f.excluded.add(it.key)
+        shown = why.replace(os.path.dirname(it.file) + "/", "")
+        self.summary.rollbacks.append(Rollback(f.outcome.display, it.line, it.rule_id, self.display(unit), shown,
+                                               it.fingerprint))
+
+    def _finish(self) -> None:
+        """Each file with rollbacks gets the fix without them; the rolled-back findings become manual."""
+        why = {(r.path, r.rule_id, r.fingerprint): r for r in self.summary.rollbacks}
+        for path, f in self.files.items():
+            if not f.excluded:
+                continue
+            res = self.refix(path, f.excluded)
+            d = f.outcome.display
+            res.remaining = [_manual(x, why.get((d, x.rule_id, x.fingerprint)))
+                             if (x.rule_id, x.fingerprint) in f.excluded else x for x in res.remaining]
+            f.outcome.result = res
+
+
+def _rule_prefix(kept: list[_Item], rules: list[str], i: int) -> list[_Item]:
+    """The kept findings of the first i+1 rules."""
+    return [k for k in kept if k.rule_id in rules[: i + 1]]
+
+
+def _list_prefix(base: list[_Item], own: list[_Item], i: int) -> list[_Item]:
+    return base + own[: i + 1]
+
+
+def _manual(f: Finding, r: Rollback | None) -> Finding:
+    note = f" [fix rolled back: {r.unit} does not compile with it: {r.first_error}]" if r else \
+        " [fix rolled back: a unit does not compile with it]"
+    return replace(f, fix=None, message=f.message + note)
+
+
+def resolve_mode(flag: str | None, configured: Any) -> str:
+    """--verify/--no-verify/--require-verify, else CUDAMIGRATE_VERIFY, else the `verify` config key, else auto."""
+    for v in (flag, os.environ.get("CUDAMIGRATE_VERIFY") or None, configured):
+        if v is not None:
+            if v not in MODES:
+                raise ValueError(f"verify must be one of {', '.join(MODES)}, not {v!r}")
+            return str(v)
+    return "auto"

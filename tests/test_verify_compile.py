@@ -1,0 +1,196 @@
+"""Compile verification of `fix` (cudamigrate/verify/): a fix that breaks the user's build is rolled back and
+reported, a good fix in the same unit stays, nothing is written when the user did not ask.
+
+The bad fix comes from a rule made wrong on purpose (tests/data/verify_rules/CM9901-broken-on-purpose.yaml:
+it renames cudaGetLastError to an undeclared function). Tests marked `nvcc` compile with the real nvcc; the
+others use a stand-in compiler from a compile_commands.json (a Python script that reports a gcc-style error
+for every line naming the undeclared function), so the bisection is tested without nvcc.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cudamigrate.cli.main import main
+from cudamigrate.verify.compile_check import (CompileResult, Diagnostic, make_overlay, overlay_argv, parse_errors,
+                                              strip_outputs, worse)
+
+RULES = Path(__file__).parent / "data" / "verify_rules"
+BROKEN = "cudaGetLastErrorBroken"
+
+
+@pytest.fixture(autouse=True)
+def verify_on(monkeypatch):
+    monkeypatch.delenv("CUDAMIGRATE_VERIFY", raising=False)  # conftest turns it off for the other tests
+
+
+def run(*args):
+    return CliRunner().invoke(main, ["fix", "--rules-dir", str(RULES), *args], catch_exceptions=False)
+
+
+def err(r) -> str:
+    return r.stderr if hasattr(r, "stderr") else r.output
+
+
+# --------------------------------------------------------------------------- pure parts
+def test_errors_are_parsed_from_nvcc_and_gcc_output():
+    out = ("a.cu(5): error: identifier \"x\" is undefined\n"
+           "In file included from b.cpp:1:\n"
+           "/t/inc/h.h:3:7: error: 'y' was not declared in this scope\n"
+           "c.cu(9): catastrophic error: cannot open source file \"z.h\"\n"
+           "nvcc fatal   : Unknown option '-bogus'\n")
+    got = parse_errors(out, "/t")
+    assert [(d.file, d.line, d.message) for d in got] == [
+        ("/t/a.cu", 5, 'identifier "x" is undefined'), ("/t/inc/h.h", 3, "'y' was not declared in this scope"),
+        ("/t/c.cu", 9, 'cannot open source file "z.h"'), ("", 0, "Unknown option '-bogus'")]
+
+
+def test_overlay_paths_are_stripped_from_diagnostics():
+    got = parse_errors("/tmp/ov/t/a.cu(5): error: bad\n", "/tmp/ov/t", top="/tmp/ov")
+    assert got == [Diagnostic("/t/a.cu", 5, "bad")]
+
+
+def test_worse_compares_errors_without_line_numbers():
+    e = Diagnostic("/t/a.cu", 5, "x")
+    ok, fails = CompileResult(True), CompileResult(False, [e])
+    assert worse(ok, fails) and not worse(fails, ok) and not worse(ok, ok)
+    assert not worse(fails, CompileResult(False, [Diagnostic("/t/a.cu", 9, "x")]))  # the same error, moved
+    assert worse(fails, CompileResult(False, [e, Diagnostic("/t/a.cu", 7, "new")]))
+
+
+def test_outputs_and_dependency_files_are_dropped_from_commands():
+    argv = ["nvcc", "-c", "-o", "x.o", "-MD", "-MF", "x.d", "-I/a", "-ox2.o", "a.cu"]
+    assert strip_outputs(argv) == ["nvcc", "-I/a", "a.cu"]
+
+
+def test_overlay_holds_the_edits_and_leaves_the_tree_alone(tmp_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "src").mkdir()
+    h, other = tmp_path / "inc" / "h.h", tmp_path / "inc" / "other.h"
+    h.write_text("old\n")
+    other.write_text("other\n")
+    (tmp_path / "src" / "a.cu").write_text('#include "../inc/h.h"\n')
+    real = os.path.realpath(h)
+    top = make_overlay({real: b"new\n"}, [os.path.realpath(tmp_path / "src")])  # includes start from src/
+    try:
+        assert Path(top + real).read_text() == "new\n"
+        assert Path(top + os.path.realpath(other)).read_text() == "other\n"  # a symlink to the original
+        assert (Path(top + os.path.realpath(tmp_path / "src")) / "../inc/h.h").read_text() == "new\n"
+        assert overlay_argv(("cc", f"-I{tmp_path}/inc", "rel.cu"), top)[1] == f"-I{top}{os.path.realpath(tmp_path)}/inc"
+    finally:
+        import shutil
+
+        shutil.rmtree(top)
+    assert h.read_text() == "old\n" and other.read_text() == "other\n"
+
+
+# --------------------------------------------------------------------------- a stand-in compiler
+CHECKER = f"""import sys
+src = next(a for a in sys.argv[1:] if a.endswith(".cpp"))
+for i, line in enumerate(open(src), 1):
+    if "{BROKEN}" in line:
+        print(f"{{src}}:{{i}}:3: error: '{BROKEN}' was not declared in this scope")
+        sys.exit(1)
+"""
+
+
+def _fake_project(tmp_path: Path, code: str) -> Path:
+    (tmp_path / "checker.py").write_text(CHECKER)
+    src = tmp_path / "a.cpp"
+    src.write_text(code)
+    db = [{"directory": str(tmp_path), "file": str(src), "arguments": [sys.executable, str(tmp_path / "checker.py"), str(src)]}]
+    (tmp_path / "compile_commands.json").write_text(json.dumps(db))
+    return src
+
+
+def test_bisection_rolls_back_every_bad_finding_and_keeps_the_good_ones(tmp_path):
+    code = ("#include <cuda_runtime.h>\nvoid f() {\n  cudaThreadSynchronize();\n  cudaGetLastError();\n"
+            "  cudaThreadSynchronize();\n  cudaGetLastError();\n  cudaGetLastError();\n}\n")
+    src = _fake_project(tmp_path, code)
+    report = tmp_path / "verify.json"
+    r = run("--select", "CM501,CM9901", "--no-cache", "--no-semantic", "--verify-report", str(report), str(src))
+    text = src.read_text()
+    assert text.count("cudaDeviceSynchronize()") == 2 and "cudaThreadSynchronize" not in text  # good edits kept
+    assert text.count("cudaGetLastError()") == 3 and BROKEN not in text  # every bad edit rolled back
+    got = json.loads(report.read_text())
+    assert (got["units"], got["compiled_before"], got["rolled_back"], got["worse"]) == (1, 1, 3, 0)
+    assert {x["rule_id"] for x in got["rollbacks"]} == {"CM9901"}
+    assert f"'{BROKEN}' was not declared" in got["rollbacks"][0]["first_error"]
+    assert err(r).count("CM9901: fix rolled back") == 3
+    assert "3 edit(s) rolled back" in err(r) and r.exit_code == 1  # the rolled-back findings remain (manual)
+
+
+def test_diff_mode_shows_the_verified_diff_and_writes_nothing(tmp_path):
+    src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n  cudaGetLastError();\n}\n")
+    before = src.read_bytes()
+    r = run("--select", "CM501,CM9901", "--no-cache", "--diff", str(src))
+    assert src.read_bytes() == before
+    assert "+  cudaDeviceSynchronize();" in r.stdout and BROKEN not in r.stdout
+
+
+def test_without_verification_the_broken_rule_does_break_the_file(tmp_path):
+    src = _fake_project(tmp_path, "void f() {\n  cudaGetLastError();\n}\n")
+    run("--select", "CM9901", "--no-verify", str(src))
+    assert BROKEN in src.read_text()  # what the rule does unchecked: the rollback above is verification's work
+
+
+def test_require_verify_without_any_compiler_writes_nothing(tmp_path, monkeypatch):
+    src = tmp_path / "a.cu"
+    src.write_text("void f() {\n  cudaGetLastError();\n}\n")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nvcc; no compile database
+    r = run("--select", "CM9901", "--require-verify", str(src))
+    assert r.exit_code == 2 and "cannot verify fixes" in err(r)
+    assert BROKEN not in src.read_text()
+
+
+def test_config_key_turns_verification_off(tmp_path):
+    src = _fake_project(tmp_path, "void f() {\n  cudaGetLastError();\n}\n")
+    (tmp_path / ".cudamigrate.toml").write_text('verify = "off"\n')
+    run("--select", "CM9901", str(src))
+    assert BROKEN in src.read_text()
+
+
+# --------------------------------------------------------------------------- nvcc itself
+@pytest.mark.nvcc
+def test_nvcc_rolls_back_the_broken_rule_and_reports_the_first_error(tmp_path):
+    src = tmp_path / "a.cu"
+    code = "#include <cuda_runtime.h>\nint main() {\n  cudaError_t e = cudaGetLastError();\n  return (int)e;\n}\n"
+    src.write_text(code)
+    r = run("--select", "CM9901", "--no-cache", str(src))  # verification is on by default with nvcc on PATH
+    assert src.read_text() == code
+    assert f'CM9901: fix rolled back: {src} does not compile with it: a.cu:3: error: identifier "{BROKEN}" is undefined' in err(r)
+    assert "CM9901 [ ]" in err(r) and "[fix rolled back:" in err(r)  # still reported, as manual
+    assert "Verified 1 unit(s) by compiling (1 compiled before): 1 edit(s) rolled back" in err(r)
+
+
+@pytest.mark.nvcc
+def test_nvcc_good_edit_in_a_source_stays_bad_edit_in_its_header_goes(tmp_path):
+    (tmp_path / "include").mkdir()
+    (tmp_path / "src").mkdir()
+    hdr = tmp_path / "include" / "check.cuh"
+    hdr.write_text("#pragma once\n#include <cuda_runtime.h>\ninline int check() { return (int)cudaGetLastError(); }\n")
+    src = tmp_path / "src" / "main.cu"
+    src.write_text('#include "check.cuh"\nint main() {\n  cudaThreadSynchronize();\n  return check();\n}\n')
+    report = tmp_path / "v.json"
+    r = run("--select", "CM501,CM9901", "--no-cache", "--verify-report", str(report), str(tmp_path))
+    assert "cudaDeviceSynchronize();" in src.read_text()  # the unit did not build before (CM501's API is gone)
+    assert BROKEN not in hdr.read_text()
+    got = json.loads(report.read_text())
+    assert (got["units"], got["compiled_before"], got["now_build"], got["rolled_back"]) == (1, 0, 1, 1)
+    assert got["rollbacks"][0]["unit"].endswith("src/main.cu") and got["rollbacks"][0]["path"].endswith("check.cuh")
+    assert "1 unit(s) now build that did not" in err(r)
+
+
+def test_a_wrong_verify_value_in_the_configuration_is_one_line_and_exit_2(tmp_path):
+    src = tmp_path / "a.cu"
+    src.write_text("void f() {\n  cudaGetLastError();\n}\n")
+    (tmp_path / ".cudamigrate.toml").write_text('verify = "sometimes"\n')
+    r = run("--select", "CM9901", str(src))
+    assert r.exit_code == 2 and '`verify` must be "auto", "off" or "require"' in err(r)
+    assert BROKEN not in src.read_text()
