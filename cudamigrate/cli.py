@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
     from .runner import EngineSpec
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INPUT = 3  # could not read the inputs (cudamigrate/inputs.py; README: Exit codes)
 FORMATS = ["text", "json", "sarif", "github", "json-lines", "junit", "html"]
 
 
@@ -183,6 +184,7 @@ class Prepared:
     use_cache: bool
     files: list[Path]
     walk_errors: list[str]
+    project: list[Path] | None = None  # with --shard: every file of the run, for the project index
 
 
 def _prepare(paths: tuple[Path, ...], kw: dict[str, Any]) -> Prepared:
@@ -258,8 +260,8 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any],
         raise click.UsageError("; ".join(bad))
     engine = Engine(rs.rules, opts)
     spec = EngineSpec(pre.rule_dirs, opts, pre.max_bytes, use_rule_cache=pre.use_cache)
-    engine.project = ProjectIndex(files=files)  # project-wide facts: headers, class members, includers
-    spec.project_files = files
+    engine.project = ProjectIndex(files=pre.project or files)  # project-wide facts: headers, class members, includers
+    spec.project_files = pre.project or files
     for e in rs.errors:  # one line per bad rule file; the other rules still run
         _err(e)
     kw["walk_errors"] = pre.walk_errors  # what could not be walked: reported like unreadable files
@@ -322,6 +324,11 @@ def console() -> None:
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Record current findings as the baseline.")
 @diff_base_option
 @stdin_option
+@click.option("--show-files", is_flag=True, help="List the files that would be scanned (after excludes) and exit.")
+@click.option("--show-settings", is_flag=True, help="Print the resolved settings (configuration file, rules, options) and exit.")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Scan only shard I of N (1-based) of the files, split deterministically; merge the shards' "
+                   "JSON or SARIF reports with `cudamigrate merge`.")
 def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path | None, exit_zero: bool,
          statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, **kw: Any) -> None:
     """Report findings in PATHS (files or directories).
@@ -332,6 +339,9 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     first whatever their ROI. `cudamigrate plan` turns the findings into steps.
     """
     fmt = report_fmt or fmt
+    if fmt == "html" and output is None and not kw.get("show_files") and not kw.get("show_settings"):
+        output = Path("cudamigrate-report.html")  # a whole HTML document on a terminal helps no one
+        _err(f"writing the HTML report to {output} (choose the file with -o)")
     for flag, target in (("--output", output), ("--write-baseline", write_baseline)):
         _check_writable(target, flag)
     if baseline is not None:
@@ -341,8 +351,21 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
     pre = _prepare(paths, kw)
+    input_error = False
+    if stdin is None:
+        from .inputs import gate
+
+        pre.files, input_error = gate(list(paths), pre.files, pre.cfg, _err)
+        if input_error and not pre.files and not kw.get("show_settings"):
+            sys.exit(EXIT_INPUT)
+    if kw.get("show_files") or kw.get("show_settings"):
+        from .show import show
+
+        click.echo(show(pre, bool(kw.get("show_settings"))), nl=False)
+        sys.exit(EXIT_INPUT if input_error else EXIT_CLEAN)
+    pre.files, pre.project = _shard(pre.files, kw.get("shard")), pre.files
     replay = None
-    if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None:
+    if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None and not input_error:
         replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics})
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
@@ -440,9 +463,25 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
     if rule_errors or internal:
         sys.exit(EXIT_ERROR)
+    if input_error:
+        sys.exit(EXIT_INPUT)
     if (findings or errors) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+def _shard(files: list[Path], shard: str | None) -> list[Path]:
+    """`--shard I/N`: this shard's files (cudamigrate/shard.py); all of them without the option. The project
+    index still sees every file, so project-wide analyses (texture references, headers' includers) agree with
+    one unsharded run."""
+    if shard is None:
+        return files
+    from .shard import ShardError, parse_shard, shard_files
+
+    try:
+        return shard_files(files, *parse_shard(shard))
+    except ShardError as exc:
+        raise click.BadParameter(str(exc), param_hint="--shard") from None
 
 
 def _settled() -> None:
