@@ -542,6 +542,15 @@ def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
 
 
 @main.command()
+def server() -> None:
+    """Language Server (LSP over stdio) for editors: diagnostics as you type, fixes and suppressions as code
+    actions, the rule's explanation on hover; the project's configuration applies as for `scan`."""
+    from .server.lsp import serve
+
+    serve()
+
+
+@main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @selection_options
 @click.option("--diff", is_flag=True, help="Print a unified diff instead of writing files.")
