@@ -34,6 +34,7 @@ from .selectors import closest_id
 from .suppress import Suppressions, unknown_ids
 from .templates import TemplateError, render
 from .guard import internal_message, trace
+from .jobs import mark_jobs
 from .textsafe import one_line
 
 
@@ -445,6 +446,10 @@ class Engine:
                 internal.append((internal_message(display, None, exc, "semantic macro expansions"), exc))
         res.findings, more = self._findings(matches, ctx, display)
         internal += more
+        try:  # hand work grouped by construct, for the plan's effort (cudamigrate/jobs.py)
+            mark_jobs(res.findings, ctx.main.root, lambda b: src.position(b)[0])
+        except Exception as exc:
+            internal.append((internal_message(display, None, exc, "grouping manual findings"), exc))
         res.suppressions = Suppressions.scan(data)
         if res.suppressions.items:
             res.notes += suppression_warnings(res.suppressions, display, self.all_ids)
