@@ -407,6 +407,21 @@ def recorded_reads() -> tuple[set[str], set[str]]:
     return set(_OPENED), set(_LISTED)
 
 
+def pack(value: Any) -> bytes | None:
+    """A result as the cache stores it (compressed pickle), or None when it cannot be pickled. Workers pack
+    their results themselves: the parent, which stores every result of the run, would otherwise do all the
+    pickling and compressing of a parallel run serially."""
+    try:
+        return zlib.compress(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    except Exception:
+        return None
+
+
+def unpack(blob: bytes) -> Any:
+    """`pack`'s inverse."""
+    return pickle.loads(zlib.decompress(blob))
+
+
 def new_reads() -> tuple[list[str], list[str]]:
     """What this process read since the last call (a worker sends it back with each result)."""
     global _SENT_O, _SENT_L
@@ -668,11 +683,13 @@ class ResultCache:
     def replay_put(self, key: str, body: bytes) -> None:
         self._pending_replays[key] = body
 
-    def store(self, key: str, content: str, value: Any, shared: str = "", depset: DepSet | None = None) -> None:
-        """Queue an entry; `flush` writes the queue in one transaction."""
-        try:
-            blob = zlib.compress(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), 1)
-        except Exception:
+    def store(self, key: str, content: str, value: Any, shared: str = "", depset: DepSet | None = None,
+              blob: bytes | None = None) -> None:
+        """Queue an entry; `flush` writes the queue in one transaction. `blob`: `pack(value)` when a worker
+        process computed it already (the parent then does not pickle and compress every result itself)."""
+        if blob is None:
+            blob = pack(value)
+        if blob is None:
             return  # an unpicklable result is simply not cached
         ident = ""
         if depset is not None:
@@ -812,6 +829,7 @@ class CachedRun:
     contents: list[str | None] = field(default_factory=list)
     stats: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
     _store: dict[int, Any] = field(default_factory=dict)
+    _blobs: dict[int, bytes] = field(default_factory=dict)  # _store's results packed by the workers
     _valid_depsets: dict[str, bool] = field(default_factory=dict)
     looked_ns: int = 0  # when the files were read (their stats vouch for their bytes only if older)
     hits: int = 0
@@ -855,14 +873,17 @@ class CachedRun:
             return False
         return e.shared == self.state.shared(self._valid_depsets["texture:" + e.depset])
 
-    def record(self, index: int, result: Any, scanned: str | None) -> None:
+    def record(self, index: int, result: Any, scanned: str | None, blob: bytes | None = None) -> None:
         """Keep `result` of item `index` for `finish`, when `scanned` (the content hash of the bytes the
-        engine read) is the hash `partition` saw and the result carries no error."""
+        engine read) is the hash `partition` saw and the result carries no error. `blob`: `pack(result)`,
+        when already computed."""
         if scanned is None or scanned != self.contents[index]:
             return
         if getattr(result, "errors", None) or getattr(result, "internal", 0):
             return
         self._store[index] = result
+        if blob is not None:
+            self._blobs[index] = blob
 
     def finish(self, opened: Iterable[str], listed: Iterable[str], this_run: Iterable[str] = ()) -> int:
         """Store the recorded results with the process's reads outside the run's files (`this_run`: those
@@ -876,7 +897,7 @@ class CachedRun:
                 deps = DepSet.capture(opened, listed, set(self.state.hashes), this_run)
                 shared = self.state.shared(deps.texture())
                 for i, res in sorted(self._store.items()):
-                    self.cache.store(self.keys[i], self.contents[i] or "", res, shared, deps)
+                    self.cache.store(self.keys[i], self.contents[i] or "", res, shared, deps, self._blobs.get(i))
                 depsets.add(deps.digest())
             if self.hits + len(self._store) == len(self.items):
                 files = []

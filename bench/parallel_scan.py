@@ -1,0 +1,114 @@
+"""Parallel efficiency of a cold scan: how much of N cores `scan -j N` uses, and whether cost stays linear.
+
+    python bench/parallel_scan.py --tree DIR [--jobs N] [--copies K]
+    python bench/parallel_scan.py --generate 3000 [--jobs N]        (a generated tree, bench/scan_speed.py's)
+
+Runs `cudamigrate scan --no-cache --format json -o /dev/null` on the tree as a subprocess, at -j 1 and at
+-j N (default: the CPUs of this machine), and prints for each: wall time, CPU time (user + system of the CLI
+and every worker it waited for: getrusage(RUSAGE_CHILDREN)), parallel efficiency = CPU / (wall x N), the
+speed-up over -j 1, and the peak RSS of the largest process. With --copies K it also scans K copies of the
+tree side by side at -j N and prints the cost per line and the peak RSS against one copy (linearity:
+both ratios near 1, memory per process bounded). Prints figures, asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", ".inl", ".cuinc"}
+
+
+@dataclass
+class Figures:
+    jobs: int
+    wall: float
+    cpu: float
+    rss_mb: float
+
+    def efficiency(self) -> float:
+        return self.cpu / (self.wall * self.jobs)
+
+
+def lines_of(tree: Path) -> tuple[int, int]:
+    files = lines = 0
+    for p in tree.rglob("*"):
+        if p.suffix.lower() in SOURCE and p.is_file():
+            files += 1
+            with open(p, "rb") as fh:
+                lines += fh.read().count(b"\n")
+    return files, lines
+
+
+def cold_scan(tree: Path, jobs: int) -> Figures:
+    """One scan without any cache, in a fresh process; CPU and RSS of it and its workers."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDAMIGRATE_NO_CACHE": "1"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "cudamigrate", "scan", ".", "--no-cache", "-j", str(jobs),
+                        "--format", "json", "-o", os.devnull], cwd=tree, env=env, capture_output=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode not in (0, 1):
+        sys.exit(f"scan failed (exit {p.returncode}): {p.stderr.decode(errors='replace')[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Figures(jobs, wall, cpu, after.ru_maxrss / 1024)
+
+
+def show(label: str, f: Figures, base: Figures | None) -> None:
+    speed = f"  speed-up {base.wall / f.wall:5.2f}x" if base is not None else ""
+    print(f"{label:>14}: wall {f.wall:7.2f} s  CPU {f.cpu:7.2f} s  efficiency {100 * f.efficiency():5.1f} % "
+          f"of {f.jobs} core(s){speed}  peak RSS {f.rss_mb:6.0f} MB")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tree", type=Path, help="the tree to scan (copied to a temporary directory first)")
+    ap.add_argument("--generate", type=int, default=0, help="generate a tree of this many files instead")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--copies", type=int, default=0, help="also scan this many copies side by side (linearity)")
+    ap.add_argument("--skip-serial", action="store_true", help="do not run -j 1 (no speed-up figure)")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="cm-parallel-") as tmp:
+        one = Path(tmp) / "one"
+        if a.tree:
+            shutil.copytree(a.tree, one / "copy0", symlinks=True)
+        else:
+            sys.path.insert(0, str(ROOT / "bench"))
+            from scan_speed import make_tree
+
+            make_tree(one / "copy0", a.generate or 3000, 300)
+        files, lines = lines_of(one)
+        print(f"tree: {files} source files, {lines} lines; {os.cpu_count()} CPUs here; cold scans (no cache)")
+        cold_scan(one, a.jobs)  # page cache and .pyc warm: the figures measure the scan, not the disk
+        serial = None if a.skip_serial else cold_scan(one, 1)
+        if serial is not None:
+            show("-j 1", serial, None)
+        par = cold_scan(one, a.jobs)
+        show(f"-j {a.jobs}", par, serial)
+        print(f"parallel efficiency on {a.jobs} cores: {100 * par.efficiency():.1f} % "
+              f"(goal >= 60 %: wall <= CPU / {0.6 * a.jobs:.1f})")
+        if a.copies > 1:
+            many = Path(tmp) / "many"
+            many.mkdir()
+            for i in range(a.copies):
+                shutil.copytree(one / "copy0", many / f"copy{i}", symlinks=True)
+            big = cold_scan(many, a.jobs)
+            show(f"{a.copies}x, -j {a.jobs}", big, None)
+            per = (big.cpu / (a.copies * lines)) / (par.cpu / lines)
+            print(f"{a.copies}x tree: CPU per line {per:.2f}x one copy's, wall {big.wall / par.wall:.1f}x "
+                  f"for {a.copies}x the lines, peak RSS {big.rss_mb / par.rss_mb:.2f}x "
+                  f"(linear: CPU per line ~1x; bounded: RSS well under {a.copies}x)")
+
+
+if __name__ == "__main__":
+    main()
