@@ -3,10 +3,11 @@
     python bench/parallel_scan.py --tree DIR [--jobs N] [--copies K]
     python bench/parallel_scan.py --generate 3000 [--jobs N]        (a generated tree, bench/scan_speed.py's)
 
-Runs `cudamigrate scan --no-cache --format json -o /dev/null` on the tree as a subprocess, at -j 1 and at
--j N (default: the CPUs of this machine), and prints for each: wall time, CPU time (user + system of the CLI
-and every worker it waited for: getrusage(RUSAGE_CHILDREN)), parallel efficiency = CPU / (wall x N), the
-speed-up over -j 1, and the peak RSS of the largest process. With --copies K it also scans K copies of the
+Runs `cudamigrate scan --format json -o /dev/null` cold (a fresh, empty result cache; the compiled rules
+cached, as after any earlier run on the machine) on the tree as a subprocess, at -j 1 and at -j N (default:
+the CPUs of this machine), and prints for each: wall time, CPU time (user + system of the CLI and every
+worker it waited for: getrusage(RUSAGE_CHILDREN)), parallel efficiency = CPU / (wall x N), the speed-up over
+-j 1, and the peak RSS of the largest process; then -j N once more with nothing cached at all. With --copies K it also scans K copies of the
 tree side by side at -j N and prints the cost per line and the peak RSS against one copy (linearity:
 both ratios near 1, memory per process bounded). Prints figures, asserts nothing.
 """
@@ -49,19 +50,38 @@ def lines_of(tree: Path) -> tuple[int, int]:
     return files, lines
 
 
-def cold_scan(tree: Path, jobs: int) -> Figures:
-    """One scan without any cache, in a fresh process; CPU and RSS of it and its workers."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDAMIGRATE_NO_CACHE": "1"}
+def cold_scan(tree: Path, jobs: int, rules_cache: Path | None) -> Figures:
+    """One scan with nothing of the tree cached (a fresh, empty result cache), in a fresh process; CPU and RSS
+    of it and its workers. `rules_cache`: a compiled rule cache to start from (what a CI cache or any earlier
+    run on the machine keeps); None: nothing cached at all (the rules are compiled from YAML first)."""
+    cache = Path(tempfile.mkdtemp(prefix="cm-parallel-cache-"))
+    if rules_cache is not None:
+        shutil.copy(rules_cache, cache / rules_cache.name)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDAMIGRATE_CACHE_DIR": str(cache)}
+    env.pop("CUDAMIGRATE_NO_CACHE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "cudamigrate", "scan", ".", "--no-cache", "-j", str(jobs),
-                        "--format", "json", "-o", os.devnull], cwd=tree, env=env, capture_output=True)
+    p = subprocess.run([sys.executable, "-m", "cudamigrate", "scan", ".", "-j", str(jobs), "--format", "json",
+                        "-o", os.devnull], cwd=tree, env=env, capture_output=True)
     wall = time.perf_counter() - t0
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    shutil.rmtree(cache, ignore_errors=True)
     if p.returncode not in (0, 1):
         sys.exit(f"scan failed (exit {p.returncode}): {p.stderr.decode(errors='replace')[-2000:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return Figures(jobs, wall, cpu, after.ru_maxrss / 1024)
+
+
+def compiled_rules(tree: Path, keep: Path) -> Path:
+    """The compiled rule cache of this checkout (one small scan writes it), kept in `keep`."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDAMIGRATE_CACHE_DIR": str(keep)}
+    env.pop("CUDAMIGRATE_NO_CACHE", None)
+    one = next(p for p in sorted(tree.rglob("*")) if p.suffix.lower() in SOURCE and p.is_file())
+    subprocess.run([sys.executable, "-m", "cudamigrate", "scan", str(one), "-j", "1"], env=env, capture_output=True)
+    found = sorted(keep.glob("rules-*.pickle"))
+    if not found:
+        sys.exit("no compiled rule cache was written")
+    return found[0]
 
 
 def show(label: str, f: Figures, base: Figures | None) -> None:
@@ -88,21 +108,27 @@ def main() -> None:
 
             make_tree(one / "copy0", a.generate or 3000, 300)
         files, lines = lines_of(one)
-        print(f"tree: {files} source files, {lines} lines; {os.cpu_count()} CPUs here; cold scans (no cache)")
-        cold_scan(one, a.jobs)  # page cache and .pyc warm: the figures measure the scan, not the disk
-        serial = None if a.skip_serial else cold_scan(one, 1)
+        rules = compiled_rules(one, Path(tmp) / "rules")
+        print(f"tree: {files} source files, {lines} lines; {os.cpu_count()} CPUs here; cold scans (nothing of the "
+              f"tree cached; the compiled rules cached unless said)")
+        cold_scan(one, a.jobs, rules)  # page cache and .pyc warm: the figures measure the scan, not the disk
+        serial = None if a.skip_serial else cold_scan(one, 1, rules)
         if serial is not None:
             show("-j 1", serial, None)
-        par = cold_scan(one, a.jobs)
+        par = cold_scan(one, a.jobs, rules)
         show(f"-j {a.jobs}", par, serial)
         print(f"parallel efficiency on {a.jobs} cores: {100 * par.efficiency():.1f} % "
               f"(goal >= 60 %: wall <= CPU / {0.6 * a.jobs:.1f})")
+        bare = cold_scan(one, a.jobs, None)
+        show(f"-j {a.jobs}, no rules", bare, serial)
+        print(f"  (the same with nothing cached at all: the rules compiled from YAML first, "
+              f"efficiency {100 * bare.efficiency():.1f} %)")
         if a.copies > 1:
             many = Path(tmp) / "many"
             many.mkdir()
             for i in range(a.copies):
                 shutil.copytree(one / "copy0", many / f"copy{i}", symlinks=True)
-            big = cold_scan(many, a.jobs)
+            big = cold_scan(many, a.jobs, rules)
             show(f"{a.copies}x, -j {a.jobs}", big, None)
             per = (big.cpu / (a.copies * lines)) / (par.cpu / lines)
             print(f"{a.copies}x tree: CPU per line {per:.2f}x one copy's, wall {big.wall / par.wall:.1f}x "

@@ -469,6 +469,7 @@ class DepSet:
     files: dict[str, str | None] = field(default_factory=dict)
     dirs: dict[str, str | None] = field(default_factory=dict)
     texture_ref: bool = False  # a file read by the run itself declares a texture/surface reference
+    _memo: str | None = field(default=None, init=False, repr=False, compare=False)  # digest(), once
 
     @classmethod
     def capture(cls, opened: Iterable[str], listed: Iterable[str], run_files: set[str],
@@ -489,7 +490,11 @@ class DepSet:
         return cls(files, {d: _listing(d) for d in sorted(dirs)}, texture)
 
     def digest(self) -> str:
-        return _digest(json.dumps([self.files, self.dirs, self.texture_ref], sort_keys=True))
+        """Computed once: `finish` stores every result of a run with one DepSet, and serialising it for each
+        was a serial cost of the parent that grew with the run's files."""
+        if self._memo is None:
+            self._memo = _digest(json.dumps([self.files, self.dirs, self.texture_ref], sort_keys=True))
+        return self._memo
 
     def valid(self) -> bool:
         return all(_file_hash(p) == h for p, h in self.files.items()) and \
@@ -836,17 +841,31 @@ class CachedRun:
     used_depsets: set[str] = field(default_factory=set)
     complete: RunFiles | None = None  # after `finish`: every file's result is cached (hit or stored)
 
+    def _look(self, paths: list[str]) -> list[tuple[str, bytes | None, tuple[int, ...] | None, str | None]]:
+        """(path, bytes, stat signature, content hash) of each file, in order. Many files are read and hashed
+        by threads (reads and BLAKE2 release the GIL): done one by one, this was a serial part of a parallel
+        run that grows with the tree while the workers wait."""
+        def look(ap: str) -> tuple[str, bytes | None, tuple[int, ...] | None, str | None]:
+            data, st = _read_limited(ap, self.max_bytes)
+            return ap, data, st, None if data is None else content_hash(data)
+
+        if len(paths) < 64:
+            return [look(ap) for ap in paths]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            return list(pool.map(look, paths, chunksize=32))
+
     def partition(self) -> tuple[dict[int, Any], list[int]]:
         """({index: cached FileResult}, indexes to scan)."""
         datas: list[tuple[str, bytes | None]] = []
         self.looked_ns = time.time_ns()
-        for path, display in self.items:
-            ap = os.path.abspath(path)
-            data, st = _read_limited(ap, self.max_bytes)
+        paths = [os.path.abspath(path) for path, _ in self.items]
+        for (ap, data, st, content), (_, display) in zip(self._look(paths), self.items, strict=True):
             self.stats[ap] = st
             datas.append((ap, data))
             self.keys.append(entry_key(self.run, ap, display))
-            self.contents.append(None if data is None else content_hash(data))
+            self.contents.append(content)
         self.state = tree_state(datas)
         wanted = [(k, c) for k, c in zip(self.keys, self.contents, strict=True) if c is not None]
         found = self.cache.lookup_many(wanted)
