@@ -470,6 +470,19 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     sys.exit(EXIT_CLEAN)
 
 
+def _input_gate(paths: tuple[Path, ...], files: list[Path], cfg: Config, stdin: bool) -> tuple[list[Path], bool]:
+    """`fix` and `plan`: the named paths that give no file, one line each (cudamigrate/inputs.py); exit 3 at
+    once when nothing is left to read. (stdin: a buffer whose name is excluded is handled as ruff does.)"""
+    if stdin:
+        return files, False
+    from .inputs import gate
+
+    files, input_error = gate(list(paths), files, cfg, _err)
+    if input_error and not files:
+        sys.exit(EXIT_INPUT)
+    return files, input_error
+
+
 def _shard(files: list[Path], shard: str | None) -> list[Path]:
     """`--shard I/N`: this shard's files (cudamigrate/shard.py); all of them without the option. The project
     index still sees every file, so project-wide analyses (texture references, headers' includers) agree with
@@ -606,6 +619,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         raise click.UsageError("--commit-per-rule/--commit-per-family commit files; not with `-` (stdin)")
     paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    files, input_error = _input_gate(paths, files, cfg, stdin is not None)
     display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
     if stdin is not None:
         _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)
@@ -653,6 +667,8 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     click.echo(msg + ".", err=True)
     if rule_errors or tally.internal:
         sys.exit(EXIT_ERROR)
+    if input_error:
+        sys.exit(EXIT_INPUT)
     if (tally.remaining or tally.had_error) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
@@ -747,6 +763,7 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    files, input_error = _input_gate(paths, files, cfg, stdin is not None)
     changed, files = _diff_scope(paths, files, kw)
     results: Iterable[Any]
     if stdin is not None:  # the buffer, planned under its name; nothing when excludes cover that name
@@ -778,6 +795,8 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     click.echo(json.dumps(plan.to_dict(), indent=2) if fmt == "json" else render_text(plan), nl=fmt != "text")
     if rule_errors:
         sys.exit(EXIT_ERROR)
+    if input_error:
+        sys.exit(EXIT_INPUT)
     sys.exit(EXIT_FINDINGS if plan.must else EXIT_CLEAN)
 
 

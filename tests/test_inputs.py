@@ -109,3 +109,12 @@ def test_json_report_of_a_missing_path_is_not_printed(tmp_path):
     except ValueError:
         printed_report = False
     assert not printed_report  # a gate that parses the JSON must not read "0 findings" into a failed read
+
+
+def test_fix_and_plan_name_a_missing_path_too(tmp_path):
+    for cmd in ("fix", "plan"):
+        r = run_cli(cmd, tmp_path / "gone.cu")
+        assert r.exit_code == EXIT_INPUT, (cmd, r.output)
+        assert _lines(r) == [f"cudamigrate: error: {tmp_path / 'gone.cu'}: no such file or directory"], (cmd, r.output)
+    (tmp_path / "empty").mkdir()
+    assert run_cli("plan", "empty", cwd=tmp_path).exit_code == EXIT_INPUT
