@@ -358,12 +358,12 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         pre.files, input_error = gate(list(paths), pre.files, pre.cfg, _err)
         if input_error and not pre.files and not kw.get("show_settings"):
             sys.exit(EXIT_INPUT)
-    if kw.get("show_files") or kw.get("show_settings"):
+    pre.files, pre.project = _shard(pre.files, kw.get("shard")), pre.files
+    if kw.get("show_files") or kw.get("show_settings"):  # (with --shard: this shard's files)
         from .show import show
 
         click.echo(show(pre, bool(kw.get("show_settings"))), nl=False)
         sys.exit(EXIT_INPUT if input_error else EXIT_CLEAN)
-    pre.files, pre.project = _shard(pre.files, kw.get("shard")), pre.files
     replay = None
     if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None and not input_error:
         replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics})

@@ -131,3 +131,11 @@ def test_sharded_scan_keeps_the_whole_project_index(tmp_path, monkeypatch):
     monkeypatch.setattr(cli, "_setup", spy)
     run_cli("scan", ".", "--shard", "1/4", "--no-cache", cwd=tmp_path)
     assert seen and seen[0][0] < 8 and seen[0][1] == 8
+
+
+def test_show_files_of_the_shards_partition_the_run(tmp_path):
+    for i in range(12):
+        (tmp_path / f"f{i}.cu").write_text("int x;\n")
+    whole = run_cli("scan", "--show-files", ".", cwd=tmp_path).output.splitlines()
+    parts = [run_cli("scan", "--show-files", "--shard", f"{i}/3", ".", cwd=tmp_path).output.splitlines() for i in (1, 2, 3)]
+    assert sorted(sum(parts, [])) == sorted(whole) and len(whole) == 12 and all(len(p) < 12 for p in parts)
