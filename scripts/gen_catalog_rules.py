@@ -682,7 +682,7 @@ def advice_for(row: dict, kind: str, replacement: str | None, caveat: str | None
         if repl and not repl.startswith("(none"):
             text = f"Replacement: {repl}."
         elif repl:
-            rest = repl[len("(none"):].strip(" );,")
+            rest = repl[len("(none"):].strip(" );,:")  # "(none: why)" -> "why"
             text = "No direct replacement" + (f" ({rest})" if rest else "") + "; remove or rewrite the use."
         else:
             sn = short_notes(row["notes"])

@@ -62,12 +62,21 @@ def _replays(cache_dir: Path) -> int:
 def test_replay_prints_what_no_cache_prints(tmp_path, cache_dir, monkeypatch, fmt):
     _tree(tmp_path / "t")
     args = ["--statistics"] if fmt == "statistics" else ["--format", fmt]
+    report = tmp_path / "report.html"
+    if fmt == "html":  # HTML goes to a file (without -o: cudamigrate-report.html), never to the terminal
+        args += ["-o", str(report)]
+
+    def scan_(*more):
+        code, out, err = _scan(tmp_path / "t", *args, *more)
+        return code, out + (report.read_text() if fmt == "html" else ""), err
+
     loads = _Loads(monkeypatch)
-    first = _scan(tmp_path / "t", *args)
+    first = scan_()
     assert loads.take() == 1 and _replays(cache_dir) == 1
-    again = _scan(tmp_path / "t", *args)
+    again = scan_()
     assert loads.take() == 0, "an unchanged run is replayed"
-    assert again == first == _scan(tmp_path / "t", *args, "--no-cache")
+    assert again == first == scan_("--no-cache")
+    assert fmt != "html" or "<!DOCTYPE html>" in first[1]
     assert first[0] == 1
     assert _scan(tmp_path / "t", *args, "--exit-zero")[0] == 0
 

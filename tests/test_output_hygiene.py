@@ -76,9 +76,13 @@ def _hostile_cost_rule(tmp_path: Path) -> Path:
 def test_huge_cost_multiplier_never_writes_infinity_or_nan(tmp_path, fmt):
     rd = _hostile_cost_rule(tmp_path)
     (tmp_path / "a.cu").write_bytes(GOOD)
-    r = run("scan", "--no-builtin-rules", "--rules-dir", str(rd), "--format", fmt, str(tmp_path / "a.cu"))
+    to_file = ["-o", str(tmp_path / "r.html")] if fmt == "html" else []  # HTML never goes to the terminal
+    r = run("scan", "--no-builtin-rules", "--rules-dir", str(rd), "--format", fmt, *to_file, str(tmp_path / "a.cu"))
     assert r.exit_code == 1, r.output
     out = r.stdout if hasattr(r, "stdout") else r.output
+    if fmt == "html":
+        out = (tmp_path / "r.html").read_text()
+        assert "<!DOCTYPE html>" in out
     assert "Infinity" not in out and "NaN" not in out
     if fmt == "json":
         doc = _strict_json(out)
@@ -112,8 +116,9 @@ def test_odd_file_names_in_every_format(tmp_path):
     assert len(junit.findall(".//failure")) == len(ODD_NAMES)
     gh = [ln for ln in run("scan", "--format", "github", str(d)).output.splitlines() if ln.startswith("::")]
     assert len(gh) == len(ODD_NAMES) and any("file=" in ln and "com%2Cma%3Acolon.cu" in ln for ln in gh)
-    html = run("scan", "--format", "html", str(d)).output
-    assert "amp&<tag>.cu" not in html and "</script><" not in html.split("<script", 2)[-1].split("</script>")[0]
+    run("scan", "--format", "html", "-o", str(tmp_path / "r.html"), str(d))
+    html = (tmp_path / "r.html").read_text()
+    assert "<!DOCTYPE html>" in html and "amp&<tag>.cu" not in html and "</script><" not in html.split("<script", 2)[-1].split("</script>")[0]
     # a leading dash is a path, not an option, after `--`
     r = run("scan", "--", str(d / "-dash.cu"))
     assert "-dash.cu:1:" in r.output and r.exit_code == 1

@@ -10,6 +10,7 @@ import click
 from .. import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INPUT = 3  # could not read the inputs (pipeline/inputs.py; README: Exit codes)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -34,6 +34,7 @@ def explain_text(rule: Rule, measured: list[dict] | None = None, gpu: str | None
         out += ["Measured cost: no calibration for this GPU; the declared estimate applies.", ""]
     out.append(f"Automatic fix: {rule.fix_applicability}")
     out += ["", "Score:", textwrap.indent(textwrap.fill(_score_words(rule), 100), "  ")]
+    out += ["", "Estimate:", textwrap.indent(textwrap.fill(_estimate_words(rule), 100), "  ")]
     if rule.status == "opt-in":
         out.append("Opt-in: enable with --extend-select " + rule.id)
     out.append("")
@@ -63,3 +64,14 @@ def _score_words(rule: Rule) -> str:
         imp = f"hygiene ({IMPACT_SCORES['hygiene']:g})"
     app = rule.fix_applicability
     return (f"impact {imp}; effort {app} ({EFFORT_SCORES[app]:g}). {ROI_WORDS}")
+
+
+def _estimate_words(rule: Rule) -> str:
+    """How the plan turns this rule's findings into an effort estimate (findings/jobs.py)."""
+    from ..report.plan import JOB_WORDS
+
+    try:
+        each = f"about {float(rule.cost['effort_minutes']):g} min per job (declared in the rule)"
+    except (KeyError, TypeError, ValueError):
+        each = "the effort class's minutes per job"
+    return f"{each}. {JOB_WORDS}"

@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main
+from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
 from .options import _split, _tracebacks, selection_options, stdin_option
 from .output import err as _err
-from .prepare import _setup, _stdin_input
+from .prepare import _input_gate, _setup, _stdin_input
 from .scan import _write_report
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
@@ -60,6 +60,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         raise click.UsageError("--commit-per-rule/--commit-per-family commit files; not with `-` (stdin)")
     paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    files, input_error = _input_gate(paths, files, cfg, stdin is not None)
     display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
     if stdin is not None:
         _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)
@@ -118,6 +119,8 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
                       kw["verify_report"])
     if rule_errors or tally.internal or (verified is not None and verified.worse):
         sys.exit(EXIT_ERROR)
+    if input_error:
+        sys.exit(EXIT_INPUT)
     if (tally.remaining or tally.had_error) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)

@@ -8,7 +8,7 @@ verify/ and workflow/."""
 from __future__ import annotations
 
 # each command module registers its command on `main` when imported
-from . import calibrate, doctor, fix, plan, rules, scan, selftest, verify  # noqa: F401
+from . import calibrate, doctor, fix, merge, plan, rules, scan, selftest, server, verify  # noqa: F401
 from .app import console, main  # noqa: F401  (the entry point and the group)
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,10 +9,10 @@ from typing import Any
 
 import click
 
-from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main
+from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
 from .options import diff_base_option, selection_options, stdin_option
 from .output import err as _err
-from .prepare import _diff_scope, _on_changed_lines, _setup, _stdin_input
+from .prepare import _diff_scope, _input_gate, _on_changed_lines, _setup, _stdin_input
 
 
 @main.command("plan")
@@ -37,6 +37,7 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
+    files, input_error = _input_gate(paths, files, cfg, stdin is not None)
     changed, files = _diff_scope(paths, files, kw)
     results: Iterable[Any]
     if stdin is not None:  # the buffer, planned under its name; nothing when excludes cover that name
@@ -68,4 +69,6 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     click.echo(json.dumps(plan.to_dict(), indent=2) if fmt == "json" else render_text(plan), nl=fmt != "text")
     if rule_errors:
         sys.exit(EXIT_ERROR)
+    if input_error:
+        sys.exit(EXIT_INPUT)
     sys.exit(EXIT_FINDINGS if plan.must else EXIT_CLEAN)

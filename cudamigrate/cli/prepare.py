@@ -77,6 +77,7 @@ class Prepared:
     use_cache: bool
     files: list[Path]
     walk_errors: list[str]
+    project: list[Path] | None = None  # with --shard: every file of the run, for the project index
 
 
 def _prepare(paths: tuple[Path, ...], kw: dict[str, Any]) -> Prepared:
@@ -151,8 +152,8 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any],
         raise click.UsageError("; ".join(bad))
     engine = Engine(rs.rules, opts)
     spec = EngineSpec(pre.rule_dirs, opts, pre.max_bytes, use_rule_cache=pre.use_cache)
-    engine.project = ProjectIndex(files=files)  # project-wide facts: headers, class members, includers
-    spec.project_files = files
+    engine.project = ProjectIndex(files=pre.project or files)  # project-wide facts: headers, class members, includers
+    spec.project_files = pre.project or files
     for e in rs.errors:  # one line per bad rule file; the other rules still run
         _err(e)
     kw["walk_errors"] = pre.walk_errors  # what could not be walked: reported like unreadable files
@@ -180,3 +181,16 @@ def _replay_key(paths: tuple[Path, ...], pre: Prepared, kw: dict[str, Any], pres
     run = cache.run_digest(pre.rule_dirs, pre.opts, db, max_bytes=pre.max_bytes)
     items = list(zip(map(str, pre.files), display_paths(pre.files), strict=True))
     return db, replay_key(run, [(os.path.abspath(p), d) for p, d in items], presentation), run, items
+
+def _input_gate(paths: tuple[Path, ...], files: list[Path], cfg: Config, stdin: bool) -> tuple[list[Path], bool]:
+    """`fix` and `plan`: the named paths that give no file, one line each (pipeline/inputs.py); exit 3 at
+    once when nothing is left to read. (stdin: a buffer whose name is excluded is handled as ruff does.)"""
+    if stdin:
+        return files, False
+    from ..pipeline.inputs import gate
+    from .app import EXIT_INPUT
+
+    files, input_error = gate(list(paths), files, cfg, _err)
+    if input_error and not files:
+        sys.exit(EXIT_INPUT)
+    return files, input_error

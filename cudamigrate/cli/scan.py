@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.textsafe import printable
-from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, _settled, main
+from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, _settled, main
 from .options import (
     FORMATS,
     _check_regular,
@@ -43,6 +43,11 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Record current findings as the baseline.")
 @diff_base_option
 @stdin_option
+@click.option("--show-files", is_flag=True, help="List the files that would be scanned (after excludes) and exit.")
+@click.option("--show-settings", is_flag=True, help="Print the resolved settings (configuration file, rules, options) and exit.")
+@click.option("--shard", default=None, metavar="I/N",
+              help="Scan only shard I of N (1-based) of the files, split deterministically; merge the shards' "
+                   "JSON or SARIF reports with `cudamigrate merge`.")
 def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path | None, exit_zero: bool,
          statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, **kw: Any) -> None:
     """Report findings in PATHS (files or directories).
@@ -53,6 +58,9 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     first whatever their ROI. `cudamigrate plan` turns the findings into steps.
     """
     fmt = report_fmt or fmt
+    if fmt == "html" and output is None and not kw.get("show_files") and not kw.get("show_settings"):
+        output = Path("cudamigrate-report.html")  # a whole HTML document on a terminal helps no one
+        _err(f"writing the HTML report to {output} (choose the file with -o)")
     for flag, target in (("--output", output), ("--write-baseline", write_baseline)):
         _check_writable(target, flag)
     if baseline is not None:
@@ -62,8 +70,21 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
     pre = _prepare(paths, kw)
+    input_error = False
+    if stdin is None:
+        from ..pipeline.inputs import gate
+
+        pre.files, input_error = gate(list(paths), pre.files, pre.cfg, _err)
+        if input_error and not pre.files and not kw.get("show_settings"):
+            sys.exit(EXIT_INPUT)
+    pre.files, pre.project = _shard(pre.files, kw.get("shard")), pre.files
+    if kw.get("show_files") or kw.get("show_settings"):  # (with --shard: this shard's files)
+        from .show import show
+
+        click.echo(show(pre, bool(kw.get("show_settings"))), nl=False)
+        sys.exit(EXIT_INPUT if input_error else EXIT_CLEAN)
     replay = None
-    if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None:
+    if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None and not input_error:
         replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics})
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
@@ -161,9 +182,26 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
     if rule_errors or internal:
         sys.exit(EXIT_ERROR)
+    if input_error:
+        sys.exit(EXIT_INPUT)
     if (findings or errors) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
+
+
+
+def _shard(files: list[Path], shard: str | None) -> list[Path]:
+    """`--shard I/N`: this shard's files (cudamigrate/shard.py); all of them without the option. The project
+    index still sees every file, so project-wide analyses (texture references, headers' includers) agree with
+    one unsharded run."""
+    if shard is None:
+        return files
+    from ..pipeline.shard import ShardError, parse_shard, shard_files
+
+    try:
+        return shard_files(files, *parse_shard(shard))
+    except ShardError as exc:
+        raise click.BadParameter(str(exc), param_hint="--shard") from None
 
 
 def _write_report(text: str, output: Path | None) -> None:

@@ -55,6 +55,11 @@ def _rel_to(p: Path, base: Path | None) -> str | None:
     return None if rel == ".." or rel.startswith("../") else rel
 
 
+def _under(rel: str) -> str:
+    """A directory's relative path as the prefix of its entries' (`a/b` -> `a/b/`, `.` -> ``)."""
+    return "" if rel == "." else rel + "/"
+
+
 def _named_file_ignored(p: Path) -> bool:
     """A named file under a `.gitignore`/`.cudamigrateignore` of its directory or one above, up to the git root."""
     f = Path(os.path.abspath(p))
@@ -119,18 +124,24 @@ def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[
             except OSError as exc:
                 problem(d, "cannot list directory", exc)
                 continue
+            # the directory's paths relative to the root, the base and each ignore file's directory, computed
+            # once per directory (os.path.relpath per entry was most of a large tree's walk)
+            dir_root = _under(os.path.relpath(d, root))
+            dir_base = _rel_to(d, base)
+            dir_base = None if dir_base is None else _under(dir_base)
+            dir_specs = [(_under(os.path.relpath(d, sd)), sp) for sd, sp in specs]
             subdirs = []
             for e in entries:
                 p = Path(e.path)
                 try:
                     is_dir = e.is_dir(follow_symlinks=False)
-                    rel_root = os.path.relpath(p, root)
                     if is_dir and e.name in ALWAYS_SKIP:
                         continue
-                    rel_base = _rel_to(p, base)
-                    if excl.match_file((rel_base if rel_base is not None else rel_root) + ("/" if is_dir else "")):
+                    slash = "/" if is_dir else ""
+                    rel = (dir_base if dir_base is not None else dir_root) + e.name
+                    if excl.match_file(rel + slash):
                         continue
-                    if any(s.match_file(os.path.relpath(p, base) + ("/" if is_dir else "")) for base, s in specs):
+                    if any(sp.match_file(prefix + e.name + slash) for prefix, sp in dir_specs):
                         continue
                     if is_dir:
                         subdirs.append(p)

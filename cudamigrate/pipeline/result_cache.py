@@ -407,6 +407,21 @@ def recorded_reads() -> tuple[set[str], set[str]]:
     return set(_OPENED), set(_LISTED)
 
 
+def pack(value: Any) -> bytes | None:
+    """A result as the cache stores it (compressed pickle), or None when it cannot be pickled. Workers pack
+    their results themselves: the parent, which stores every result of the run, would otherwise do all the
+    pickling and compressing of a parallel run serially."""
+    try:
+        return zlib.compress(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    except Exception:
+        return None
+
+
+def unpack(blob: bytes) -> Any:
+    """`pack`'s inverse."""
+    return pickle.loads(zlib.decompress(blob))
+
+
 def new_reads() -> tuple[list[str], list[str]]:
     """What this process read since the last call (a worker sends it back with each result)."""
     global _SENT_O, _SENT_L
@@ -454,6 +469,7 @@ class DepSet:
     files: dict[str, str | None] = field(default_factory=dict)
     dirs: dict[str, str | None] = field(default_factory=dict)
     texture_ref: bool = False  # a file read by the run itself declares a texture/surface reference
+    _memo: str | None = field(default=None, init=False, repr=False, compare=False)  # digest(), once
 
     @classmethod
     def capture(cls, opened: Iterable[str], listed: Iterable[str], run_files: set[str],
@@ -474,7 +490,11 @@ class DepSet:
         return cls(files, {d: _listing(d) for d in sorted(dirs)}, texture)
 
     def digest(self) -> str:
-        return _digest(json.dumps([self.files, self.dirs, self.texture_ref], sort_keys=True))
+        """Computed once: `finish` stores every result of a run with one DepSet, and serialising it for each
+        was a serial cost of the parent that grew with the run's files."""
+        if self._memo is None:
+            self._memo = _digest(json.dumps([self.files, self.dirs, self.texture_ref], sort_keys=True))
+        return self._memo
 
     def valid(self) -> bool:
         return all(_file_hash(p) == h for p, h in self.files.items()) and \
@@ -668,11 +688,13 @@ class ResultCache:
     def replay_put(self, key: str, body: bytes) -> None:
         self._pending_replays[key] = body
 
-    def store(self, key: str, content: str, value: Any, shared: str = "", depset: DepSet | None = None) -> None:
-        """Queue an entry; `flush` writes the queue in one transaction."""
-        try:
-            blob = zlib.compress(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), 1)
-        except Exception:
+    def store(self, key: str, content: str, value: Any, shared: str = "", depset: DepSet | None = None,
+              blob: bytes | None = None) -> None:
+        """Queue an entry; `flush` writes the queue in one transaction. `blob`: `pack(value)` when a worker
+        process computed it already (the parent then does not pickle and compress every result itself)."""
+        if blob is None:
+            blob = pack(value)
+        if blob is None:
             return  # an unpicklable result is simply not cached
         ident = ""
         if depset is not None:
@@ -812,23 +834,38 @@ class CachedRun:
     contents: list[str | None] = field(default_factory=list)
     stats: dict[str, tuple[int, ...] | None] = field(default_factory=dict)
     _store: dict[int, Any] = field(default_factory=dict)
+    _blobs: dict[int, bytes] = field(default_factory=dict)  # _store's results packed by the workers
     _valid_depsets: dict[str, bool] = field(default_factory=dict)
     looked_ns: int = 0  # when the files were read (their stats vouch for their bytes only if older)
     hits: int = 0
     used_depsets: set[str] = field(default_factory=set)
     complete: RunFiles | None = None  # after `finish`: every file's result is cached (hit or stored)
 
+    def _look(self, paths: list[str]) -> list[tuple[str, bytes | None, tuple[int, ...] | None, str | None]]:
+        """(path, bytes, stat signature, content hash) of each file, in order. Many files are read and hashed
+        by threads (reads and BLAKE2 release the GIL): done one by one, this was a serial part of a parallel
+        run that grows with the tree while the workers wait."""
+        def look(ap: str) -> tuple[str, bytes | None, tuple[int, ...] | None, str | None]:
+            data, st = _read_limited(ap, self.max_bytes)
+            return ap, data, st, None if data is None else content_hash(data)
+
+        if len(paths) < 64:
+            return [look(ap) for ap in paths]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            return list(pool.map(look, paths, chunksize=32))
+
     def partition(self) -> tuple[dict[int, Any], list[int]]:
         """({index: cached FileResult}, indexes to scan)."""
         datas: list[tuple[str, bytes | None]] = []
         self.looked_ns = time.time_ns()
-        for path, display in self.items:
-            ap = os.path.abspath(path)
-            data, st = _read_limited(ap, self.max_bytes)
+        paths = [os.path.abspath(path) for path, _ in self.items]
+        for (ap, data, st, content), (_, display) in zip(self._look(paths), self.items, strict=True):
             self.stats[ap] = st
             datas.append((ap, data))
             self.keys.append(entry_key(self.run, ap, display))
-            self.contents.append(None if data is None else content_hash(data))
+            self.contents.append(content)
         self.state = tree_state(datas)
         wanted = [(k, c) for k, c in zip(self.keys, self.contents, strict=True) if c is not None]
         found = self.cache.lookup_many(wanted)
@@ -855,14 +892,17 @@ class CachedRun:
             return False
         return e.shared == self.state.shared(self._valid_depsets["texture:" + e.depset])
 
-    def record(self, index: int, result: Any, scanned: str | None) -> None:
+    def record(self, index: int, result: Any, scanned: str | None, blob: bytes | None = None) -> None:
         """Keep `result` of item `index` for `finish`, when `scanned` (the content hash of the bytes the
-        engine read) is the hash `partition` saw and the result carries no error."""
+        engine read) is the hash `partition` saw and the result carries no error. `blob`: `pack(result)`,
+        when already computed."""
         if scanned is None or scanned != self.contents[index]:
             return
         if getattr(result, "errors", None) or getattr(result, "internal", 0):
             return
         self._store[index] = result
+        if blob is not None:
+            self._blobs[index] = blob
 
     def finish(self, opened: Iterable[str], listed: Iterable[str], this_run: Iterable[str] = ()) -> int:
         """Store the recorded results with the process's reads outside the run's files (`this_run`: those
@@ -876,7 +916,7 @@ class CachedRun:
                 deps = DepSet.capture(opened, listed, set(self.state.hashes), this_run)
                 shared = self.state.shared(deps.texture())
                 for i, res in sorted(self._store.items()):
-                    self.cache.store(self.keys[i], self.contents[i] or "", res, shared, deps)
+                    self.cache.store(self.keys[i], self.contents[i] or "", res, shared, deps, self._blobs.get(i))
                 depsets.add(deps.digest())
             if self.hits + len(self._store) == len(self.items):
                 files = []

@@ -177,8 +177,14 @@ class CachedScanWork:
     max_bytes: int | None = None
     ships_facts = False  # semantic mode is not cached
 
-    def __call__(self, engine: Engine, job: FileJob) -> tuple[FileResult, str | None, tuple[list[str], list[str]]]:
-        return (*scan_file_hashed(engine, job, self.max_bytes), cache.new_reads())
+    def __call__(self, engine: Engine, job: FileJob) -> tuple[FileResult | bytes, str | None, tuple[list[str], list[str]]]:
+        """The result packed for the cache (`cache.pack`) where it can be: the parent unpacks it (it would
+        unpickle it anyway) and stores the very bytes, instead of pickling every result again serially."""
+        result, scanned = scan_file_hashed(engine, job, self.max_bytes)
+        packed = None
+        if _IN_POOL and scanned is not None and not result.errors and not result.internal:
+            packed = cache.pack(result)
+        return (packed if packed is not None else result), scanned, cache.new_reads()
 
     def failed(self, job: FileJob, exc: BaseException) -> tuple[FileResult, None, tuple[list[str], list[str]]]:
         return guarded_file(job.display, "scanning in a worker process", exc), None, ([], [])
@@ -226,7 +232,12 @@ def _pool(engine: Engine, spec: EngineSpec, work: Any, jobs: int) -> ProcessPool
     return ProcessPoolExecutor(max_workers=jobs, initializer=_init, initargs=(spec, work))
 
 
+_IN_POOL = False  # True in pool workers only (set by `_in_worker`): CachedScanWork packs results there
+
+
 def _in_worker(job: FileJob) -> Any:
+    global _IN_POOL
+    _IN_POOL = True
     assert _WORKER is not None
     _WORKER.semantic_provider = _shipped(job.facts) if job.facts is not None else None
     return _WORK(_WORKER, job)
@@ -236,15 +247,50 @@ def _chunk(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
     return [fn(it) for it in items]
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (a CI container's CPU set, `taskset`), all of them: `-j`'s default.
+    (It was capped at 8, which left half of a 16-core CI host idle.)"""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return os.cpu_count() or 1
+
+
+CHUNKS_PER_WORKER = 8  # enough chunks that a slow one is a small part of a worker's share
+MAX_CHUNK = 16  # files per chunk at most: fewer round trips on huge runs, still fine-grained
+
+
+def chunk_size(n_items: int, jobs: int) -> int:
+    """Files per chunk: small enough that every worker gets several chunks (the last ones to finish are then
+    short, so no core idles while one worker ends a long chunk), large enough to amortise a round trip."""
+    return max(1, min(MAX_CHUNK, n_items // (jobs * CHUNKS_PER_WORKER)))
+
+
+def _weight(item: Any) -> int:
+    """A file's expected cost: its size (scan time grows with it); 0 when it cannot be stat'ed."""
+    try:
+        return os.stat(item.path).st_size
+    except (OSError, AttributeError, TypeError):
+        return 0
+
+
 def pool_map(pool: "Executor", fn: Callable[[Any], R], items: list[Any], failed: Callable[[Any, BaseException], R],
-             chunk: int = 16) -> Iterator[R]:
-    """fn over items in the pool, in order. A chunk whose worker fails (died, could not pickle a result)
-    gives each of its files a one-line internal error (`failed`) instead of losing the whole run."""
-    futures = [(items[i : i + chunk], pool.submit(_chunk, fn, items[i : i + chunk]))
-               for i in range(0, len(items), chunk)]
-    for part, fut in futures:
+             chunk: int = 16, weight: Callable[[Any], int] | None = None) -> Iterator[R]:
+    """fn over items in the pool, results in input order. With `weight`, chunks are submitted heaviest first
+    (longest-processing-time-first: the big files start at once instead of arriving last and leaving the
+    other workers idle at the end); each chunk holds neighbours in input order, so a directory's files (and
+    the headers they share, which a worker's matchers memoise) stay together. A chunk whose worker fails
+    (died, could not pickle a result) gives each of its files a one-line internal error (`failed`) instead
+    of losing the whole run."""
+    parts = [items[i : i + chunk] for i in range(0, len(items), chunk)]
+    order = list(range(len(parts)))
+    if weight is not None:
+        sizes = [sum(weight(it) for it in part) for part in parts]
+        order.sort(key=lambda k: -sizes[k])
+    futures: dict[int, Any] = {k: pool.submit(_chunk, fn, parts[k]) for k in order}
+    for k, part in enumerate(parts):
         try:
-            results = fut.result()
+            results = futures.pop(k).result()
         except Exception as exc:
             results = [failed(it, exc) for it in part]
         yield from results
@@ -253,7 +299,7 @@ def pool_map(pool: "Executor", fn: Callable[[Any], R], items: list[Any], failed:
 def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: int | None = None,
         progress: Callable[[Any], None] | None = None, facts: FactsProvider | None = None) -> Iterator[Any]:
     """`work` (ScanWork, FixWork) over `files`, results in input order; `facts`: semantic mode's provider."""
-    jobs = jobs or min(os.cpu_count() or 1, 8)
+    jobs = jobs or usable_cpus()
     ship = facts is not None and work.ships_facts
     items = [FileJob(str(p), d, facts.facts.get(os.path.realpath(p)) if ship and facts is not None else None)
              for p, d in zip(files, display_paths(files), strict=True)]
@@ -273,7 +319,7 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
                 engine.semantic_provider = None
         return
     with _pool(engine, spec, work, jobs) as pool:
-        for r in pool_map(pool, _in_worker, items, work.failed):
+        for r in pool_map(pool, _in_worker, items, work.failed, chunk_size(len(items), jobs), _weight):
             if progress:
                 progress(r)
             yield r
@@ -322,10 +368,12 @@ def _scan_cached(engine: Engine, spec: EngineSpec, files: list[Path], jobs: int 
                 r = hits[i]
             else:
                 r, scanned, (o, ls) = next(fresh)
+                blob = r if isinstance(r, bytes) else None
+                r = cache.unpack(r) if blob is not None else r
                 opened.update(o)
                 in_workers.update(o)
                 listed.update(ls)
-                run_.record(next(pending), r, scanned)
+                run_.record(next(pending), r, scanned, blob)
             if progress:
                 progress(r)
             yield r

@@ -112,8 +112,9 @@ def _bars(counts: dict[str, int], labels: dict[str, str] | None = None, limit: i
     return [{"key": k, "label": lbl, "value": v, "width": round(300 * v / peak, 1)} for k, lbl, v in top]
 
 
-def roi_why(f: Finding) -> str:
-    """The finding's ROI in words: what the impact and effort are and where the numbers come from."""
+def roi_why(f: Finding, job_size: int = 1) -> str:
+    """The finding's ROI in words: what the impact and effort are and where the numbers come from; with
+    `job_size` > 1, that it is one job with the other findings of its rule in its construct (cudamigrate/jobs.py)."""
     c = f.cost
     if c is None:
         return ""
@@ -121,8 +122,11 @@ def roi_why(f: Finding) -> str:
 
     ctx = f"; {', '.join(c.factors)}" if c.factors else ""
     measured = f"; {c.measured}" if c.measured else ""
+    job = (f" One job with {job_size - 1} other {f.rule_id} finding(s) in the {f.context.get('job')}: the plan counts "
+           f"their effort once." if job_size > 1 else "")
     return (f"ROI {fmt_roi(c.roi)} = impact {c.impact_score:g} ({impact_of(f)}{ctx}{measured}) / effort "
-            f"{c.effort_score:g} ({c.effort}, about {c.effort_minutes:g} min). Higher ROI: more value per unit of work.")
+            f"{c.effort_score:g} ({c.effort}, about {c.effort_minutes:g} min). Higher ROI: more value per unit of work."
+            + job)
 
 
 def build_data(run: Run) -> dict[str, Any]:
@@ -153,6 +157,9 @@ def build_data(run: Run) -> dict[str, Any]:
             "deprecated_in": r.deprecated_in if r else sample.deprecated_in,
             "removed_in": r.removed_in if r else sample.removed_in,
         })
+    from ..findings.jobs import job_key, jobs
+
+    job_sizes = {k: len(fs) for k, fs in jobs(findings).items()}
     wanted: dict[str, set[int]] = defaultdict(set)
     parsed: dict[str, tuple[list[int], list[str]]] = {}
     rows = []
@@ -168,7 +175,7 @@ def build_data(run: Run) -> dict[str, Any]:
         if fl is not None:  # the page takes the old lines from the source excerpt
             wanted[f.path].update(range(fl[0], fl[0] + fl[1]))
         c = f.cost
-        wi = messages.setdefault(roi_why(f), len(messages))
+        wi = messages.setdefault(roi_why(f, job_sizes[job_key(f)]), len(messages))
         rows.append([
             rule_index[f.rule_id], file_index[f.path], f.line, f.column, f.end_line, f.end_column,
             f.severity, f.applicability, c.roi if c else 0, c.effort_minutes if c else 0,

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from ..findings.model import Finding
+from ..findings.jobs import job_minutes, jobs
 
 IMPACT_ORDER = ("build-break", "runtime-break", "deprecated", "performance", "hygiene")
 # must-do impact classes: the code does not build, or it builds and then fails, with the target toolkit
@@ -32,6 +33,9 @@ ROI_WORDS = (
     "and apply by hand (display-only) 4, manual 5. "
     "Higher ROI = more value per unit of work; the order only ranks findings within one impact group."
 )
+
+JOB_WORDS = ("Estimates count jobs: a rule's manual findings (and suggested edits) in one switch, function or macro "
+             "are one job, costed once (the largest estimate among them); other findings are one job each.")
 
 
 def impact_of(f: Finding) -> str:
@@ -75,6 +79,7 @@ class RuleLine:
     files: int
     minutes: float
     explain: str  # the command that shows the rule's documentation and sources
+    jobs: int = 0  # hand-work findings in one construct count as one job (cudamigrate/jobs.py)
 
 
 @dataclass
@@ -90,6 +95,7 @@ class Step:
     command: str | None
     rules: list[RuleLine] = field(default_factory=list)
     review_files: list[str] = field(default_factory=list)
+    jobs: int = 0  # the findings counted as jobs (cudamigrate/jobs.py); minutes are per job
 
 
 @dataclass
@@ -131,7 +137,12 @@ def effort_str(minutes: float) -> str:
 
 
 def _minutes(fs: list[Finding]) -> float:
-    return round(sum(f.cost.effort_minutes for f in fs if f.cost), 1)
+    """Effort counted by job: a rule's hand-work findings in one switch, function or macro are one job."""
+    return job_minutes(fs)
+
+
+def _jobs(fs: list[Finding]) -> int:
+    return len(jobs(fs))
 
 
 def _rule_lines(fs: list[Finding], names: dict[str, str]) -> list[RuleLine]:
@@ -139,7 +150,7 @@ def _rule_lines(fs: list[Finding], names: dict[str, str]) -> list[RuleLine]:
     for f in fs:
         by_rule[f.rule_id].append(f)
     lines = [RuleLine(rid, names.get(rid) or group[0].rule_name, len(group), len({f.path for f in group}),
-                      _minutes(group), f"cudamigrate explain {rid}") for rid, group in by_rule.items()]
+                      _minutes(group), f"cudamigrate explain {rid}", _jobs(group)) for rid, group in by_rule.items()]
     return sorted(lines, key=lambda r: (-r.findings, r.rule_id))
 
 
@@ -196,7 +207,13 @@ def build_plan(findings: list[Finding], errors: list[str], files_scanned: int, t
             optional.append(Step(f"{imp}: {title}", imp, app, len(fs), len({f.path for f in fs}), _minutes(fs), cmd,
                                  _rule_lines(fs, rule_names),
                                  sorted({f.path for f in fs}) if app == "unsafe" else []))
+    for step, fs in zip(must + optional, _step_findings(groups, must + optional), strict=True):
+        step.jobs = _jobs(fs)
     return Plan(target, files_scanned, must, optional, list(errors))
+
+
+def _step_findings(groups: dict[tuple[str, str], list[Finding]], steps: list[Step]) -> list[list[Finding]]:
+    return [groups.get((s.impact, s.applicability), []) for s in steps]
 
 
 MAX_LISTED = 10
@@ -227,22 +244,26 @@ def render_text(plan: Plan) -> str:
             out.append(f"{n}. `{s.command}` clears {s.findings} {what} in {s.files} file(s) (behaviour may change); "
                        f"review these {len(s.review_files)} file(s): {_files_line(s.review_files)}")
         elif s.applicability == "display-only":
-            out.append(f"{n}. {s.findings} suggested edit(s) in {s.files} file(s) to check and apply by hand "
-                       f"(est. {effort_str(s.minutes)}; the reports show each edit), by rule:")
+            out.append(f"{n}. {s.findings} suggested edit(s){_as_jobs(s.findings, s.jobs)} in {s.files} file(s) to check "
+                       f"and apply by hand (est. {effort_str(s.minutes)}; the reports show each edit), by rule:")
         else:
             what = " that fail at run time" if s.impact == "runtime-break" else ""
-            out.append(f"{n}. {s.findings} manual item(s){what} in {s.files} file(s) (est. {effort_str(s.minutes)}), by rule:")
+            out.append(f"{n}. {s.findings} manual item(s){what}{_as_jobs(s.findings, s.jobs)} in {s.files} file(s) "
+                       f"(est. {effort_str(s.minutes)}), by rule:")
         if s.applicability != "unsafe" or s.rules:
             for r in s.rules:
-                out.append(f"   - {r.rule_id} {r.name}: {r.findings} in {r.files} file(s)"
-                           + (f", est. {effort_str(r.minutes)}" if s.applicability in ("manual", "display-only") else "")
+                hand = s.applicability in ("manual", "display-only")
+                out.append(f"   - {r.rule_id} {r.name}: {r.findings}{_as_jobs(r.findings, r.jobs) if hand else ''} "
+                           f"in {r.files} file(s)"
+                           + (f", est. {effort_str(r.minutes)}" if hand else "")
                            + f" (`{r.explain}`)")
     if plan.optional:
         nopt = sum(s.findings for s in plan.optional)
         out += ["", f"Optional: {nopt} finding(s), est. {effort_str(plan.optional_minutes)} (not needed to build "
                     f"with CUDA {plan.target})"]
         for s in plan.optional:
-            head = f"- {s.title}: {s.findings} in {s.files} file(s), est. {effort_str(s.minutes)}"
+            jobs_note = _as_jobs(s.findings, s.jobs) if s.applicability in ("manual", "display-only") else ""
+            head = f"- {s.title}: {s.findings}{jobs_note} in {s.files} file(s), est. {effort_str(s.minutes)}"
             out.append(head + (f": `{s.command}`" if s.command else ""))
             top = ", ".join(f"{r.rule_id} x{r.findings}" for r in s.rules[:6])
             more = f", {len(s.rules) - 6} more rule(s)" if len(s.rules) > 6 else ""
@@ -252,8 +273,13 @@ def render_text(plan: Plan) -> str:
         out += [f"- {e}" for e in plan.errors[:MAX_LISTED]]
         if len(plan.errors) > MAX_LISTED:
             out.append(f"- and {len(plan.errors) - MAX_LISTED} more")
-    out += ["", "Order within a group follows ROI. " + ROI_WORDS]
+    out += ["", "Order within a group follows ROI. " + ROI_WORDS + " " + JOB_WORDS]
     return "\n".join(out) + "\n"
+
+
+def _as_jobs(findings: int, njobs: int) -> str:
+    """` as 3 job(s)` when grouping by construct made fewer jobs than findings (cudamigrate/jobs.py)."""
+    return f" as {njobs} job(s)" if 0 < njobs < findings else ""
 
 
 def counts_by_impact(findings: Iterable[Finding]) -> dict[str, int]:

@@ -36,6 +36,7 @@ from ..findings.suppress import Suppressions, unknown_ids
 from ..rules.templates import TemplateError, render
 from ..core.errors import internal_message, trace
 from ..core.textsafe import one_line
+from ..findings.jobs import mark_jobs
 
 
 class FileTimeout(Exception):
@@ -446,6 +447,10 @@ class Engine:
                 internal.append((internal_message(display, None, exc, "semantic macro expansions"), exc))
         res.findings, more = self._findings(matches, ctx, display)
         internal += more
+        try:  # hand work grouped by construct, for the plan's effort (cudamigrate/jobs.py)
+            mark_jobs(res.findings, ctx.main.root, lambda b: src.position(b)[0])
+        except Exception as exc:
+            internal.append((internal_message(display, None, exc, "grouping manual findings"), exc))
         res.suppressions = Suppressions.scan(data)
         if res.suppressions.items:
             res.notes += suppression_warnings(res.suppressions, display, self.all_ids)

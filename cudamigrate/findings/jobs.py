@@ -1,0 +1,82 @@
+"""Effort a lead believes: manual findings of one rule in one construct are one job.
+
+An error-string switch with 22 `case CUDA_ERROR_...:` labels of a removed enumerator is one edit session,
+not 22 half-hour jobs; so are a function or a macro body that uses a removed API five times. The engine
+marks each finding that needs hand work (manual, or a suggested edit applied by hand) with the innermost
+construct that holds it - a `switch`, a function definition or a macro definition - as
+`context["job"]` (e.g. `switch at line 120`). The plan and the HTML report then count a rule's findings
+in one construct of one file as one job whose effort is the largest of theirs (`job_minutes`); findings
+outside any such construct, and automatic fixes (whose effort is per edit and small), are counted one by one.
+`cudamigrate explain` states the rule (explain.py).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import TYPE_CHECKING, Any, Iterable
+
+if TYPE_CHECKING:
+    from .model import Finding
+
+HAND_WORK = ("manual", "display-only")  # the applicabilities whose findings are grouped into jobs
+# tree-sitter node types of the constructs that make one job, and how the plan names them
+CONSTRUCTS = {"switch_statement": "switch", "function_definition": "function", "preproc_function_def": "macro",
+              "preproc_def": "macro"}
+
+
+def _name(node: Any) -> str:
+    """The function's or macro's name (`function cuGetErrorName`), empty when it has none to show."""
+    if node.type in ("preproc_function_def", "preproc_def"):
+        n = node.child_by_field_name("name")
+        return n.text.decode("utf-8", "replace") if n is not None and n.text else ""
+    d = node.child_by_field_name("declarator")
+    while d is not None and d.type not in ("identifier", "field_identifier", "qualified_identifier", "destructor_name",
+                                          "operator_name"):
+        d = d.child_by_field_name("declarator")
+    return d.text.decode("utf-8", "replace") if d is not None and d.text else ""
+
+
+def construct_at(root: Any, start: int, end: int, line_of) -> tuple[str, int] | None:
+    """(label, start byte) of the innermost switch, function or macro definition holding bytes [start, end)
+    of the tree `root` (`line_of(byte)` gives 1-based lines), or None outside any. The start byte tells two
+    constructs on one line apart."""
+    node = root.descendant_for_byte_range(start, max(start, end))
+    while node is not None:
+        kind = CONSTRUCTS.get(node.type)
+        if kind is not None:
+            name = _name(node) if kind != "switch" else ""
+            return f"{kind} {name} at line {line_of(node.start_byte)}".replace("  ", " "), node.start_byte
+        node = node.parent
+    return None
+
+
+def mark_jobs(findings: list[Finding], root: Any, line_of) -> None:
+    """Set `context["job"]` (its label) and `context["job_at"]` (its start byte) of each hand-work finding
+    to its construct (see module docstring)."""
+    for f in findings:
+        if f.applicability in HAND_WORK and "job" not in f.context:
+            found = construct_at(root, f.start_byte, f.end_byte, line_of)
+            if found is not None:
+                f.context["job"], f.context["job_at"] = found
+
+
+def job_key(f: Finding) -> tuple[str, ...]:
+    """Findings with one key are one job: a rule's hand-work findings in one construct of one file; any
+    other finding is a job of its own."""
+    job = f.context.get("job") if f.applicability in HAND_WORK else None
+    if job is None:
+        return ("finding", f.path, str(f.line), str(f.column), f.rule_id, f.message)
+    return ("job", f.path, f.rule_id, str(f.context.get("job_at", "")), str(job))
+
+
+def jobs(findings: Iterable[Finding]) -> dict[tuple[str, ...], list[Finding]]:
+    """The findings grouped into jobs (`job_key`), in first-seen order."""
+    out: dict[tuple[str, ...], list[Finding]] = defaultdict(list)
+    for f in findings:
+        out[job_key(f)].append(f)
+    return out
+
+
+def job_minutes(findings: Iterable[Finding]) -> float:
+    """The effort of the findings counted by job: a job costs the largest effort among its findings."""
+    return round(sum(max((f.cost.effort_minutes for f in fs if f.cost), default=0.0) for fs in jobs(findings).values()), 1)

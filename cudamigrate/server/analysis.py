@@ -1,0 +1,166 @@
+"""What the language server computes, without the protocol: the engine a document is scanned with (the
+project's configuration, as the CLI resolves it), its findings, and the byte edits of each code action.
+
+Engines are kept per configuration (file and its mtime, so an edited `.cudamigrate.toml` takes effect on the
+next keystroke), so after the first document only the scan itself runs: the compiled rules, the keyword
+regexes and the warm-up are paid once, as in a CLI run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..scan.engine import Engine
+    from ..findings.model import Finding
+
+# the settings the CLI reads from flags; the server has none, so the configuration file alone decides
+_NO_FLAGS: dict[str, Any] = {"config_path": None, "compile_commands": None, "no_cache": False}
+
+
+@dataclass
+class Analysis:
+    """One scan of one document's text."""
+
+    data: bytes
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    excluded: bool = False
+
+
+@dataclass(frozen=True)
+class ByteEdit:
+    """Replace bytes [start, end) of the scanned text with `text` (what LSP's TextEdit carries, in bytes)."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Action:
+    """A code action: its title, whether it is the preferred one, and its edits."""
+
+    title: str
+    edits: tuple[ByteEdit, ...]
+    preferred: bool = False
+
+
+class Engines:
+    """The engine for a path: built once per configuration (path + mtime), with its rules warmed up."""
+
+    def __init__(self) -> None:
+        self._by_key: dict[tuple[str, float], tuple[Engine, Any]] = {}
+
+    def for_path(self, path: Path) -> tuple[Engine | None, list[str]]:
+        """(engine, problems); engine None when the configuration excludes `path` or is invalid."""
+        import click
+
+        from ..cli.prepare import _prepare
+        from ..core.config import ConfigError, find_config
+
+        try:
+            cfg = find_config(path)
+        except ConfigError as exc:
+            return None, [str(exc)]
+        key = (str(cfg.path), os.stat(cfg.path).st_mtime if cfg.path and os.path.exists(cfg.path) else 0.0)
+        try:
+            pre = _prepare((path,), dict(_NO_FLAGS))
+        except click.ClickException as exc:
+            return None, [exc.format_message()]
+        if not pre.files:  # excluded by `exclude` or an ignore file, as `scan` would
+            return None, []
+        if key not in self._by_key:
+            self._by_key[key] = self._build(pre)
+        return self._by_key[key][0], []
+
+    @staticmethod
+    def _build(pre: Any) -> tuple[Engine, Any]:
+        from ..scan.engine import Engine
+        from ..knowledge.load import load_rules
+
+        rs = load_rules(pre.rule_dirs, use_cache=pre.use_cache)
+        engine = Engine(rs.rules, pre.opts)
+        engine.warm_up()
+        return engine, pre
+
+
+def analyse(engines: Engines, path: Path, text: str) -> Analysis:
+    """Scan an editor buffer as the file `path` (which need not be saved)."""
+    data = text.encode("utf-8")
+    engine, problems = engines.for_path(path)
+    if engine is None:
+        return Analysis(data, errors=problems, excluded=not problems)
+    res = engine.scan_bytes(path, data, str(path))
+    return Analysis(data, list(res.findings), list(res.errors))
+
+
+def fix_actions(f: Finding) -> list[Action]:
+    """The finding's own fix as an action, labelled like the CLI's marks: safe, unsafe (changes behaviour:
+    the rule's message says how) or a suggested edit (display-only) to review; none for a manual finding."""
+    if f.fix is None or not f.fix.edits:
+        return []
+    label = {"safe": "Fix", "unsafe": "Unsafe fix", "display-only": "Suggested edit"}.get(f.fix.applicability)
+    if label is None:
+        return []
+    edits = tuple(ByteEdit(e.start, e.end, e.text) for e in f.fix.edits)
+    return [Action(f"{label} {f.rule_id}: {f.fix.title}", edits, preferred=f.fix.applicability == "safe")]
+
+
+_SUPPRESSION = re.compile(rb"cudamigrate:\s*ignore\[([A-Za-z0-9_,\s]*)\]")
+
+
+def suppression_action(f: Finding, data: bytes) -> Action:
+    """`// cudamigrate: ignore[ID]` at the end of the finding's first line (a trailing comment covers its own
+    line: cudamigrate/suppress.py), or ID added to the list of one already there. Before a line-continuation
+    backslash (a macro body) it is a block comment, so the continuation still holds."""
+    start = data.rfind(b"\n", 0, f.start_byte) + 1
+    end = data.find(b"\n", f.start_byte)
+    end = len(data) if end < 0 else end
+    if end > start and data[end - 1 : end] == b"\r":
+        end -= 1
+    line = data[start:end]
+    title = f"Suppress {f.rule_id} on this line"
+    m = _SUPPRESSION.search(line)
+    if m is not None:
+        at = start + m.end(1)
+        sep = ", " if m.group(1).strip() else ""
+        return Action(title, (ByteEdit(at, at, f"{sep}{f.rule_id}"),))
+    body = line.rstrip(b" \t")
+    if body.endswith(b"\\"):
+        at = start + len(body) - 1
+        return Action(title, (ByteEdit(at, at, f"/* cudamigrate: ignore[{f.rule_id}] */ "),))
+    at = start + len(body)
+    return Action(title, (ByteEdit(at, at, f"  // cudamigrate: ignore[{f.rule_id}]"),))
+
+
+def apply_edits(data: bytes, edits: tuple[ByteEdit, ...] | list[ByteEdit]) -> bytes:
+    """The text after the edits (non-overlapping, any order): what the client computes, for tests."""
+    out = data
+    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        out = out[: e.start] + e.text.encode("utf-8") + out[e.end :]
+    return out
+
+
+def position(data: bytes, offset: int) -> tuple[int, int]:
+    """0-based line and 0-based column in code points of a byte offset (pygls converts to the client's units)."""
+    line = data.count(b"\n", 0, offset)
+    start = data.rfind(b"\n", 0, offset) + 1
+    return line, len(data[start:offset].decode("utf-8", errors="replace"))
+
+
+def offset(data: bytes, line: int, column: int) -> int:
+    """The byte offset of a 0-based (line, column in code points): the inverse of `position`."""
+    start = 0
+    for _ in range(line):
+        nl = data.find(b"\n", start)
+        if nl < 0:
+            return len(data)
+        start = nl + 1
+    end = data.find(b"\n", start)
+    text = data[start : len(data) if end < 0 else end].decode("utf-8", errors="replace")
+    return start + len(text[:column].encode("utf-8"))

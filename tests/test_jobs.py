@@ -1,0 +1,71 @@
+"""Effort a lead believes (cudamigrate/jobs.py): a rule's manual findings in one construct are one job."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cudamigrate.findings.jobs import job_minutes, jobs
+from cudamigrate.report.plan import build_plan, render_text
+
+from .helpers import engine_for, run_cli
+
+LABELS = ["CUDA_ERROR_PROFILER_NOT_INITIALIZED", "CUDA_ERROR_PROFILER_ALREADY_STARTED",
+          "CUDA_ERROR_PROFILER_ALREADY_STOPPED"]
+SWITCH = ("#include <cuda.h>\nconst char *name(CUresult e) {\n    switch (e) {\n"
+          + "".join(f"    case {n}: return \"{i}\";\n" for i, n in enumerate(LABELS * 8))
+          + "    default: return \"?\";\n    }\n}\n")
+
+
+def _findings(code: str, rules=("CM1085",)):
+    res = engine_for(select=list(rules), extend_select=list(rules)).scan_bytes(Path("t.cu"), code.encode())
+    assert not res.errors, res.errors
+    return res.findings
+
+
+def test_the_labels_of_one_switch_are_one_job():
+    fs = _findings(SWITCH)
+    assert len(fs) == 24 and {(f.context.get("job"), f.context.get("job_at")) for f in fs} == {("switch at line 3", SWITCH.index("switch"))}
+    assert len(jobs(fs)) == 1
+    each = fs[0].cost.effort_minutes
+    assert job_minutes(fs) == each  # not 24 x each
+    plan = build_plan(fs, [], 1, "13.0", {}, ["t.cu"])
+    text = render_text(plan)
+    assert "24 as 1 job(s)" in text and plan.optional_minutes == each
+
+
+def test_one_function_and_one_macro_are_one_job_each_and_two_switches_two():
+    code = ("#include <cuda.h>\n"
+            f"int f(CUresult e) {{ if (e == {LABELS[0]}) return 1; if (e == {LABELS[1]}) return 2; return 0; }}\n"
+            f"#define IS_PROF(e) ((e) == {LABELS[0]} || (e) == {LABELS[2]})\n"
+            f"int g(CUresult e) {{ switch (e) {{ case {LABELS[0]}: return 1; }} switch (e) {{ case {LABELS[1]}: return 2; }} return 0; }}\n"
+            f"int top = {LABELS[2]}, other = {LABELS[1]};\n")
+    fs = _findings(code)
+    by_job = sorted((k[-1], len(v)) for k, v in jobs(fs).items() if k[0] == "job")
+    assert by_job == [("function f at line 2", 2), ("macro IS_PROF at line 3", 2), ("switch at line 4", 1),
+                      ("switch at line 4", 1)], by_job
+    assert len(jobs(fs)) == 1 + 1 + 2 + 2  # function, macro, the two switches of g apart, the two file-scope uses
+
+
+def test_findings_of_two_rules_in_one_switch_are_two_jobs():
+    code = SWITCH.replace("    default:", "    case CUDA_ERROR_CONTEXT_ALREADY_CURRENT: return \"c\";\n    default:")
+    fs = _findings(code, ("CM1085", "CM1084"))
+    assert {f.rule_id for f in fs} == {"CM1085", "CM1084"} and len(jobs(fs)) == 2
+
+
+def test_automatic_fixes_are_counted_one_by_one():
+    code = "void f() {\n  cudaThreadSynchronize();\n  cudaThreadSynchronize();\n}\n"
+    fs = _findings(code, ("CM501",))
+    assert len(fs) == 2 and all(f.applicability == "safe" and "job" not in f.context for f in fs)
+    assert len(jobs(fs)) == 2
+
+
+def test_plan_html_and_explain_show_the_grouping(tmp_path):
+    (tmp_path / "t.cu").write_text(SWITCH)
+    r = run_cli("plan", "t.cu", "--select", "CM1085", cwd=tmp_path)
+    assert "24 as 1 job(s)" in r.output and "one switch, function or macro are one job" in r.output
+    run_cli("scan", "t.cu", "--select", "CM1085", "--format", "html", "-o", tmp_path / "r.html", cwd=tmp_path)
+    html = (tmp_path / "r.html").read_text()
+    assert "deprecated: manual changes 24 as 1 job(s)" in html
+    assert "One job with 23 other CM1085 finding(s) in the switch at line 3" in html
+    r = run_cli("explain", "CM1085")
+    assert "Estimate:" in r.output and "are one job" in r.output

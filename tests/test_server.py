@@ -1,0 +1,146 @@
+"""`cudamigrate server` end to end: a real LSP client (pytest-lsp) speaks JSON-RPC to the server process."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from cudamigrate.server.analysis import ByteEdit, apply_edits
+
+ROOT = Path(__file__).resolve().parent.parent
+# cudaThreadSynchronize -> cudaDeviceSynchronize is CM501's safe fix
+CODE = "#include <cuda_runtime.h>\nint main() {\n    cudaThreadSynchronize();\n    return 0;\n}\n"
+FIXED = CODE.replace("cudaThreadSynchronize", "cudaDeviceSynchronize")
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(
+    server_command=[sys.executable, "-m", "cudamigrate", "server"],
+    server_env={**os.environ, "PYTHONPATH": str(ROOT)}))
+async def client(lsp_client: LanguageClient, tmp_path_factory):
+    root = tmp_path_factory.mktemp("proj")
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=types.ClientCapabilities(), root_uri=root.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name="proj")]))
+    lsp_client.root = root  # type: ignore[attr-defined]
+    yield
+    await lsp_client.shutdown_session()
+
+
+def _apply(text: str, edit: types.WorkspaceEdit) -> str:
+    """What an editor does with a WorkspaceEdit (positions in UTF-16 units; the test's text is ASCII)."""
+    data = text.encode()
+    starts = [0] + [i + 1 for i, c in enumerate(data) if c == 10]
+    edits = []
+    for change in edit.document_changes or []:
+        for e in change.edits:
+            edits.append(ByteEdit(starts[e.range.start.line] + e.range.start.character,
+                                  starts[e.range.end.line] + e.range.end.character, e.new_text))
+    return apply_edits(data, edits).decode()
+
+
+async def _open(client: LanguageClient, name: str, text: str) -> tuple[str, list[types.Diagnostic]]:
+    path = client.root / name  # type: ignore[attr-defined]
+    path.write_text(text)
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri=uri, language_id="cuda", version=1, text=text)))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    return uri, client.diagnostics[uri]
+
+
+async def _actions(client: LanguageClient, uri: str, diag: types.Diagnostic) -> list[types.CodeAction]:
+    got = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri), range=diag.range,
+        context=types.CodeActionContext(diagnostics=[diag])))
+    return [a for a in got or [] if isinstance(a, types.CodeAction)]
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_diagnostics_then_the_fix_action_gives_the_fixed_text(client: LanguageClient):
+    uri, diags = await _open(client, "a.cu", CODE)
+    cm101 = [d for d in diags if d.code == "CM501"]
+    assert len(cm101) == 1 and cm101[0].source == "cudamigrate"
+    assert (cm101[0].range.start.line, cm101[0].range.start.character) == (2, 4)
+    actions = await _actions(client, uri, cm101[0])
+    fixes = [a for a in actions if a.title.startswith("Fix CM501")]
+    assert len(fixes) == 1 and fixes[0].is_preferred, [a.title for a in actions]
+    assert _apply(CODE, fixes[0].edit) == FIXED
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_suppression_action_silences_the_finding(client: LanguageClient):
+    uri, diags = await _open(client, "b.cu", CODE)
+    diag = next(d for d in diags if d.code == "CM501")
+    sup = [a for a in await _actions(client, uri, diag) if a.title == "Suppress CM501 on this line"]
+    assert len(sup) == 1
+    text = _apply(CODE, sup[0].edit)
+    assert "    cudaThreadSynchronize();  // cudamigrate: ignore[CM501]\n" in text
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert not [d for d in client.diagnostics[uri] if d.code == "CM501"]
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_changes_are_rescanned_and_hover_explains_the_rule(client: LanguageClient):
+    uri, diags = await _open(client, "c.cu", "int main() { return 0; }\n")
+    assert list(diags) == []
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=CODE)]))
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert [d.code for d in client.diagnostics[uri]].count("CM501") == 1
+    hover = await client.text_document_hover_async(types.HoverParams(
+        types.TextDocumentIdentifier(uri), types.Position(2, 8)))
+    assert hover is not None and "CM501" in hover.contents.value and "Suppress with" in hover.contents.value
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_project_configuration_applies(client: LanguageClient):
+    root = client.root  # type: ignore[attr-defined]
+    (root / ".cudamigrate.toml").write_text('ignore = ["CM501"]\nexclude = ["gen/"]\n')
+    (root / "gen").mkdir()
+    _, diags = await _open(client, "d.cu", CODE)
+    assert "CM501" not in [d.code for d in diags]
+    (root / ".cudamigrate.toml").write_text('exclude = ["gen/"]\n')
+    _, diags = await _open(client, "gen/e.cu", CODE)
+    assert list(diags) == []  # excluded, as `scan` would report nothing
+
+
+def _finding_at(code: str, word: str):
+    from cudamigrate.findings.model import Finding
+
+    start = code.encode().index(word.encode())
+    return Finding("CM501", "n", "f", "error", "t.cu", 1, 1, 1, 1, start, start + len(word), "m", "")
+
+
+@pytest.mark.parametrize("code,after", [
+    ("  cudaThreadSynchronize();\n", "  cudaThreadSynchronize();  // cudamigrate: ignore[CM501]\n"),
+    ("  cudaThreadSynchronize();\r\n", "  cudaThreadSynchronize();  // cudamigrate: ignore[CM501]\r\n"),
+    ("  cudaThreadSynchronize();  // cudamigrate: ignore[CM101]\n",
+     "  cudaThreadSynchronize();  // cudamigrate: ignore[CM101, CM501]\n"),
+    ("#define SYNC() \\\n  cudaThreadSynchronize(); \\\n  x()\n",
+     "#define SYNC() \\\n  cudaThreadSynchronize(); /* cudamigrate: ignore[CM501] */ \\\n  x()\n"),
+    ("cudaThreadSynchronize()", "cudaThreadSynchronize()  // cudamigrate: ignore[CM501]"),
+])
+def test_suppression_edit_in_every_line_shape(code, after):
+    from cudamigrate.server.analysis import suppression_action
+
+    act = suppression_action(_finding_at(code, "cudaThreadSynchronize"), code.encode())
+    assert apply_edits(code.encode(), act.edits).decode() == after
+
+
+def test_positions_round_trip_through_multibyte_text():
+    from cudamigrate.server.analysis import offset, position
+
+    data = "// é – ü\nint x; /* ∑ */ cudaFree(p);\n".encode()
+    at = data.index(b"cudaFree")
+    line, col = position(data, at)
+    assert (line, col) == (1, 15) and offset(data, line, col) == at
