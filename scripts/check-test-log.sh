@@ -13,7 +13,7 @@ if command -v nvcc >/dev/null 2>&1 && ! grep -Eq "[0-9]+ passed" "$LOG"; then
   exit 1
 fi
 if grep -q "libclang semantic mode unavailable" "$LOG"; then
-  echo "CI: semantic-mode tests were skipped (libclang1-19 / libclang-common-19-dev from .ci/apt-packages missing?)" >&2
+  echo "CI: semantic-mode tests were skipped (the libclang-ng wheel from pyproject.toml missing, or shadowed by the libclang wheel?)" >&2
   exit 1
 fi
 if grep -q "needs the nvidia-npp 13.0 wheel" "$LOG"; then

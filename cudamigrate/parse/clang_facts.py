@@ -164,7 +164,9 @@ class _Extractor:
             out.append(child)
             return 1  # CXChildVisit_Continue
 
-        self._visit_cb = ci.callbacks["cursor_visit"](visit)
+        # the bindings name the callback type `cursor_visit_callback` (libclang-ng 22), `callbacks[...]` before
+        cb_type = getattr(ci, "cursor_visit_callback", None) or ci.callbacks["cursor_visit"]
+        self._visit_cb = cb_type(visit)
         self._visit_children = self.lib.clang_visitChildren
 
     def children(self, c) -> list:
@@ -350,8 +352,7 @@ class _Extractor:
         if off in ff.refs:
             return
         if ref.kind == self.K.OVERLOADED_DECL_REF:
-            n = self.lib.clang_getNumOverloadedDecls(ref)
-            decls = [self.lib.clang_getOverloadedDecl(ref, i) for i in range(n)]
+            decls = self.overloaded_decls(ref)
             names = {self.qualified(d) for d in decls}
             apis = {self.decl_is_api(d) for d in decls}
             if len(names) == 1 and len(apis) == 1:  # none: an undeclared (e.g. removed) name
@@ -395,6 +396,16 @@ class _Extractor:
         if name:
             self.facts(f).members.setdefault(end, name)
 
+    def overloaded_decls(self, ref) -> list:
+        """The declarations of an overload set. The raw C call returns cursors without their TU, which the
+        bindings (libclang-ng 22) need for every later property: it is attached here, as `Cursor.referenced` does."""
+        out = []
+        for i in range(self.lib.clang_getNumOverloadedDecls(ref)):
+            d = self.lib.clang_getOverloadedDecl(ref, i)
+            d._tu = ref._tu
+            out.append(d)
+        return out
+
     def callee_decl(self, call):
         """(callee name cursor, referenced decl or overload set) of a call."""
         K = self.K
@@ -419,8 +430,7 @@ class _Extractor:
         if name_cur is None or decl is None:
             return
         if decl.kind == K.OVERLOADED_DECL_REF:
-            n = self.lib.clang_getNumOverloadedDecls(decl)
-            decls = [self.lib.clang_getOverloadedDecl(decl, i) for i in range(n)]
+            decls = self.overloaded_decls(decl)
             if not decls:
                 return
             names = {self.qualified(d) for d in decls}
