@@ -65,6 +65,9 @@ class FileFacts:
     members: dict[int, str] = field(default_factory=dict)  # member-name end offset -> receiver record
     refs: dict[int, tuple[str, bool]] = field(default_factory=dict)  # identifier offset -> (decl name, api)
     expanded_bodies: dict[int, int] = field(default_factory=dict)  # callee offset in a #define body -> uses
+    # name offsets of stream parameters (of function definitions) that every call in the TU passes the legacy
+    # stream (0 or cudaStreamLegacy): the legacy stream itself, no other stream (match/streams.py)
+    null_stream_params: set[int] = field(default_factory=set)
 
     def keywords(self) -> set[str]:
         out = {c.callee.split("::")[-1] for c in self.calls.values() if c.api}
@@ -113,6 +116,7 @@ class _Extractor:
         self.written: set[tuple] = set()
         self.calls_to: dict[tuple, list] = {}
         self.pending: list[tuple] = []  # (call cursor, is_launch, config cursor)
+        self.stream_params: list = []  # PARM_DECL cursors of a stream type in project code
         self.sys_cache: dict[str, bool] = {}
         self.src_cache: dict[str, bytes] = {}
         self.real_cache: dict[str, str] = {}
@@ -145,6 +149,7 @@ class _Extractor:
         self.k_mref = K.MEMBER_REF_EXPR.value
         self.k_unexposed = K.UNEXPOSED_EXPR.value
         self.k_vars = {K.VAR_DECL.value, K.PARM_DECL.value}
+        self.k_parm = K.PARM_DECL.value
         self.k_write_ok = {getattr(K, n).value for n in _WRITE_PARENTS_OK}
         self.t_dependent = ci.TypeKind.DEPENDENT.value
         # `lib[name]` makes a new function object: its argtypes are ours alone (an out-pointer read as an int)
@@ -295,13 +300,33 @@ class _Extractor:
                 self.record_call(call, is_launch, cfg)
             except Exception:  # one odd AST node must not lose the TU
                 continue
+        for p in self.stream_params:
+            try:
+                self.record_stream_param(p)
+            except Exception:
+                continue
         return self.files
+
+    def _is_stream_type(self, t) -> bool:
+        """`cudaStream_t` / `CUstream` (both `CUstream_st *`), through typedefs and const."""
+        t = t.get_canonical()
+        if t.kind != self.ci.TypeKind.POINTER:
+            return False
+        return t.get_pointee().get_canonical().spelling.replace("const ", "").strip() in ("CUstream_st", "struct CUstream_st")
+
+    def record_stream_param(self, p) -> None:
+        """A stream parameter that every call in the TU passes the legacy stream (0, or 1: cudaStreamLegacy)."""
+        f, off = self.spelling(p.location)
+        if f is None or self.is_toolkit_file(f) or self.expansion(p.location)[0] != f:
+            return
+        if self.param_value(p, 0) in (0, 1):
+            self.facts(f).null_stream_params.add(off)
 
     def walk(self, root) -> None:
         """Every cursor under `root`, depth first, last child first (the order decides which of two facts at one
         offset is kept, so it is the order of the original `get_children` walk)."""
         k_call, k_dref, k_tref, k_mref, k_unexposed = self.k_call, self.k_dref, self.k_tref, self.k_mref, self.k_unexposed
-        k_vars, k_write_ok, t_dependent = self.k_vars, self.k_write_ok, self.t_dependent
+        k_vars, k_write_ok, t_dependent, k_parm = self.k_vars, self.k_write_ok, self.t_dependent, self.k_parm
         children = self.children
         stack = [(root, None)]
         while stack:
@@ -334,6 +359,8 @@ class _Extractor:
                 self.record_ref(c, c.referenced)
             elif k == k_mref or (k == k_unexposed and c.type._kind_id == t_dependent):
                 self.record_member(c)
+            elif k == k_parm and self._is_stream_type(c.type):
+                self.stream_params.append(c)
             for ch in kids:
                 stack.append((ch, k))
 
