@@ -56,6 +56,23 @@ class CallFact:
 
 
 @dataclass
+class DeprecatedUse:
+    """A reference, in project code, to a declaration the headers mark deprecated or unavailable."""
+
+    name: str  # qualified name of the declaration
+    end: int  # end offset of the referencing name in this file
+    kind: str  # "deprecated" | "unavailable"
+    message: str  # the attribute's message ("" when it has none)
+    header: str  # real path of the declaring header
+    line: int  # line of the declaration in it
+
+
+# FileFacts.keywords() holds this when the file has a DeprecatedUse: the keyword of the rule that reports them
+# (rules/removals/CM590-header-deprecated-declaration.yaml), which no source text contains
+DEPRECATED_KEYWORD = "__cudamigrate_header_deprecated__"
+
+
+@dataclass
 class FileFacts:
     path: str
     digest: str
@@ -68,10 +85,14 @@ class FileFacts:
     # name offsets of stream parameters (of function definitions) that every call in the TU passes the legacy
     # stream (0 or cudaStreamLegacy): the legacy stream itself, no other stream (match/streams.py)
     null_stream_params: set[int] = field(default_factory=set)
+    # name offset -> a use of a declaration its header marks deprecated/unavailable (toolkit and system headers)
+    deprecated: dict[int, DeprecatedUse] = field(default_factory=dict)
 
     def keywords(self) -> set[str]:
         out = {c.callee.split("::")[-1] for c in self.calls.values() if c.api}
         out |= {c.callee.split("::")[-1] for c in self.expansions if c.api}
+        if self.deprecated:
+            out.add(DEPRECATED_KEYWORD)
         return out
 
     @property
@@ -128,6 +149,9 @@ class _Extractor:
         self.api_cache: dict[tuple, bool] = {}
         self.key_cache: dict[tuple, tuple] = {}
         self.where_cache: dict[tuple, tuple[str | None, int]] = {}
+        self.avail_cache: dict[tuple, tuple[str, str, str, int] | None] = {}
+        self._platform_availability = None
+        self._get_cstring = None
         self._setup_fast_calls()
 
     def _setup_fast_calls(self) -> None:
@@ -376,6 +400,8 @@ class _Extractor:
         if self._implicit_at(ref, f, off):
             return
         ff = self.facts(f)
+        if off not in ff.deprecated and ref.kind != self.K.OVERLOADED_DECL_REF:
+            self.record_availability(ff, ref, off, c)
         if off in ff.refs:
             return
         if ref.kind == self.K.OVERLOADED_DECL_REF:
@@ -386,6 +412,67 @@ class _Extractor:
                 ff.refs[off] = (names.pop(), apis.pop())
             return
         ff.refs[off] = (self.qualified(ref), self.decl_is_api(ref))
+
+    def record_availability(self, ff: FileFacts, decl, off: int, use) -> None:
+        """A use of a toolkit/system declaration that its header marks deprecated or unavailable."""
+        if not self.decl_is_api(decl):
+            return
+        key = self._memo_key(decl)
+        if key in self.avail_cache:
+            got = self.avail_cache[key]
+        else:
+            got = self.avail_cache[key] = self._availability(decl)
+        if got is None:
+            return
+        kind, message, header, line = got
+        text = self.src_cache.get(ff.path, b"")
+        mo = _IDENT.match(text, off)
+        end = mo.end() if mo else off
+        ff.deprecated[off] = DeprecatedUse(self.qualified(decl), end, kind, message, header, line)
+
+    def _availability(self, decl) -> tuple[str, str, str, int] | None:
+        """(kind, message, header, line) when the declaration is deprecated or unavailable, else None."""
+        avail = self.lib.clang_getCursorAvailability(decl)
+        if avail not in (1, 2):  # CXAvailability_Deprecated, CXAvailability_NotAvailable
+            return None
+        kind = "deprecated" if avail == 1 else "unavailable"
+        message = self._availability_message(decl, kind)
+        loc = decl.location
+        header = self.real(loc.file.name) if loc.file is not None else "<built-in>"
+        return kind, message, header, loc.line
+
+    def _availability_message(self, decl, kind: str) -> str:
+        """The attribute's message (`__attribute__((deprecated("use X")))`), through
+        clang_getCursorPlatformAvailability, which the bindings do not wrap."""
+        import ctypes
+
+        ci = self.ci
+        fn = self._platform_availability
+        if fn is None:
+            fn = self.lib["clang_getCursorPlatformAvailability"]
+            fn.argtypes = [ci.Cursor, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ci._CXString),
+                           ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ci._CXString), ctypes.c_void_p, ctypes.c_int]
+            fn.restype = ctypes.c_int
+            self._platform_availability = fn
+        dep, unav = ctypes.c_int(), ctypes.c_int()
+        dep_msg, unav_msg = ci._CXString(), ci._CXString()
+        fn(decl, ctypes.byref(dep), ctypes.byref(dep_msg), ctypes.byref(unav), ctypes.byref(unav_msg), None, 0)
+        out = []
+        for s in (dep_msg, unav_msg):
+            out.append(self._cxstring(s))
+        return (out[0] if kind == "deprecated" else out[1]) or out[0] or out[1]
+
+    def _cxstring(self, s) -> str:
+        """The text of a CXString; the bindings' `_CXString.__del__` disposes of it."""
+        import ctypes
+
+        get = self._get_cstring
+        if get is None:
+            get = self._get_cstring = self.lib["clang_getCString"]
+            get.argtypes = [self.ci._CXString]
+            get.restype = ctypes.c_char_p
+        raw = get(s)
+        return raw.decode("utf-8", "replace") if raw else ""
 
     def _implicit_at(self, decl, f, off) -> bool:
         """A declaration clang made up where the name is used (error recovery for an undeclared name)."""
@@ -404,6 +491,10 @@ class _Extractor:
         name = None
         if c.kind == K.MEMBER_REF_EXPR:
             ref = c.referenced
+            if ref is not None and ref.kind in (K.FIELD_DECL, K.CXX_METHOD):
+                ff = self.facts(f)
+                if soff not in ff.deprecated:
+                    self.record_availability(ff, ref, soff, c)
             if ref is not None and ref.kind == K.FIELD_DECL:
                 name = self.qualified(ref.semantic_parent)
         kids = [k for k in self.children(c) if k.kind.is_expression()]
