@@ -255,3 +255,15 @@ def test_alias_fixture_builds_after_fix_and_not_before(tmp_path):
         p = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_90", "-w", "-c", str(ALIAS / name), "-o",
                             str(tmp_path / "x.o")], capture_output=True, text=True)
         assert (p.returncode == 0) == ok, p.stderr
+
+
+def test_an_openmp_tu_parses_as_nvcc_compiles_it(tmp_path):
+    """nvcc's host GCC finds omp.h in its own include directory; clang's resource headers have none."""
+    if cl.gcc_omp_dir() is None:
+        pytest.skip("no GCC include directory with omp.h on this host")
+    src = tmp_path / "omp.cu"
+    src.write_text("#include <omp.h>\n#include <cuda_runtime.h>\n"
+                   "int main() { float *d = nullptr; cudaMemsetAsync(d, 0, 4, 0); return omp_get_max_threads(); }\n")
+    write_db(tmp_path, [src])
+    r = CliRunner().invoke(main, ["scan", str(src), "--select", "CM101"])
+    assert "omp.h" not in r.stderr and "tree-sitter only" not in r.stderr, r.stderr

@@ -135,6 +135,22 @@ def host_cxx_library() -> str | None:
     return None
 
 
+@lru_cache(maxsize=1)
+def gcc_omp_dir() -> str | None:
+    """The host GCC's own include directory when it holds `omp.h`, newest GCC first.
+
+    nvcc hands host code to GCC, whose internal include directory always has `omp.h` (libgomp); clang's resource
+    headers have none, so an OpenMP sample did not parse. It goes last on the search path (`-idirafter`): clang's
+    own versions of every header the two share are found first, only what clang lacks comes from there."""
+    def version(p: str) -> tuple[int, ...]:
+        v = Path(p).parent.parent.name
+        return tuple(int(x) for x in re.findall(r"\d+", v)) or (0,)
+
+    hits = sorted(glob.glob("/usr/lib/gcc/*/*/include/omp.h") + glob.glob("/usr/local/lib/gcc/*/*/include/omp.h"),
+                  key=version)
+    return os.path.dirname(hits[-1]) if hits else None
+
+
 def stdlib_args(setup: ClangSetup | None) -> list[str]:
     """`-nostdinc++ -isystem <wheel libc++>` on a host without a C++ library of its own, else nothing."""
     if setup is None or setup.libcxx is None or host_cxx_library() is not None:
@@ -436,6 +452,9 @@ def clang_args(cmd: Command, setup: ClangSetup | None = None) -> list[str]:
     # -fno-spell-checking: a call of a removed API must stay unresolved, not be "corrected" to a similar name
     extra += ["-Wno-unknown-cuda-version", "-Wno-everything", "-ferror-limit=0", "-fno-spell-checking",
               "-idirafter", str(SHIMS)]
+    omp = gcc_omp_dir()
+    if omp is not None:
+        extra += ["-idirafter", omp]
     return lang + extra + out
 
 
