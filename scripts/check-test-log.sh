@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The CI guards on a pytest log (`pytest -rs` output): a green run that skipped what this machine can run is
 # a failure. Exit 1 if nvcc is on PATH but the nvcc tests were skipped or nothing passed, or if the
-# semantic-mode (libclang) tests were skipped. Used by scripts/dev-setup-and-test.sh (and so by .ci/run).
+# semantic-mode (libclang) tests or the fresh-venv install test were skipped. Used by scripts/dev-setup-and-test.sh (and so by .ci/run).
 set -euo pipefail
 LOG=${1:?usage: check-test-log.sh PYTEST_LOG}
 if command -v nvcc >/dev/null 2>&1 && grep -q "nvcc not on PATH" "$LOG"; then
@@ -13,7 +13,11 @@ if command -v nvcc >/dev/null 2>&1 && ! grep -Eq "[0-9]+ passed" "$LOG"; then
   exit 1
 fi
 if grep -q "libclang semantic mode unavailable" "$LOG"; then
-  echo "CI: semantic-mode tests were skipped (libclang1-19 / libclang-common-19-dev from .ci/apt-packages missing?)" >&2
+  echo "CI: semantic-mode tests were skipped (the libclang-ng wheel from pyproject.toml missing, or shadowed by the libclang wheel?)" >&2
+  exit 1
+fi
+if grep -q "package index not reachable" "$LOG"; then
+  echo "CI: the fresh-venv install test was skipped (tests/test_fresh_install.py could not reach the package index)" >&2
   exit 1
 fi
 if grep -q "needs the nvidia-npp 13.0 wheel" "$LOG"; then

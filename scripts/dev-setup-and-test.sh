@@ -2,8 +2,9 @@
 # Everything the tests need, then the tests: the README's second command, and what CI runs (.ci/run calls it).
 #   1. a virtual environment ($VENV, default .venv in the checkout) with the package, its test extras and the
 #      CUDA 13.0-matched cuBLAS/NVRTC/cuFFT/NPP/cuSPARSE wheels (headers + libraries nvcc needs for the fixtures);
-#   2. the Debian packages in .ci/apt-packages (headless Chromium for the report tests, libclang 19 and its
-#      resource headers for semantic mode), through apt-get (with sudo when not root) where apt-get exists;
+#   2. the Debian packages in .ci/apt-packages (headless Chromium for the report tests), through apt-get (with
+#      sudo when not root) where apt-get exists; semantic mode's libclang and resource headers come from the
+#      libclang-ng wheel among the package's dependencies (the old `libclang` wheel is removed: both are `clang`);
 #   3. ruff and mypy on the package, `cudamigrate selftest --gpu` (one line and exit 0 without a GPU), then the test suite.
 # It fails if nvcc is on PATH but the nvcc tests were skipped, or if the semantic-mode tests were skipped.
 set -euo pipefail
@@ -14,7 +15,14 @@ VENV=${VENV:-.venv}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 . "$VENV/bin/activate"
 python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
+# The old `libclang` wheel and libclang-ng both install the `clang` package: remove the old one, and when it was
+# there, reinstall libclang-ng's files (uninstalling libclang deletes the clang/*.py files the two share).
+had_old_libclang=0
+python -m pip show -q libclang >/dev/null 2>&1 && { had_old_libclang=1; python -m pip uninstall -q -y libclang; }
 python -m pip install -q '.[test]' 'nvidia-cublas==13.0.2.14' 'nvidia-cuda-nvrtc==13.0.88' 'nvidia-cufft==12.0.0.61' 'nvidia-npp==13.0.1.2' 'nvidia-cusparse==12.6.3.3'
+if [ "$had_old_libclang" = 1 ]; then
+  python -m pip install -q --force-reinstall --no-deps "libclang-ng==$(python -c 'import importlib.metadata as m; print(m.version("libclang-ng"))')"
+fi
 
 if [ -f .ci/apt-packages ] && command -v apt-get >/dev/null 2>&1; then
   pkgs=$(grep -v '^#' .ci/apt-packages | xargs || true)

@@ -82,7 +82,7 @@ def selection_options(fn):
         click.option("--max-file-size", type=int, default=None, help="Skip files larger than this many bytes (default 8 MiB)."),
         click.option("--compile-commands", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
                      help="Semantic mode: parse translation units with libclang using the flags in this "
-                          "compile_commands.json (default: found in ., build/ or out/ upward from the paths)."),
+                          "compile_commands.json (default: as clangd finds it: in . or a build*/ directory, upward from the paths)."),
         click.option("--no-semantic", is_flag=True, help="Never use libclang, even when a compile_commands.json is found."),
         click.option("--timings", is_flag=True, help="Print each phase's wall and CPU time on stderr."),
         click.option("--no-cache", "no_cache", is_flag=True,

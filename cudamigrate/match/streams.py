@@ -12,6 +12,11 @@ it includes with `#include "..."` (resolved next to the including file, a few di
 receives a stream parameter (its flags are unknown), a stream held in a struct/class field or a file-scope
 variable, any use of `cudaStreamPerThread`, or host threads (`std::thread`, `std::async`, `pthread_create`,
 `#pragma omp parallel`), whose work all meets on the one legacy stream. Comments and string literals do not count.
+
+Semantic mode knows more about one of these reasons: a stream parameter whose every call in the translation unit
+passes the legacy stream (`0`, `NULL`, a macro or variable that is 0, `cudaStreamLegacy`, or the parameter's
+default argument left in place) is the legacy stream itself, not another one, so it is no reason there
+(`FileFacts.null_stream_params`, the same whole-TU view that makes libclang read such an argument as null).
 """
 
 from __future__ import annotations
@@ -125,7 +130,15 @@ DECLARATION_PATTERNS = (
 )
 
 
-def _declaration_reasons(root: ts.Node, data: bytes, where: str) -> list[str]:
+def _parameter_name_offset(param: ts.Node) -> int | None:
+    """Byte offset of a parameter declaration's name (where libclang locates the parameter), or None if unnamed."""
+    d = param.child_by_field_name("declarator")
+    while d is not None and d.type != "identifier":
+        d = d.child_by_field_name("declarator") or next((c for c in d.named_children if c.type == "identifier"), None)
+    return d.start_byte if d is not None else None
+
+
+def _declaration_reasons(root: ts.Node, data: bytes, where: str, null_params: frozenset[int] = frozenset()) -> list[str]:
     out = []
     for pat, x, tn in walk.field_matches(root, DECLARATION_PATTERNS):
         t = normalize(tn.text.decode("utf-8", "replace"))
@@ -133,7 +146,7 @@ def _declaration_reasons(root: ts.Node, data: bytes, where: str) -> list[str]:
             continue
         line = tn.start_point[0] + 1
         if pat.tag == "p":
-            if _is_definition_parameter(x):
+            if _is_definition_parameter(x) and _parameter_name_offset(x) not in null_params:
                 out.append(f"{where}:{line} receives a stream as a parameter")
         elif pat.tag == "f":
             out.append(f"{where}:{line} holds a stream in a field")
@@ -175,9 +188,11 @@ def _first_text_reason(data: bytes, where: str) -> list[str]:
     return list(_LAST_TEXT[2])
 
 
-def analyse(data: bytes, root: ts.Node | None, where: str, first: bool = False) -> list[str]:
+def analyse(data: bytes, root: ts.Node | None, where: str, first: bool = False,
+            null_params: frozenset[int] = frozenset()) -> list[str]:
     """The reasons one buffer shows for blocking streams besides the legacy one; with `first`, only the first
-    found (the text searches run before the tree walk, which parses a header that has no tree yet)."""
+    found (the text searches run before the tree walk, which parses a header that has no tree yet). `null_params`:
+    offsets of stream parameters that semantic mode proves always hold the legacy stream (no reason)."""
     if first:
         reasons = _first_text_reason(data, where)
         if reasons:
@@ -188,7 +203,7 @@ def analyse(data: bytes, root: ts.Node | None, where: str, first: bool = False) 
         return reasons  # no stream type in the text: no declaration to find
     if root is None:
         root = parse_header(data).root_node
-    reasons += _declaration_reasons(root, data, where)
+    reasons += _declaration_reasons(root, data, where, null_params)
     return reasons[:1] if first else reasons
 
 
@@ -228,7 +243,9 @@ def stream_use(ctx: FileContext) -> StreamUse:
     if got is not None:
         return got
     data = ctx.source.data
-    reasons = analyse(data, ctx.main.root, ctx.source.path.name, first=True)
+    sem = getattr(ctx, "semantic", None)
+    null_params = frozenset(getattr(sem.facts, "null_stream_params", ())) if sem is not None else frozenset()
+    reasons = analyse(data, ctx.main.root, ctx.source.path.name, first=True, null_params=null_params)
     got = StreamUse(tuple(reasons or _header_reasons(data, ctx.source.path)))
     ctx.__dict__["_stream_use"] = got
     return got

@@ -5,29 +5,37 @@ Semantic mode parses each translation unit with the project's real flags.
 --cuda-gpu-arch=sm_XX --cuda-path=...`), keeping -I/-D/-U/-isystem/-include/-std and
 dropping nvcc-only flags.
 
-A usable setup needs two matching pieces of the same LLVM major version:
+A usable setup needs two matching pieces of the same LLVM version:
   * libclang.so (the Python `clang.cindex` bindings load it), and
   * clang's *resource directory* (`<dir>/include/__clang_cuda_runtime_wrapper.h` and friends),
     without which `-x cuda` cannot parse anything.
-The `libclang` wheel ships libclang.so (18) but no resource headers, so we look for a pair:
-  1. $CUDAMIGRATE_LIBCLANG (a libclang.so) + $CUDAMIGRATE_CLANG_RESOURCE_DIR, when set;
-  2. Debian/Ubuntu `/usr/lib/llvm-N/lib/libclang-N.so*` + `/usr/lib/llvm-N/lib/clang/N`
-     (packages `libclang1-N` and `libclang-common-N-dev`), newest N first;
-  3. the wheel's own libclang.so + a resource dir of the same major (llvm-18) when present.
-When none is found, `find_setup()` returns the reason and callers fall back to tree-sitter.
+The `libclang-ng` wheel (a dependency) ships both, plus the Python bindings of the same release
+(`clang/native/libclang.so`, `clang/native/resource`), so `pip install` alone gives semantic mode:
+no system package, no root. The `libclang` wheel (18) ships libclang.so without resource headers and
+`clang-tidy`'s wheel ships resource headers without libclang.so, so neither serves alone.
+$CUDAMIGRATE_LIBCLANG (a libclang.so) + $CUDAMIGRATE_CLANG_RESOURCE_DIR replace the wheel's pair when set.
+
+C++ standard library: clang's driver finds the host's libstdc++ (the GCC installation nvcc uses) or the
+SDK's libc++ on its own. The wheel also ships libc++ headers, and its bindings add them with `-isystem`
+to any command line without one; those headers failed inside the CUDA wrapper (a libc++ of clang 22
+against the toolkit's and the host's C library), so `cindex()` turns that off and `stdlib_args()`
+uses them (`-nostdinc++ -isystem <libcxx>`) only where the host has no C++ library of its own.
 
 CUDA 13 removed `texture_fetch_functions.h`, which clang <= 20's CUDA wrapper still includes
-unconditionally, and minimal toolkits lack `curand_mtgp32_kernel.h`: empty stand-ins live in
-`cudamigrate/data/clang_shims` and are searched last (`-idirafter`), so real headers win.
+unconditionally, and minimal toolkits (no cuRAND) lack `curand_mtgp32_kernel.h`, which every clang's
+wrapper includes: empty stand-ins live in `cudamigrate/data/clang_shims` and are searched last
+(`-idirafter`), so real headers win.
 """
 
 from __future__ import annotations
 
 import glob
+import importlib.util
 import json
 import os
 import re
 import shlex
+import sys
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -38,18 +46,16 @@ WRAPPER = "include/__clang_cuda_runtime_wrapper.h"
 DEFAULT_CUDA = "/usr/local/cuda-13.0"
 DB_NAME = "compile_commands.json"
 SOURCE_EXTS = {".cu", ".cpp", ".cc", ".cxx", ".c", ".cuh", ".h", ".hpp"}
+WHEEL = "libclang-ng"
 
 
 @dataclass(frozen=True)
 class ClangSetup:
-    library: str | None  # None: the wheel's bundled libclang.so
+    library: str | None  # None: the bindings' default (the wheel's own libclang.so)
     resource_dir: str
     major: int
-
-
-def _major_of_lib(path: str) -> int | None:
-    m = re.search(r"llvm-(\d+)", path) or re.search(r"libclang[-.](?:so\.)?(\d+)", os.path.basename(path))
-    return int(m.group(1)) if m else None
+    origin: str = "wheel"  # "wheel" (libclang-ng) or "environment" ($CUDAMIGRATE_LIBCLANG...)
+    libcxx: str | None = None  # the wheel's libc++ headers (used only without a host C++ library)
 
 
 def _major_of_resource(path: str) -> int | None:
@@ -61,38 +67,95 @@ def _valid_resource(d: str | None) -> bool:
     return bool(d) and os.path.isfile(os.path.join(d, WRAPPER))
 
 
+def _lib_name() -> str:
+    return {"darwin": "libclang.dylib", "win32": "libclang.dll"}.get(sys.platform, "libclang.so")
+
+
+def wheel_native_dir() -> Path | None:
+    """`clang/native` of the installed bindings when they are libclang-ng's (found without importing them)."""
+    try:
+        spec = importlib.util.find_spec("clang")
+    except (ImportError, ValueError):
+        return None
+    for loc in (spec.submodule_search_locations or []) if spec is not None else []:
+        native = Path(loc) / "native"
+        if (native / _lib_name()).is_file():
+            return native
+    return None
+
+
+def wheel_version() -> str | None:
+    import importlib.metadata as md
+
+    try:
+        return md.version(WHEEL)
+    except md.PackageNotFoundError:
+        return None
+
+
 @lru_cache(maxsize=1)
 def find_setup() -> tuple[ClangSetup | None, str]:
-    """(setup, "") or (None, why not)."""
+    """(setup, "") or (None, why not): the environment's pair when set, else the libclang-ng wheel's."""
     lib = os.environ.get("CUDAMIGRATE_LIBCLANG")
     res = os.environ.get("CUDAMIGRATE_CLANG_RESOURCE_DIR")
     if lib or res:
-        if res and not _valid_resource(res):
-            return None, f"$CUDAMIGRATE_CLANG_RESOURCE_DIR={res} has no {WRAPPER}"
+        if not res or not _valid_resource(res):
+            return None, f"$CUDAMIGRATE_CLANG_RESOURCE_DIR={res or ''} has no {WRAPPER}"
         if lib and not os.path.isfile(lib):
             return None, f"$CUDAMIGRATE_LIBCLANG={lib} does not exist"
-        if res:
-            return ClangSetup(lib, res, _major_of_resource(res) or 0), ""
-    candidates = []
-    for d in glob.glob("/usr/lib/llvm-*"):
-        m = re.search(r"llvm-(\d+)$", d)
-        if not m:
-            continue
-        n = int(m.group(1))
-        libs = sorted(glob.glob(f"{d}/lib/libclang-{n}.so*") + glob.glob(f"{d}/lib/libclang.so*"))
-        rd = f"{d}/lib/clang/{n}"
-        if libs and _valid_resource(rd):
-            candidates.append((n, libs[0], rd))
-    if candidates:
-        n, libpath, rd = max(candidates)
-        return ClangSetup(lib or libpath, rd, n), ""
-    # the wheel's libclang (18) with a matching resource dir installed some other way
-    for rd in ("/usr/lib/llvm-18/lib/clang/18", "/usr/lib/clang/18", "/usr/local/lib/clang/18"):
-        if _valid_resource(rd):
-            return ClangSetup(lib, rd, 18), ""
-    return None, ("no clang resource directory with CUDA headers found (install Debian packages "
-                  "`libclang1-19 libclang-common-19-dev`, or set $CUDAMIGRATE_LIBCLANG and "
-                  "$CUDAMIGRATE_CLANG_RESOURCE_DIR)")
+        return ClangSetup(lib, res, _major_of_resource(res) or 0, "environment"), ""
+    native = wheel_native_dir()
+    if native is None:
+        return None, (f"the {WHEEL} wheel's libclang is not installed (`pip install {WHEEL}`; another `clang` "
+                      "package, such as the `libclang` wheel, may shadow it)")
+    rd = native / "resource"
+    if not _valid_resource(str(rd)):
+        return None, f"{rd} (from {WHEEL}) has no {WRAPPER}"
+    version = wheel_version() or "0"
+    libcxx = native / "libcxx"
+    return ClangSetup(str(native / _lib_name()), str(rd), int(version.split(".")[0]), "wheel",
+                      str(libcxx) if libcxx.is_dir() else None), ""
+
+
+@lru_cache(maxsize=1)
+def host_cxx_library() -> str | None:
+    """Where the host's C++ standard library headers are (the ones clang's driver finds by itself), or None.
+
+    libstdc++ lies in <prefix>/include/c++/<N> next to the GCC installation; macOS SDKs carry libc++ in
+    usr/include/c++/v1. Without either, the wheel's libc++ is the only C++ library there is.
+    """
+    pats = ["/usr/include/c++/*/cstddef", "/usr/local/include/c++/*/cstddef", "/opt/*/include/c++/*/cstddef",
+            "/usr/include/c++/v1/cstddef",
+            "/Library/Developer/CommandLineTools/SDKs/*/usr/include/c++/v1/cstddef",
+            "/Applications/Xcode*.app/Contents/Developer/Platforms/MacOSX.platform/Developer/SDKs/*/usr/include/c++/v1/cstddef"]
+    for pat in pats:
+        hits = sorted(glob.glob(pat))
+        if hits:
+            return os.path.dirname(hits[-1])
+    return None
+
+
+@lru_cache(maxsize=1)
+def gcc_omp_dir() -> str | None:
+    """The host GCC's own include directory when it holds `omp.h`, newest GCC first.
+
+    nvcc hands host code to GCC, whose internal include directory always has `omp.h` (libgomp); clang's resource
+    headers have none, so an OpenMP sample did not parse. It goes last on the search path (`-idirafter`): clang's
+    own versions of every header the two share are found first, only what clang lacks comes from there."""
+    def version(p: str) -> tuple[int, ...]:
+        v = Path(p).parent.parent.name
+        return tuple(int(x) for x in re.findall(r"\d+", v)) or (0,)
+
+    hits = sorted(glob.glob("/usr/lib/gcc/*/*/include/omp.h") + glob.glob("/usr/local/lib/gcc/*/*/include/omp.h"),
+                  key=version)
+    return os.path.dirname(hits[-1]) if hits else None
+
+
+def stdlib_args(setup: ClangSetup | None) -> list[str]:
+    """`-nostdinc++ -isystem <wheel libc++>` on a host without a C++ library of its own, else nothing."""
+    if setup is None or setup.libcxx is None or host_cxx_library() is not None:
+        return []
+    return ["-nostdinc++", "-isystem", setup.libcxx]
 
 
 _LOCK = threading.Lock()
@@ -110,6 +173,11 @@ def cindex():
         if not _LOADED:
             if setup.library:
                 ci.Config.set_library_file(setup.library)
+            # libclang-ng's bindings add their libc++ (`-isystem`) and resource dir to command lines that lack
+            # them; clang_args() decides both itself (see the module's docstring)
+            for attr in ("libcxx_dir", "resource_dir"):
+                if hasattr(ci.Config, attr):
+                    setattr(ci.Config, attr, None)
             _register_extra(ci)
             _LOADED.append(setup.library)
     return ci
@@ -138,6 +206,18 @@ def _register_extra(ci) -> None:
     lib.clang_Cursor_isInlineNamespace.restype = ctypes.c_uint
 
 
+def clang_version() -> str | None:
+    """The loaded libclang's own version line (`clang version 22.1.4 ...`), or None."""
+    try:
+        ci = cindex()
+        fn = ci.conf.lib["clang_getClangVersion"]
+        fn.argtypes = []
+        fn.restype = ci._CXString
+        return ci._CXString.from_result(fn()) or None
+    except Exception:
+        return None
+
+
 def available() -> tuple[bool, str]:
     setup, why = find_setup()
     if setup is None:
@@ -158,7 +238,9 @@ class Command:
 
 
 def find_compile_db(paths: list[Path]) -> Path | None:
-    """compile_commands.json in ., build/ or out/ of each path's directory and its parents, up to the git root."""
+    """The compile_commands.json clangd would pick for each path: in the path's directory or an ancestor, that
+    directory's own or one in a `build*/` (or `out/`) subdirectory of it, nearest first, stopping at the
+    repository's root. Among several build directories of one level, `build/` wins, then by name."""
     seen: set[Path] = set()
     # os.path's predicates: a directory without search permission or a symlink loop is "not there", not a crash
     starts = [Path(os.path.realpath(p)) if os.path.isdir(p) else Path(os.path.realpath(p)).parent
@@ -168,13 +250,24 @@ def find_compile_db(paths: list[Path]) -> Path | None:
             if d in seen:
                 break
             seen.add(d)
-            for sub in ("", "build", "out"):
-                cand = d / sub / DB_NAME if sub else d / DB_NAME
+            for cand in _db_candidates(d):
                 if os.path.isfile(cand):
                     return cand
             if os.path.exists(d / ".git"):
                 break  # the repository's root: never pick up an unrelated database above it
     return None
+
+
+def _db_candidates(d: Path) -> list[Path]:
+    subs = ["build"] + sorted(n for n in _listdir(d) if n.startswith("build") and n != "build") + ["out"]
+    return [d / DB_NAME] + [d / sub / DB_NAME for sub in subs]
+
+
+def _listdir(d: Path) -> list[str]:
+    try:
+        return os.listdir(d)
+    except OSError:
+        return []
 
 
 def load_compile_db(path: Path) -> list[Command]:
@@ -354,9 +447,14 @@ def clang_args(cmd: Command, setup: ClangSetup | None = None) -> list[str]:
     setup = setup or find_setup()[0]
     if setup is not None:
         extra += ["-resource-dir", setup.resource_dir]
+        if language != "c":
+            extra += stdlib_args(setup)
     # -fno-spell-checking: a call of a removed API must stay unresolved, not be "corrected" to a similar name
     extra += ["-Wno-unknown-cuda-version", "-Wno-everything", "-ferror-limit=0", "-fno-spell-checking",
               "-idirafter", str(SHIMS)]
+    omp = gcc_omp_dir()
+    if omp is not None:
+        extra += ["-idirafter", omp]
     return lang + extra + out
 
 

@@ -56,6 +56,23 @@ class CallFact:
 
 
 @dataclass
+class DeprecatedUse:
+    """A reference, in project code, to a declaration the headers mark deprecated or unavailable."""
+
+    name: str  # qualified name of the declaration
+    end: int  # end offset of the referencing name in this file
+    kind: str  # "deprecated" | "unavailable"
+    message: str  # the attribute's message ("" when it has none)
+    header: str  # real path of the declaring header
+    line: int  # line of the declaration in it
+
+
+# FileFacts.keywords() holds this when the file has a DeprecatedUse: the keyword of the rule that reports them
+# (rules/removals/CM590-header-deprecated-declaration.yaml), which no source text contains
+DEPRECATED_KEYWORD = "__cudamigrate_header_deprecated__"
+
+
+@dataclass
 class FileFacts:
     path: str
     digest: str
@@ -65,10 +82,17 @@ class FileFacts:
     members: dict[int, str] = field(default_factory=dict)  # member-name end offset -> receiver record
     refs: dict[int, tuple[str, bool]] = field(default_factory=dict)  # identifier offset -> (decl name, api)
     expanded_bodies: dict[int, int] = field(default_factory=dict)  # callee offset in a #define body -> uses
+    # name offsets of stream parameters (of function definitions) that every call in the TU passes the legacy
+    # stream (0 or cudaStreamLegacy): the legacy stream itself, no other stream (match/streams.py)
+    null_stream_params: set[int] = field(default_factory=set)
+    # name offset -> a use of a declaration its header marks deprecated/unavailable (toolkit and system headers)
+    deprecated: dict[int, DeprecatedUse] = field(default_factory=dict)
 
     def keywords(self) -> set[str]:
         out = {c.callee.split("::")[-1] for c in self.calls.values() if c.api}
         out |= {c.callee.split("::")[-1] for c in self.expansions if c.api}
+        if self.deprecated:
+            out.add(DEPRECATED_KEYWORD)
         return out
 
     @property
@@ -113,6 +137,7 @@ class _Extractor:
         self.written: set[tuple] = set()
         self.calls_to: dict[tuple, list] = {}
         self.pending: list[tuple] = []  # (call cursor, is_launch, config cursor)
+        self.stream_params: list = []  # PARM_DECL cursors of a stream type in project code
         self.sys_cache: dict[str, bool] = {}
         self.src_cache: dict[str, bytes] = {}
         self.real_cache: dict[str, str] = {}
@@ -124,6 +149,9 @@ class _Extractor:
         self.api_cache: dict[tuple, bool] = {}
         self.key_cache: dict[tuple, tuple] = {}
         self.where_cache: dict[tuple, tuple[str | None, int]] = {}
+        self.avail_cache: dict[tuple, tuple[str, str, str, int] | None] = {}
+        self._platform_availability = None
+        self._get_cstring = None
         self._setup_fast_calls()
 
     def _setup_fast_calls(self) -> None:
@@ -145,6 +173,7 @@ class _Extractor:
         self.k_mref = K.MEMBER_REF_EXPR.value
         self.k_unexposed = K.UNEXPOSED_EXPR.value
         self.k_vars = {K.VAR_DECL.value, K.PARM_DECL.value}
+        self.k_parm = K.PARM_DECL.value
         self.k_write_ok = {getattr(K, n).value for n in _WRITE_PARENTS_OK}
         self.t_dependent = ci.TypeKind.DEPENDENT.value
         # `lib[name]` makes a new function object: its argtypes are ours alone (an out-pointer read as an int)
@@ -164,7 +193,9 @@ class _Extractor:
             out.append(child)
             return 1  # CXChildVisit_Continue
 
-        self._visit_cb = ci.callbacks["cursor_visit"](visit)
+        # the bindings name the callback type `cursor_visit_callback` (libclang-ng 22), `callbacks[...]` before
+        cb_type = getattr(ci, "cursor_visit_callback", None) or ci.callbacks["cursor_visit"]
+        self._visit_cb = cb_type(visit)
         self._visit_children = self.lib.clang_visitChildren
 
     def children(self, c) -> list:
@@ -293,13 +324,33 @@ class _Extractor:
                 self.record_call(call, is_launch, cfg)
             except Exception:  # one odd AST node must not lose the TU
                 continue
+        for p in self.stream_params:
+            try:
+                self.record_stream_param(p)
+            except Exception:
+                continue
         return self.files
+
+    def _is_stream_type(self, t) -> bool:
+        """`cudaStream_t` / `CUstream` (both `CUstream_st *`), through typedefs and const."""
+        t = t.get_canonical()
+        if t.kind != self.ci.TypeKind.POINTER:
+            return False
+        return t.get_pointee().get_canonical().spelling.replace("const ", "").strip() in ("CUstream_st", "struct CUstream_st")
+
+    def record_stream_param(self, p) -> None:
+        """A stream parameter that every call in the TU passes the legacy stream (0, or 1: cudaStreamLegacy)."""
+        f, off = self.spelling(p.location)
+        if f is None or self.is_toolkit_file(f) or self.expansion(p.location)[0] != f:
+            return
+        if self.param_value(p, 0) in (0, 1):
+            self.facts(f).null_stream_params.add(off)
 
     def walk(self, root) -> None:
         """Every cursor under `root`, depth first, last child first (the order decides which of two facts at one
         offset is kept, so it is the order of the original `get_children` walk)."""
         k_call, k_dref, k_tref, k_mref, k_unexposed = self.k_call, self.k_dref, self.k_tref, self.k_mref, self.k_unexposed
-        k_vars, k_write_ok, t_dependent = self.k_vars, self.k_write_ok, self.t_dependent
+        k_vars, k_write_ok, t_dependent, k_parm = self.k_vars, self.k_write_ok, self.t_dependent, self.k_parm
         children = self.children
         stack = [(root, None)]
         while stack:
@@ -332,6 +383,8 @@ class _Extractor:
                 self.record_ref(c, c.referenced)
             elif k == k_mref or (k == k_unexposed and c.type._kind_id == t_dependent):
                 self.record_member(c)
+            elif k == k_parm and self._is_stream_type(c.type):
+                self.stream_params.append(c)
             for ch in kids:
                 stack.append((ch, k))
 
@@ -347,17 +400,79 @@ class _Extractor:
         if self._implicit_at(ref, f, off):
             return
         ff = self.facts(f)
+        if off not in ff.deprecated and ref.kind != self.K.OVERLOADED_DECL_REF:
+            self.record_availability(ff, ref, off, c)
         if off in ff.refs:
             return
         if ref.kind == self.K.OVERLOADED_DECL_REF:
-            n = self.lib.clang_getNumOverloadedDecls(ref)
-            decls = [self.lib.clang_getOverloadedDecl(ref, i) for i in range(n)]
+            decls = self.overloaded_decls(ref)
             names = {self.qualified(d) for d in decls}
             apis = {self.decl_is_api(d) for d in decls}
             if len(names) == 1 and len(apis) == 1:  # none: an undeclared (e.g. removed) name
                 ff.refs[off] = (names.pop(), apis.pop())
             return
         ff.refs[off] = (self.qualified(ref), self.decl_is_api(ref))
+
+    def record_availability(self, ff: FileFacts, decl, off: int, use) -> None:
+        """A use of a toolkit/system declaration that its header marks deprecated or unavailable."""
+        if not self.decl_is_api(decl):
+            return
+        key = self._memo_key(decl)
+        if key in self.avail_cache:
+            got = self.avail_cache[key]
+        else:
+            got = self.avail_cache[key] = self._availability(decl)
+        if got is None:
+            return
+        kind, message, header, line = got
+        text = self.src_cache.get(ff.path, b"")
+        mo = _IDENT.match(text, off)
+        end = mo.end() if mo else off
+        ff.deprecated[off] = DeprecatedUse(self.qualified(decl), end, kind, message, header, line)
+
+    def _availability(self, decl) -> tuple[str, str, str, int] | None:
+        """(kind, message, header, line) when the declaration is deprecated or unavailable, else None."""
+        avail = self.lib.clang_getCursorAvailability(decl)
+        if avail not in (1, 2):  # CXAvailability_Deprecated, CXAvailability_NotAvailable
+            return None
+        kind = "deprecated" if avail == 1 else "unavailable"
+        message = self._availability_message(decl, kind)
+        loc = decl.location
+        header = self.real(loc.file.name) if loc.file is not None else "<built-in>"
+        return kind, message, header, loc.line
+
+    def _availability_message(self, decl, kind: str) -> str:
+        """The attribute's message (`__attribute__((deprecated("use X")))`), through
+        clang_getCursorPlatformAvailability, which the bindings do not wrap."""
+        import ctypes
+
+        ci = self.ci
+        fn = self._platform_availability
+        if fn is None:
+            fn = self.lib["clang_getCursorPlatformAvailability"]
+            fn.argtypes = [ci.Cursor, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ci._CXString),
+                           ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ci._CXString), ctypes.c_void_p, ctypes.c_int]
+            fn.restype = ctypes.c_int
+            self._platform_availability = fn
+        dep, unav = ctypes.c_int(), ctypes.c_int()
+        dep_msg, unav_msg = ci._CXString(), ci._CXString()
+        fn(decl, ctypes.byref(dep), ctypes.byref(dep_msg), ctypes.byref(unav), ctypes.byref(unav_msg), None, 0)
+        out = []
+        for s in (dep_msg, unav_msg):
+            out.append(self._cxstring(s))
+        return (out[0] if kind == "deprecated" else out[1]) or out[0] or out[1]
+
+    def _cxstring(self, s) -> str:
+        """The text of a CXString; the bindings' `_CXString.__del__` disposes of it."""
+        import ctypes
+
+        get = self._get_cstring
+        if get is None:
+            get = self._get_cstring = self.lib["clang_getCString"]
+            get.argtypes = [self.ci._CXString]
+            get.restype = ctypes.c_char_p
+        raw = get(s)
+        return raw.decode("utf-8", "replace") if raw else ""
 
     def _implicit_at(self, decl, f, off) -> bool:
         """A declaration clang made up where the name is used (error recovery for an undeclared name)."""
@@ -376,6 +491,10 @@ class _Extractor:
         name = None
         if c.kind == K.MEMBER_REF_EXPR:
             ref = c.referenced
+            if ref is not None and ref.kind in (K.FIELD_DECL, K.CXX_METHOD):
+                ff = self.facts(f)
+                if soff not in ff.deprecated:
+                    self.record_availability(ff, ref, soff, c)
             if ref is not None and ref.kind == K.FIELD_DECL:
                 name = self.qualified(ref.semantic_parent)
         kids = [k for k in self.children(c) if k.kind.is_expression()]
@@ -394,6 +513,16 @@ class _Extractor:
                 name = self.qualified(d)
         if name:
             self.facts(f).members.setdefault(end, name)
+
+    def overloaded_decls(self, ref) -> list:
+        """The declarations of an overload set. The raw C call returns cursors without their TU, which the
+        bindings (libclang-ng 22) need for every later property: it is attached here, as `Cursor.referenced` does."""
+        out = []
+        for i in range(self.lib.clang_getNumOverloadedDecls(ref)):
+            d = self.lib.clang_getOverloadedDecl(ref, i)
+            d._tu = ref._tu
+            out.append(d)
+        return out
 
     def callee_decl(self, call):
         """(callee name cursor, referenced decl or overload set) of a call."""
@@ -419,8 +548,7 @@ class _Extractor:
         if name_cur is None or decl is None:
             return
         if decl.kind == K.OVERLOADED_DECL_REF:
-            n = self.lib.clang_getNumOverloadedDecls(decl)
-            decls = [self.lib.clang_getOverloadedDecl(decl, i) for i in range(n)]
+            decls = self.overloaded_decls(decl)
             if not decls:
                 return
             names = {self.qualified(d) for d in decls}

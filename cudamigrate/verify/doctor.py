@@ -23,6 +23,7 @@ machine without a GPU is reported as such and is not a failure.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import shutil
@@ -266,6 +267,7 @@ def gather(target: tuple[int, int], require_cuda: tuple[int, int] | None = None,
                         "" if wheels else "no nvidia-* wheels in this Python"))
     # -- semantic mode
     checks.append(_libclang_check())
+    checks.append(_compile_db_check())
     # -- Chromium
     chrome = next((shutil.which(n) for n in CHROMIUM if shutil.which(n)), None)
     if chrome:
@@ -303,20 +305,40 @@ def _dependencies_check() -> Check:
 
 
 def _libclang_check() -> Check:
+    """Semantic mode: which libclang, which resource directory, which C++ library (see parse/clang.py)."""
     try:
-        from ..parse.clang import find_setup
+        from ..parse import clang as cl
     except Exception as exc:  # pragma: no cover - a broken install
         return Check("libclang", "warn", f"cannot load: {exc}", "semantic mode unavailable")
-    setup, why = find_setup()
+    setup, why = cl.find_setup()
     if setup is None:
         return Check("libclang", "warn", "not usable", why + "; scans use tree-sitter only")
+    ok, why = cl.available()
+    if not ok:
+        return Check("libclang", "warn", f"{setup.library or 'libclang'}: {why}", "scans use tree-sitter only")
+    version = cl.clang_version() or f"clang {setup.major}"
+    where = f"{cl.WHEEL} {cl.wheel_version()} wheel" if setup.origin == "wheel" else "$CUDAMIGRATE_LIBCLANG"
+    host = cl.host_cxx_library()
+    cxx = f"host C++ library {host}" if host else (f"the wheel's libc++ {setup.libcxx}" if setup.libcxx
+                                                   else "no C++ library headers found")
+    return Check("libclang", "ok", f"{version} ({where}: {setup.library or 'default library'}); "
+                 f"resource dir {setup.resource_dir}; {cxx}", "semantic mode ready")
+
+
+def _compile_db_check(start: Path | None = None) -> Check:
+    """The compile_commands.json a scan of `start` (default: the working directory) would use."""
+    from ..parse.clang import find_compile_db
+
+    found = find_compile_db([start or Path(".")])
+    if found is None:
+        return Check("compile database", "info", "none found",
+                     "semantic mode needs one: compile_commands.json in the project root or a build*/ directory, "
+                     "or --compile-commands")
     try:
-        import clang.cindex  # noqa: F401
-    except ImportError:
-        return Check("libclang", "warn", f"clang {setup.major} found, Python `clang` bindings missing",
-                     "pip install libclang; scans use tree-sitter only")
-    lib = setup.library or "the libclang wheel's library"
-    return Check("libclang", "ok", f"clang {setup.major} ({lib})", "semantic mode ready with a compile_commands.json")
+        n = len(json.loads(found.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as exc:
+        return Check("compile database", "warn", f"{found}: unreadable ({exc})", "scans use tree-sitter only")
+    return Check("compile database", "ok", f"{found} ({n} entries)", "scans of files it covers use semantic mode")
 
 
 def _calibration_check(gpu: str | None) -> Check:

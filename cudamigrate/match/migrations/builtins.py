@@ -427,7 +427,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     """
     from ..matchers import _declared_type, member_expression_type
     from ...read.project_index import project_member_type
-    from .deviceprop import FIELD_READS, hoist_edits, receiver_is
+    from .deviceprop import FIELD_READS, bound_objects, hoist_edits, receiver_is
 
     spec = rule.spec
     fields = set(spec.get("fields", []))
@@ -471,6 +471,8 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
             while want.startswith("*") or (want.startswith("(") and want.endswith(")")):
                 want = want[1:] if want.startswith("*") else want[1:-1]  # `(*p).f` was filled by `getter(p, ...)`
             want = _no_this(want)  # `this->prop` and `prop` are the same member
+            # a reference (or const pointer) bound to the filled struct reads the same device
+            wants = set(bound_objects(unit, want, fe)) if re.fullmatch(r"[A-Za-z_]\w*", want) else {want}
             fn = sc.function
             if fn is not None and not unit.in_macro:
                 best = None
@@ -479,7 +481,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                         if gunit is not unit or not (fn.start_byte <= call.start_byte < fe.start_byte):
                             continue
                         args = [c for c in call.child_by_field_name("arguments").named_children if c.type != "comment"]
-                        if len(args) > max(sarg, darg) and _no_this(_strip_addr(node_text(args[sarg]))) == want:
+                        if len(args) > max(sarg, darg) and _no_this(_strip_addr(node_text(args[sarg]))) in wants:
                             if best is None or call.start_byte > best[0]:
                                 best = (call.start_byte, node_text(args[darg]))
                 if best is not None:

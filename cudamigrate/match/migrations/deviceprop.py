@@ -153,6 +153,44 @@ def receiver_is(ctx: FileContext, unit: Unit, recv: ts.Node, at: ts.Node, types:
     return resolves_to(ctx, node_text(tnode), types)
 
 
+def bound_objects(unit: Unit, name: str, at: ts.Node, depth: int = 0) -> list[str]:
+    """`name` and the objects it is bound to, nearest first: a local reference initialised from another variable
+    (`const Props &pr = p;`, `auto &r = p;`) or a pointer that cannot be re-pointed (`cudaDeviceProp *const q =
+    &p;`) names the struct that `cudaGetDeviceProperties(&p, dev)` filled, so `pr.clockRate` reads device `dev`.
+    A plain pointer may be re-pointed between the getter and the read, so it is not followed."""
+    out = [name]
+    got = declaration_of(unit.root, name, at) if depth < 4 else None
+    if got is None:
+        return out
+    decl = got[0]
+    for d in named_children(decl):
+        if d.type != "init_declarator":
+            continue
+        inner = d.child_by_field_name("declarator")
+        value = d.child_by_field_name("value")
+        if inner is None or value is None:
+            continue
+        if inner.type == "reference_declarator":
+            target = value
+        elif inner.type == "pointer_declarator" and any(c.type == "type_qualifier" and node_text(c) == "const"
+                                                        for c in inner.named_children):
+            if value.type != "pointer_expression" or not node_text(value).startswith("&"):
+                continue
+            target = value.named_children[0] if value.named_children else value
+        else:
+            continue
+        while inner is not None and inner.type in ("reference_declarator", "pointer_declarator"):
+            inner = next((c for c in inner.named_children if c.type not in ("type_qualifier",)), None)
+        if inner is None or node_text(inner) != name:
+            continue
+        while target.type == "parenthesized_expression" and target.named_children:
+            target = target.named_children[0]
+        if target.type == "identifier" and node_text(target) != name:
+            out += bound_objects(unit, node_text(target), decl, depth + 1)
+        return out
+    return out
+
+
 # ------------------------------------------------------------------ the rewrite
 def _hoist_point(fe: ts.Node) -> tuple[ts.Node | None, str | None]:
     """The statement before which a declaration can go, or why there is none."""
