@@ -76,7 +76,19 @@ def _old_where(doc: dict, entry: dict) -> str:
     return f"{entry['old_header']} in {doc['sources']['wheels_12'].get(entry['library']) or doc['sources']['wheels_12']['cudart']}"
 
 
-def catalog_row(doc: dict, entry: dict) -> dict | None:
+def header_messages(doc: dict) -> dict[tuple[str, str], str]:
+    """(library, header file) -> the one message its deprecated declarations give, where they agree on one.
+
+    cusolverSp.h marks some declarations CUSOLVER_DEPRECATED(cuDSS) ("please use cuDSS instead") and others
+    CUSOLVER_DEPRECATED_ (no message); the latter's findings quote what the same header says for the former."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    for e in doc["entries"]:
+        if e["status"] == "deprecated" and e.get("message"):
+            seen.setdefault((e["library"], e["header"].split(":")[0]), set()).add(e["message"])
+    return {k: next(iter(v)) for k, v in seen.items() if len(v) == 1}
+
+
+def catalog_row(doc: dict, entry: dict, same_header: str = "") -> dict | None:
     """One inventory entry as a catalog row (the CSV's columns, plus `origin` and, for changed prototypes, `where`).
 
     None for an entry whose old calls cannot be told from new ones by their argument count (a parameter type
@@ -115,6 +127,9 @@ def catalog_row(doc: dict, entry: dict) -> dict | None:
         row["replacement"] = (f'{repl} (the header\'s message: "{message}")' if message else repl)
     elif message:
         row["notes"] = f'the header\'s message: "{message}"'
+    elif same_header:
+        row["notes"] = (f"the header gives no message for it, but its other deprecated declarations of "
+                        f'{entry["header"].split(":")[0]} say "{same_header}"')
     else:
         row["notes"] = "the header names no replacement"
     return row
@@ -156,10 +171,11 @@ def inventory_rows(doc: dict, known: Iterable[str], exclusions: dict[str, Exclus
     that are not excluded, in the inventory's (sorted) order."""
     seen = set(known)
     rows = []
+    said = header_messages(doc)
     for e in doc["entries"]:
         if e["name"] in seen or entry_key(e) in exclusions:
             continue
-        row = catalog_row(doc, e)
+        row = catalog_row(doc, e, said.get((e["library"], e.get("header", "").split(":")[0]), ""))
         if row is not None:
             rows.append(row)
             seen.add(e["name"])
