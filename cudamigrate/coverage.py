@@ -41,7 +41,7 @@ def inventory_keys() -> set[str]:
 
     if not inventory.INVENTORY.is_file():
         return set()
-    return {inventory.entry_key(e) for e in inventory.load_inventory()["entries"]}
+    return {k for e in inventory.load_inventory()["entries"] for k in inventory.entry_keys(e)}
 
 
 def read_catalog(path: Path = CATALOG) -> list[dict[str, str]]:

@@ -62,6 +62,11 @@ def entry_key(entry: dict) -> str:
     return f"{entry['library']}:{entry['name']}"
 
 
+def entry_keys(entry: dict) -> list[str]:
+    """The entry's key and those of the alias macros that name it (the generator may give each a row)."""
+    return [entry_key(entry)] + [f"{entry['library']}:{a}" for a in entry.get("aliases", [])]
+
+
 def _wheel_13(doc: dict, library: str) -> str:
     return doc["sources"]["wheels_13"].get(library, "")
 
@@ -176,13 +181,18 @@ def inventory_rows(doc: dict, known: Iterable[str], exclusions: dict[str, Exclus
         if e["name"] in seen or entry_key(e) in exclusions:
             continue
         row = catalog_row(doc, e, said.get((e["library"], e.get("header", "").split(":")[0]), ""))
-        if row is not None:
-            rows.append(row)
-            seen.add(e["name"])
+        if row is None:
+            continue
+        rows.append(row)
+        seen.add(e["name"])
+        for alias in e.get("aliases", []):  # `#define cuTexRefSetAddress2D cuTexRefSetAddress2D_v3`: what code writes
+            if alias not in seen:
+                rows.append(dict(row, api=alias, notes=f"{row['notes']} (the header's alias macro of {e['name']})".strip()))
+                seen.add(alias)
     return rows
 
 
 def uncovered(doc: dict, reported: set[str], exclusions: dict[str, Exclusion]) -> list[str]:
     """Inventory entries that no rule reports (`reported`: every rule's names) and no exclusion explains."""
-    return [f"{entry_key(e)} ({e['status']}, {e.get('header') or e.get('old_header')})" for e in doc["entries"]
-            if e["name"] not in reported and entry_key(e) not in exclusions]
+    return [f"{e['library']}:{n} ({e['status']}, {e.get('header') or e.get('old_header')})" for e in doc["entries"]
+            if entry_key(e) not in exclusions for n in [e["name"], *e.get("aliases", [])] if n not in reported]

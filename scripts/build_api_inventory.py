@@ -169,6 +169,7 @@ class Entry:
     new_args: int | None = None
     new_min_args: int | None = None
     source: str = ""  # the distribution and version the 13.0 (or, for removals, 12.x) header came from
+    aliases: tuple[str, ...] = ()  # macros `#define alias name` of the same header: what user code writes
 
 
 # --------------------------------------------------------------------------------------------- libclang
@@ -351,9 +352,19 @@ def _functions(decls: dict[tuple[str, str], Decl]) -> dict[str, Decl]:
     return out
 
 
+def _aliases(decls: dict[tuple[str, str], Decl]) -> dict[str, tuple[str, ...]]:
+    """function name -> the alias macros naming it (`#define cuTexRefSetAddress2D cuTexRefSetAddress2D_v3`)."""
+    out: dict[str, list[str]] = {}
+    for (n, k), d in decls.items():
+        if k == "macro" and d.alias_of and d.alias_of != n:
+            out.setdefault(d.alias_of, []).append(n)
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
 def compare(lib: str, new: dict[tuple[str, str], Decl], old: dict[tuple[str, str], Decl],
             new_src: str, old_src: str) -> list[Entry]:
     entries: list[Entry] = []
+    new_alias, old_alias = _aliases(new), _aliases(old)
     new_names = {n for n, _ in new}
     for (name, kind), d in new.items():
         if not (d.deprecated or d.unavailable):
@@ -361,13 +372,14 @@ def compare(lib: str, new: dict[tuple[str, str], Decl], old: dict[tuple[str, str
         o = old.get((name, kind))
         entries.append(Entry(lib, name, kind, "unavailable" if d.unavailable else "deprecated", d.header, d.message,
                              replacement_of(d.message), bool(o and (o.deprecated or o.unavailable)),
-                             o.header if o else "", source=new_src))
+                             o.header if o else "", source=new_src, aliases=new_alias.get(name, ())))
     for (name, kind), o in old.items():
         if name in new_names:
             continue  # still declared (possibly as another kind: a function that became a macro alias)
         entries.append(Entry(lib, name, kind, "removed", "", o.message, replacement_of(o.message),
                              o.deprecated or o.unavailable, o.header, o.signature if kind == "function" else "",
-                             old_args=o.args if kind == "function" else None, source=old_src))
+                             old_args=o.args if kind == "function" else None, source=old_src,
+                             aliases=tuple(a for a in old_alias.get(name, ()) if a not in new_names)))
     nf, of = _functions(new), _functions(old)
     for name in sorted(set(nf) & set(of)):
         n, o = nf[name], of[name]
@@ -498,7 +510,8 @@ def build(cache: Path = HEADER_CACHE, toolkit: Path = TOOLKIT, timing: bool = Fa
             "parser": f"libclang {importlib.metadata.version('libclang')} (-x c++ -std=c++17)",
         },
         "counts": counts,
-        "entries": [{k: v for k, v in asdict(e).items() if v not in ("", None, {}, False)} for e in entries],
+        "entries": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(e).items()
+                     if v not in ("", None, {}, False, ())} for e in entries],
     }
 
 

@@ -36,6 +36,8 @@ def test_an_entry_without_rule_or_exclusion_fails_the_coverage_check():
     doc["entries"].append({"library": "curand", "name": "curandMadeUpRemovedCall", "kind": "function",
                            "status": "removed", "old_header": "curand.h:1"})
     assert inventory.uncovered(doc, reported_names(), EXCLUSIONS) == ["curand:curandMadeUpRemovedCall (removed, curand.h:1)"]
+    doc["entries"][-1]["aliases"] = ["curandMadeUpAlias"]  # `#define curandMadeUpAlias curandMadeUpRemovedCall`
+    assert len(inventory.uncovered(doc, reported_names(), EXCLUSIONS)) == 2
     excl = dict(EXCLUSIONS, **{"curand:curandMadeUpRemovedCall": inventory.Exclusion("curand:curandMadeUpRemovedCall", "test")})
     assert inventory.uncovered(doc, reported_names(), excl) == []
 
