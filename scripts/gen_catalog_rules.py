@@ -1118,7 +1118,10 @@ def generate(out: Path, rules_dir: Path = RULES, ids_path: Path | None = None, e
 README = """# Generated catalog rules (CM1000-CM1999)
 
 Everything in this directory is written by `scripts/gen_catalog_rules.py` from
-`cudamigrate/data/cuda_api_changes.csv`; do not edit it by hand.
+`cudamigrate/data/cuda_api_changes.csv` and from the header inventory `cudamigrate/data/api_inventory.json`
+(written by `scripts/build_api_inventory.py` from the CUDA 13.0 and last 12.x headers: the entries that no CSV
+row or hand-written rule reports, less the reviewed exclusions in `cudamigrate/data/api_inventory_exclusions.yaml`);
+do not edit it by hand.
 
 * `python scripts/gen_catalog_rules.py` regenerates it (run it after changing the catalog, the generator,
   or the `catalog:` keys of a hand-written rule); `--check` reports differences; tests/test_catalog.py fails
