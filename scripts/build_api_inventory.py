@@ -418,8 +418,8 @@ def toolkit_versions(toolkit: Path) -> list[str]:
     out = []
     for name in TOOLKIT_DISTS:
         for d in sorted(glob.glob(str(toolkit / "dist-info" / f"{name}-*.dist-info"))):
-            out.append(os.path.basename(d).removesuffix(".dist-info").replace("_", "-").replace("-", "==", 1)
-                       .replace("nvidia==", "nvidia-"))
+            dist, _, version = os.path.basename(d).removesuffix(".dist-info").partition("-")
+            out.append(f"{dist.replace('_', '-')}=={version}")
     hdr = toolkit / "include" / "cuda.h"
     m = re.search(r"#define CUDA_VERSION (\d+)", hdr.read_text(encoding="utf-8", errors="replace")) if hdr.is_file() else None
     if m:
