@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -83,7 +84,7 @@ def test_cusolver_sparse_and_refactorization_are_deprecated_with_their_header_li
 
 def _finding(code: str, name: str = "t.cpp"):
     eng = Engine(all_rules(), Options(select=["catalog"]))
-    res = eng.scan_bytes(__import__("pathlib").Path(name), code.encode())
+    res = eng.scan_bytes(Path(name), code.encode())
     assert not res.errors, res.errors
     return res.findings
 
