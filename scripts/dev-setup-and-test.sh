@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the tests need, then the tests: the README's second command, and what CI runs (.ci/run calls it).
 #   1. a virtual environment ($VENV, default .venv in the checkout) with the package, its test extras and the
-#      CUDA 13.0-matched cuBLAS/NVRTC/cuFFT/NPP/cuSPARSE wheels (headers + libraries nvcc needs for the fixtures);
+#      CUDA 13.0-matched cuBLAS/NVRTC/cuFFT/NPP/cuSPARSE/cuSOLVER/cuRAND/nvJPEG/nvJitLink/nvFatbin wheels (headers +
+#      libraries nvcc needs for the fixtures, headers the API inventory is built from) and the 12.x wheels' headers;
 #   2. the Debian packages in .ci/apt-packages (headless Chromium for the report tests), through apt-get (with
 #      sudo when not root) where apt-get exists; semantic mode's libclang and resource headers come from the
 #      libclang-ng wheel among the package's dependencies (the old `libclang` wheel is removed: both are `clang`);
@@ -19,10 +20,14 @@ python -m pip install -q --upgrade pip >/dev/null 2>&1 || true
 # there, reinstall libclang-ng's files (uninstalling libclang deletes the clang/*.py files the two share).
 had_old_libclang=0
 python -m pip show -q libclang >/dev/null 2>&1 && { had_old_libclang=1; python -m pip uninstall -q -y libclang; }
-python -m pip install -q '.[test]' 'nvidia-cublas==13.0.2.14' 'nvidia-cuda-nvrtc==13.0.88' 'nvidia-cufft==12.0.0.61' 'nvidia-npp==13.0.1.2' 'nvidia-cusparse==12.6.3.3'
+python -m pip install -q '.[test]' 'nvidia-cublas==13.0.2.14' 'nvidia-cuda-nvrtc==13.0.88' 'nvidia-cufft==12.0.0.61' 'nvidia-npp==13.0.1.2' 'nvidia-cusparse==12.6.3.3' \
+  'nvidia-cusolver==12.0.4.66' 'nvidia-curand==10.4.0.35' 'nvidia-nvjpeg==13.0.1.86' 'nvidia-nvjitlink==13.0.88' 'nvidia-nvfatbin==13.0.85'
 if [ "$had_old_libclang" = 1 ]; then
   python -m pip install -q --force-reinstall --no-deps "libclang-ng==$(python -c 'import importlib.metadata as m; print(m.version("libclang-ng"))')"
 fi
+# The last 12.x wheels' headers (pip download, include/ kept, ~/.cache/cudamigrate/inventory-headers), which
+# scripts/build_api_inventory.py compares with 13.0: tests/test_api_inventory.py checks the shipped inventory against them.
+python scripts/build_api_inventory.py --fetch-only
 
 if [ -f .ci/apt-packages ] && command -v apt-get >/dev/null 2>&1; then
   pkgs=$(grep -v '^#' .ci/apt-packages | xargs || true)

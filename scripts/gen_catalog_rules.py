@@ -6,7 +6,12 @@
     python scripts/gen_catalog_rules.py --out DIR  # write elsewhere (tests compare a temp dir with the repo)
 
 Input: `cudamigrate/data/cuda_api_changes.csv` (1081 rows: api, kind, library, deprecated_in,
-removed_in, replacement, fix_kind, notes, source).
+removed_in, replacement, fix_kind, notes, source), and `cudamigrate/data/api_inventory.json` (written from the
+CUDA 13.0 and last 12.x headers by scripts/build_api_inventory.py): each inventory entry that no CSV row and
+no hand-written rule reports, and that cudamigrate/data/api_inventory_exclusions.yaml does not exclude, becomes
+one more row (`cudamigrate.knowledge.inventory.catalog_row`: deprecated -> deprecated_in 13.0, or 12.9 at the latest when
+the last 12.x header already marked it; removed -> removed_in 13.0; the header's message names the
+replacement; a prototype whose argument count changed -> a rule for calls with the old count).
 
 Which rows become rules
 -----------------------
@@ -63,6 +68,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from cudamigrate.knowledge import inventory  # noqa: E402
+
 CSV_PATH = ROOT / "cudamigrate" / "data" / "cuda_api_changes.csv"
 RULES = ROOT / "rules"
 OUT = RULES / "catalog"
@@ -72,7 +80,8 @@ ID_MIN, ID_MAX = 1000, 1999
 LIBRARY_TITLES = {
     "cudart": "CUDA Runtime", "driver": "CUDA Driver API", "cusparse": "cuSPARSE", "cublas": "cuBLAS",
     "cufft": "cuFFT", "nvrtc": "NVRTC", "cub": "CUB", "thrust": "Thrust", "libcudacxx": "libcu++",
-    "device": "CUDA device API",
+    "device": "CUDA device API", "cusolver": "cuSOLVER", "curand": "cuRAND", "npp": "NPP", "nvjpeg": "nvJPEG",
+    "nvjitlink": "nvJitLink", "nvfatbin": "nvFatbin",
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -533,9 +542,16 @@ OWN_RULE = set(MANUAL_WHERE) | set(MANUAL_ROLES) | {
 
 # ---------------------------------------------------------------------------------------------
 
-def load_rows() -> list[dict]:
+def load_rows(rules_dir: Path = RULES) -> list[dict]:
+    """The CSV's rows, then the inventory's rows for what neither they nor a hand-written rule report."""
     with CSV_PATH.open(encoding="utf-8", newline="") as fh:
-        return list(csv.DictReader(fh))
+        rows = list(csv.DictReader(fh))
+    if not inventory.INVENTORY.is_file():
+        return rows
+    known = inventory.rule_names(rules_dir, skip_dir=rules_dir / "catalog")
+    for r in rows:
+        known.update(api_names(r) if r["kind"] != "header" else [r["api"]])
+    return rows + inventory.inventory_rows(inventory.load_inventory(), known, inventory.load_exclusions())
 
 
 def handwritten_keys(rules_dir: Path) -> set[str]:
@@ -571,12 +587,20 @@ NVIDIA_DOCS = {
     "cufft": "cuFFT: https://docs.nvidia.com/cuda/cufft/index.html",
     "cusparse": "cuSPARSE: https://docs.nvidia.com/cuda/cusparse/index.html",
     "nvrtc": "NVRTC: https://docs.nvidia.com/cuda/nvrtc/index.html",
+    "cusolver": "cuSOLVER: https://docs.nvidia.com/cuda/cusolver/index.html",
+    "curand": "cuRAND: https://docs.nvidia.com/cuda/curand/index.html",
+    "npp": "NPP: https://docs.nvidia.com/cuda/npp/index.html",
+    "nvjpeg": "nvJPEG: https://docs.nvidia.com/cuda/nvjpeg/index.html",
+    "nvjitlink": "nvJitLink: https://docs.nvidia.com/cuda/nvjitlink/index.html",
+    "nvfatbin": "nvFatbin: https://docs.nvidia.com/cuda/nvfatbin/index.html",
     "thrust": "CCCL (Thrust): https://nvidia.github.io/cccl/",
     "cub": "CCCL (CUB): https://nvidia.github.io/cccl/",
     "libcudacxx": "CCCL (libcu++): https://nvidia.github.io/cccl/",
 }
 RELEASE_NOTES = "CUDA Toolkit release notes: https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/index.html"
 SHIPPED_CSV = "cudamigrate/data/cuda_api_changes.csv (ships with cudamigrate)"
+SHIPPED_INVENTORY = ("cudamigrate/data/api_inventory.json (ships with cudamigrate; written from the CUDA 13.0 and "
+                     "12.x headers by scripts/build_api_inventory.py)")
 MAX_HEADER_REFS = 6
 
 
@@ -603,9 +627,9 @@ def cite(part: str) -> str | None:
     m = re.match(r"NVIDIA/cccl (docs/\S+?)(:\d+(?:-\d+)?)?$", part)
     if m:
         return f"https://github.com/NVIDIA/cccl/blob/main/{m.group(1)}"
-    m = re.match(r"absent: (nvidia-[\w-]+)==([\d.]+) headers$", part)
+    m = re.match(r"absent: (nvidia-[\w-]+)==([\d.]+) headers( \(.*\))?$", part)
     if m:
-        return f"not declared in the {m.group(1)} {m.group(2)} wheel's headers (matched to CUDA 13.0)"
+        return f"not declared in the {m.group(1)} {m.group(2)} wheel's headers (matched to CUDA 13.0){m.group(3) or ''}"
     if re.match(r"(github\.com|gitlab\.com|rocm\.docs\.amd\.com|docs\.nvidia\.com)/", part):
         return "https://" + part
     return part.replace("cuda-13.0 include/", "CUDA 13.0 toolkit header include/")
@@ -633,8 +657,12 @@ def references(rows: list[dict]) -> list[str]:
     refs += [NVIDIA_DOCS[lib] for lib in libs if lib in NVIDIA_DOCS]
     if any(r["removed_in"].strip() or r["deprecated_in"].strip() for r in rows):
         refs.append(RELEASE_NOTES)
-    names = [f"{r['library']}:{r['api']}" for r in rows]
-    refs.append(f"{SHIPPED_CSV}, rows " + ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else ""))
+    for shipped, part in ((SHIPPED_CSV, [r for r in rows if r.get("origin") != "inventory"]),
+                          (SHIPPED_INVENTORY, [r for r in rows if r.get("origin") == "inventory"])):
+        names = [f"{r['library']}:{r['api']}" for r in part]
+        if names:
+            refs.append(f"{shipped}, {'entries' if shipped is SHIPPED_INVENTORY else 'rows'} " + ", ".join(names[:8])
+                        + (f" and {len(names) - 8} more" if len(names) > 8 else ""))
     return refs
 
 
@@ -792,6 +820,8 @@ def build_groups(rows: list[dict], skip: set[str], explicit: bool = True) -> tup
             match = {"include": {"prefixes": ["thrust/", "cub/", "cuda/"]}}
             status = "opt-in"
         where = MANUAL_WHERE.get(key, where)
+        if row.get("where"):  # an inventory prototype change: only calls with the 12.x argument count
+            where, roles, own = row["where"], ["call"], True
         if match is None and row["kind"] == "struct_field":
             typ, fld = row["api"].split("::")
             names = [fld]
@@ -934,6 +964,8 @@ VERSIONLESS_BREAKS: dict[str, tuple[dict, str]] = {
 def render_rule(g: Group, rid: str) -> tuple[str, str]:
     title, name_slug = group_title(g)
     lt = LIBRARY_TITLES.get(g.library, g.library)
+    origin = ("cudamigrate/data/api_inventory.json" if all(r.get("origin") == "inventory" for r in g.rows)
+              else "cudamigrate/data/cuda_api_changes.csv")
     severity = "error" if g.rem else ("warning" if g.dep else "info")
     impact = "build-break" if g.rem else ("deprecated" if g.dep else "hygiene")
     doc: "OrderedDict[str, object]" = OrderedDict()
@@ -1007,7 +1039,7 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
               "Unsafe: the rewrite compiles but the note in the message says what to review.")
     doc["docs"] = {
         "what": what,
-        "why": " ".join(why) + " Generated from cudamigrate/data/cuda_api_changes.csv by scripts/gen_catalog_rules.py; "
+        "why": " ".join(why) + f" Generated from {origin} by scripts/gen_catalog_rules.py; "
                "one rule covers the catalog rows that share library, fix kind and versions, and each finding names its own API.",
         "fix_safety": fs,
     }
@@ -1025,7 +1057,7 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
     doc["references"] = references(rows)
     doc["tags"] = ["catalog", "generated", g.fix_kind]
     doc["catalog"] = [f"{r['library']}:{r['api']}" for r in rows]
-    header = ("# GENERATED by scripts/gen_catalog_rules.py from cudamigrate/data/cuda_api_changes.csv -- do not edit;\n"
+    header = (f"# GENERATED by scripts/gen_catalog_rules.py from {origin} -- do not edit;\n"
               "# change the generator (or add a hand-written rule with `catalog:` keys) and re-run it.\n")
     text = header + yaml.dump(_plain(doc), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120, default_flow_style=False)
     return f"{rid}-{name_slug}.yaml", text
@@ -1086,7 +1118,10 @@ def generate(out: Path, rules_dir: Path = RULES, ids_path: Path | None = None, e
 README = """# Generated catalog rules (CM1000-CM1999)
 
 Everything in this directory is written by `scripts/gen_catalog_rules.py` from
-`cudamigrate/data/cuda_api_changes.csv`; do not edit it by hand.
+`cudamigrate/data/cuda_api_changes.csv` and from the header inventory `cudamigrate/data/api_inventory.json`
+(written by `scripts/build_api_inventory.py` from the CUDA 13.0 and last 12.x headers: the entries that no CSV
+row or hand-written rule reports, less the reviewed exclusions in `cudamigrate/data/api_inventory_exclusions.yaml`);
+do not edit it by hand.
 
 * `python scripts/gen_catalog_rules.py` regenerates it (run it after changing the catalog, the generator,
   or the `catalog:` keys of a hand-written rule); `--check` reports differences; tests/test_catalog.py fails

@@ -103,6 +103,8 @@ HOST_INCLUDES = """\
 #include <cusparse.h>
 #include <nvrtc.h>
 #include <npp.h>
+#include <cusolverDn.h>
+#include <nvjpeg.h>
 #if __has_include(<EGL/egl.h>)
 #include <cuda_egl_interop.h>
 #endif
@@ -110,10 +112,11 @@ HOST_INCLUDES = """\
 
 # A probe proves nothing if its library's header is missing: the libraries HOST_INCLUDES covers, and one name of
 # each that must compile there.
-LIBRARIES = {"cudart", "driver", "cub", "thrust", "cufft", "cublas", "libcudacxx", "nvrtc", "device", "cusparse", "npp"}
+LIBRARIES = {"cudart", "driver", "cub", "thrust", "cufft", "cublas", "libcudacxx", "nvrtc", "device", "cusparse", "npp",
+             "cusolver", "nvjpeg"}
 CONTROLS = ["cudaMalloc((void **)0, 0)", "cuInit(0)", "sizeof(cub::DeviceReduce)", "thrust::device_vector<int>()",
             "cufftPlan1d", "cublasLtCreate", "cuda::std::plus<int>()", "nvrtcCreateProgram", "cusparseCreate",
-            "nppGetLibVersion()", "__saturatef"]
+            "nppGetLibVersion()", "__saturatef", "cusolverDnXpotrf", "nvjpegCreateSimple"]
 
 UNDEFINED = re.compile(r'identifier "([^"]+)" is undefined|(?:namespace|class) "[^"]*" has no member "([^"]+)"'
                        r'|name followed by "::" must be a class or namespace name|"([^"]+)" is not a template')

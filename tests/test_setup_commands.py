@@ -36,11 +36,15 @@ def test_ci_runs_the_readme_script():
         assert os.access(f, os.X_OK), f"{f} is not executable"
     script = SCRIPT.read_text(encoding="utf-8")
     assert "bash scripts/check-test-log.sh \"$LOG\"" in script and ".ci/apt-packages" in script
-    for wheel in ("nvidia-cublas==", "nvidia-cuda-nvrtc==", "nvidia-cufft==", "nvidia-npp==", "nvidia-cusparse=="):
+    for wheel in ("nvidia-cublas==", "nvidia-cuda-nvrtc==", "nvidia-cufft==", "nvidia-npp==", "nvidia-cusparse==",
+                  "nvidia-cusolver==", "nvidia-curand=="):
         assert wheel in script
     apt = [ln.strip() for ln in (ROOT / ".ci" / "apt-packages").read_text().splitlines()
            if ln.strip() and not ln.startswith("#")]
-    assert {"chromium", "libclang1-19", "libclang-common-19-dev"} <= set(apt)
+    assert "chromium" in apt
+    # semantic mode needs no system package: libclang and its resource headers come from a pyproject dependency
+    assert not [p for p in apt if "clang" in p], apt
+    assert '"libclang-ng' in (ROOT / "pyproject.toml").read_text(encoding="utf-8")
 
 
 @needs_bash

@@ -35,6 +35,15 @@ class Coverage:
         return dict(out)
 
 
+def inventory_keys() -> set[str]:
+    """`library:name` of every entry of the header inventory shipped beside the catalog (empty without it)."""
+    from . import inventory
+
+    if not inventory.INVENTORY.is_file():
+        return set()
+    return {k for e in inventory.load_inventory()["entries"] for k in inventory.entry_keys(e)}
+
+
 def read_catalog(path: Path = CATALOG) -> list[dict[str, str]]:
     with path.open(encoding="utf-8", newline="") as fh:
         return list(csv.DictReader(fh))
@@ -43,6 +52,9 @@ def read_catalog(path: Path = CATALOG) -> list[dict[str, str]]:
 def compute(rules: list[Rule], catalog: Path = CATALOG) -> Coverage:
     rows = read_catalog(catalog)
     keys = {f"{r['library']}:{r['api']}" for r in rows}
+    # generated rules also list header-inventory entries (data/api_inventory.json) the CSV lacks: known keys,
+    # counted by tests/test_api_inventory.py rather than in this table of CSV rows
+    keys |= inventory_keys()
     claimed: dict[str, list[str]] = defaultdict(list)
     auto: set[str] = set()
     cov = Coverage()
