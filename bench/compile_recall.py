@@ -758,7 +758,7 @@ def main(argv: list[str] | None = None) -> int:
         p = subprocess.run([sys.executable, "-m", "cudamigrate", "fix", *shlex.split(a.fix_args), root.name],
                            cwd=work, capture_output=True, text=True, errors="replace")
         (work / "fix.log").write_text(p.stdout + p.stderr)
-        print(f"fix: {next((ln for ln in reversed(p.stdout.splitlines()) if ln.startswith('Fixed ')), 'rc=%d' % p.returncode)}",
+        print(f"fix: {next((ln for ln in reversed((p.stdout + p.stderr).splitlines()) if ln.startswith('Fixed ')), 'rc=%d' % p.returncode)}",
               file=sys.stderr)
     findings = scan(measured, work, shlex.split(a.scan_args))
     wheel_inc = cuda_include_dirs(a.wheel_include)

@@ -1,0 +1,191 @@
+"""bench/compile_recall.py: the nvcc diagnostic parser, the CUDA-site classifier and the site/finding matcher
+on made-up nvcc 13.0 output (no nvcc needed), plus one nvcc run on a fixture written here."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+_spec = importlib.util.spec_from_file_location(
+    "compile_recall", Path(__file__).resolve().parents[1] / "bench" / "compile_recall.py")
+recall = importlib.util.module_from_spec(_spec)
+sys.modules["compile_recall"] = recall
+_spec.loader.exec_module(recall)
+
+TK = "/usr/local/cuda-13.0/targets/x86_64-linux/include"
+
+# EDG front end (device pass), gcc host pass with a `declared here` note, a gcc template instantiation chain
+# from the tree into a toolkit header, and a ptxas error with no source location; made up after nvcc 13.0's
+# real formats.
+OUTPUT = f"""\
+/t/src/a.cu(6): error: identifier "cudaThreadSynchronize" is undefined
+    cudaThreadSynchronize();
+    ^
+
+/t/src/a.cu(8): error: class "cudaDeviceProp" has no member "clockRate"
+    int c = prop.clockRate;
+                 ^
+
+/t/src/a.cu(9): error: too many arguments in function call
+    cudaMemPrefetchAsync(p, n, dev, stream, 7);
+                                            ^
+
+/t/src/a.cu(11): error: identifier "myHelper" is undefined
+    myHelper();
+    ^
+
+/t/src/a.cu(12): catastrophic error: cannot open source file "GL/glew.h"
+  #include <GL/glew.h>
+                      ^
+
+5 errors detected in the compilation of "/t/src/a.cu".
+/t/src/b.cu: In function 'int main()':
+/t/src/b.cu:3:29: warning: 'cudaError_t cudaDeviceSetSharedMemConfig(cudaSharedMemConfig)' is deprecated [-Wdeprecated-declarations]
+    3 |   cudaDeviceSetSharedMemConfig(cudaSharedMemBankSizeFourByte);
+      |   ~~~~~~~~~~~~~~~~~~~~~~~~~~^~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+{TK}/cuda_runtime_api.h:1101:46: note: declared here
+ 1101 | extern __CUDA_DEPRECATED __host__ cudaError_t CUDARTAPI cudaDeviceSetSharedMemConfig(enum cudaSharedMemConfig config);
+/t/src/b.cu:4:9: warning: 'double4' is deprecated: use double4_16a or double4_32a [-Wdeprecated-declarations]
+    4 |   double4 x; (void)x;
+In file included from /usr/local/cuda-13.0/include/driver_types.h:61,
+                 from {TK}/builtin_types.h:59:
+/usr/local/cuda-13.0/include/vector_types.h:561:104: note: declared here
+/t/src/b.cu:7:3: warning: 'int old_api()' is deprecated [-Wdeprecated-declarations]
+/t/src/b.h:2:5: note: declared here
+{TK}/cccl/thrust/functional.h: In instantiation of 'struct Op':
+/t/src/b.cu:9:10:   required from here
+{TK}/cccl/thrust/functional.h:80:8: warning: 'template<class A, class R> struct thrust::unary_function' is deprecated [-Wdeprecated-declarations]
+ptxas /tmp/tmpxft_1.ptx, line 40; error   : Instruction 'vote' without '.sync' is not supported on .target 'sm_75'
+"""
+
+
+def test_parser_reads_edg_gcc_context_notes_and_tool_errors():
+    ds = recall.parse_diagnostics(OUTPUT)
+    assert [(d.path.split("/")[-1], d.line, d.severity) for d in ds] == [
+        ("a.cu", 6, "error"), ("a.cu", 8, "error"), ("a.cu", 9, "error"), ("a.cu", 11, "error"),
+        ("a.cu", 12, "error"), ("b.cu", 3, "warning"), ("b.cu", 4, "warning"), ("b.cu", 7, "warning"),
+        ("functional.h", 80, "warning"), ("", 0, "error")]
+    assert ds[1].source == "  int c = prop.clockRate;" and ds[1].column == 16
+    assert ds[5].decl_path == f"{TK}/cuda_runtime_api.h"
+    assert ds[6].decl_path == "/usr/local/cuda-13.0/include/vector_types.h"
+    assert ds[7].decl_path == "/t/src/b.h"
+    assert ds[8].context[0] == ("/t/src/b.cu", 9)
+
+
+def test_edg_instantiation_context_is_kept():
+    out = ('/cuda/include/cub/x.cuh(40): error: namespace "cub" has no member "Sum"\n'
+           '    cub::Sum op;\n         ^\n'
+           '          detected during instantiation of "void f<T>() [with T=int]" at line 12 of /t/k.cu\n')
+    (d,) = recall.parse_diagnostics(out)
+    assert d.context == (("/t/k.cu", 12),)
+    assert recall.tree_location(d, Path("/t"), Path("/t")) == ("k.cu", 12, True)
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    return recall.ApiCatalog.load()
+
+
+def test_classifier_names_the_api_and_library_and_sets_others_apart(catalog):
+    ds = recall.parse_diagnostics(OUTPUT)
+    inc = [TK, "/usr/local/cuda-13.0/include"]
+    got = [recall.classify(d, d.source, catalog, inc) for d in ds[:9]]
+    assert [(c.cuda, c.kind, c.api, c.library) for c in got] == [
+        (True, "undefined", "cudaThreadSynchronize", "cudart"),
+        (True, "no-member", "cudaDeviceProp::clockRate", "cudart"),
+        (True, "arguments", "cudaMemPrefetchAsync", "cudart"),
+        (False, "undefined", "myHelper", ""),
+        (False, "missing-header", "GL/glew.h", ""),
+        (True, "deprecated", "cudaDeviceSetSharedMemConfig", "cudart"),
+        (True, "deprecated", "double4", "cudart"),
+        (False, "deprecated", "old_api", ""),
+        (True, "deprecated", "thrust::unary_function", "CCCL")]
+    assert "third-party" in got[4].reason and "outside CUDA" in got[7].reason
+
+
+def test_classifier_takes_the_api_before_the_caret_for_conversion_errors(catalog):
+    d = recall.Diagnostic("/t/m.cu", 19, "error", 'no suitable constructor exists to convert from "int" to '
+                          '"cudaMemLocation"', column=31)
+    c = recall.classify(d, "  x = f(1); cudaMemPrefetchAsync(p, n, dev, s);", catalog, [])
+    assert (c.cuda, c.api, c.library) == (True, "cudaMemPrefetchAsync", "cudart")
+    d2 = recall.Diagnostic("/t/m.cu", 3, "error", 'identifier "CUSPARSE_MV_ALG_DEFAULT" is undefined')
+    assert recall.classify(d2, "", catalog, []).library == "cuSPARSE"
+    d3 = recall.Diagnostic("/t/m.cu", 3, "error", 'cannot open source file "cusparse_v2.h"')
+    assert recall.classify(d3, "", catalog, []).cuda
+
+
+def test_sites_are_deduplicated_across_units_and_matched_to_statements(tmp_path, catalog):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "h.cuh").write_text("#pragma once\n"
+                               "inline void f() {\n"
+                               "  cudaThreadSynchronize(\n"
+                               "      );\n"
+                               "  cudaThreadExit();\n"
+                               "}\n")
+    out = (f'{src}/h.cuh(4): error: identifier "cudaThreadSynchronize" is undefined\n'
+           f'{src}/h.cuh(5): error: identifier "cudaThreadExit" is undefined\n')
+    per_unit = {"src/a.cu": (recall.parse_diagnostics(out), src), "src/b.cu": (recall.parse_diagnostics(out), src)}
+    sites, others = recall.collect_sites(per_unit, tmp_path, catalog, [])
+    assert [(s.relpath, s.line, sorted(s.units)) for s in sites] == [
+        ("src/h.cuh", 4, ["src/a.cu", "src/b.cu"]), ("src/h.cuh", 5, ["src/a.cu", "src/b.cu"])]
+    assert others == []
+    # a finding on line 3 covers the error reported on line 4 (same statement); line 5 has none
+    findings = [{"rule": "CM501", "relpath": "src/h.cuh", "line": 3, "end_line": 3}]
+    recall.match_findings(sites, findings, tmp_path)
+    assert [s.rules for s in sites] == [["CM501"], []]
+    summary = recall.summarise(sites)
+    assert summary["total"] == {"sites": 2, "error": 2, "covered": 1, "uncovered": 1}
+    assert summary["uncovered_apis"] == {"cudart": {"cudaThreadExit": 1}}
+
+
+def test_fix_edit_on_another_line_is_counted_apart(tmp_path, catalog):
+    (tmp_path / "t.cu").write_text("texture<float> t;\nvoid g() {\n  cudaUnbindTexture(t);\n}\n")
+    data = (tmp_path / "t.cu").read_bytes()
+    start = data.index(b"cudaUnbindTexture")
+    s = recall.Site("t.cu", 3)
+    recall.match_findings([s], [{"rule": "CM601", "relpath": "t.cu", "line": 1, "end_line": 1,
+                                 "fix": {"edits": [{"start": start, "end": start + 20, "text": ""}]}}], tmp_path)
+    assert (s.rules, s.fix_rules) == ([], ["CM601"])
+
+
+def test_compile_database_flags_drop_outputs_and_diagnostic_suppression():
+    e = {"file": "/p/a.cu", "directory": "/p",
+         "arguments": ["/usr/local/cuda/bin/nvcc", "-I/p/inc", "-w", "-Wno-deprecated-declarations", "-arch=sm_90",
+                       "-o", "a.o", "-c", "/p/a.cu"]}
+    assert recall.db_flags(e) == ["-I/p/inc", "-arch=sm_90", "-c"]
+    host = {"file": "/p/b.cpp", "directory": "/p", "command": "g++ -O2 -I /p/inc -DX=1 -std=c++17 -c /p/b.cpp -o b.o"}
+    assert recall.db_flags(host) == ["-I", "/p/inc", "-DX=1", "-std=c++17", "-c"]
+
+
+@pytest.mark.nvcc
+def test_nvcc_recall_on_a_fixture_with_one_flagged_and_one_unflagged_deprecation(tmp_path, monkeypatch):
+    """Two deprecated driver calls; the scan is limited to CM1068 (cuCtxGetSharedMemConfig), so cuCtxDetach
+    (deprecated in cuda.h, and not flagged by any rule at the time of writing either) is the uncovered site."""
+    tree = tmp_path / "app"
+    tree.mkdir()
+    (tree / "main.cpp").write_text(
+        "#include <cuda.h>\n"
+        "int main() {\n"
+        "  CUcontext ctx = nullptr;\n"
+        "  cuCtxDetach(ctx);\n"
+        "  CUsharedconfig cfg;\n"
+        "  cuCtxGetSharedMemConfig(&cfg);\n"
+        "  return 0;\n"
+        "}\n")
+    out = tmp_path / "r.json"
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    rc = recall.main([str(tree), "-j", "1", "--cache", str(tmp_path / "cache"), "--json", str(out),
+                      "--scan-args", "--select CM1068"])
+    assert rc == 0
+    d = json.loads(out.read_text())
+    assert d["units"] == {"total": 1, "ok": 1, "failed": 0, "failed_before_host": 0, "not_compiled": 0,
+                          "failed_units": []}
+    assert d["summary"]["total"] == {"sites": 2, "deprecation": 2, "covered": 1, "uncovered": 1}
+    assert {(s["line"], s["apis"][0], tuple(s["rules"])) for s in d["sites"]} == {
+        (4, "cuCtxDetach", ()), (6, "cuCtxGetSharedMemConfig", ("CM1068",))}
+    assert d["summary"]["by_library"]["driver"]["sites"] == 2
