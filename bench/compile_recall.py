@@ -3,6 +3,7 @@
 
     python bench/compile_recall.py TREE [--fixed] [--json out.json] [-j N] [--compile-commands DB]
         [--only PREFIX ...] [--wheel-include DIR ...] [-I DIR ...] [--cache DIR] [--work DIR]
+        [--budget-minutes N] [--scan-args "..."] [--fix-args "..."]
 
 Why: fixtures and NVIDIA's hand migration measure what we thought of; the compiler does not care. Every
 deprecation warning nvcc 13.0 prints and every error a removed or changed API causes is a site the tool
@@ -48,7 +49,6 @@ import argparse
 import collections
 import csv
 import dataclasses
-import glob
 import hashlib
 import importlib.util
 import json
@@ -580,6 +580,8 @@ class RecallCompiler(oracle.Compiler):
         hit = self.cache / f"{key}.json"
         if hit.is_file():
             return UnitResult(**{**json.loads(hit.read_text()), "cached": True})
+        if deadline is not None and time.time() > deadline:
+            return UnitResult(None, "not compiled (--budget-minutes reached)", 0.0)
         src = root / rel
         cwd = self.cwd.get(rel, src.parent)
         # flags name paths of the measured tree; a --fixed copy has the same layout under another root
@@ -735,7 +737,10 @@ def main(argv: list[str] | None = None) -> int:
                          "else nvidia/cu13/include of this interpreter)")
     ap.add_argument("-I", dest="include", action="append", default=[], help="extra include dir for every unit")
     ap.add_argument("--scan-args", default="", help="extra arguments of `cudamigrate scan`")
-    ap.add_argument("--timeout", type=int, default=300)
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per compile")
+    ap.add_argument("--budget-minutes", type=float, default=0,
+                    help="start no compile after this many minutes (0: no limit); the rest show as not compiled "
+                         "and a re-run continues from the cache")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "cudamigrate-recall")
     ap.add_argument("--work", type=Path, help="work dir (default: a temp dir, removed at the end)")
     a = ap.parse_args(argv)
@@ -758,7 +763,7 @@ def main(argv: list[str] | None = None) -> int:
         p = subprocess.run([sys.executable, "-m", "cudamigrate", "fix", *shlex.split(a.fix_args), root.name],
                            cwd=work, capture_output=True, text=True, errors="replace")
         (work / "fix.log").write_text(p.stdout + p.stderr)
-        print(f"fix: {next((ln for ln in reversed((p.stdout + p.stderr).splitlines()) if ln.startswith('Fixed ')), 'rc=%d' % p.returncode)}",
+        print(f"fix: {next((ln for ln in reversed((p.stdout + p.stderr).splitlines()) if ln.startswith('Fixed ')), f'rc={p.returncode}')}",
               file=sys.stderr)
     findings = scan(measured, work, shlex.split(a.scan_args))
     wheel_inc = cuda_include_dirs(a.wheel_include)
@@ -767,7 +772,7 @@ def main(argv: list[str] | None = None) -> int:
     comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd)
     print(f"{len(units)} units, {len(findings)} findings; compiling with {a.jobs} jobs ...", file=sys.stderr)
     jobs = [(measured, r) for r in units] + ([(root, r) for r in units] if a.fixed else [])
-    res = comp.many(jobs, a.jobs, "nvcc")
+    res = comp.many(jobs, a.jobs, "nvcc", t0 + 60 * a.budget_minutes if a.budget_minutes else None)
     after = {r: res[(measured, r)] for r in units}
     regressions = ([r for r in units if res[(root, r)].ok is True and after[r].ok is False] if a.fixed else None)
     per_unit: dict[str, tuple[list[Diagnostic], Path]] = {}
