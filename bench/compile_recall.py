@@ -308,6 +308,14 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
         if not m:
             return Classified("deprecated", "", "", False, "a deprecation message naming no entity")
         api = _name_of_decl(m["decl"])
+        if not catalog.is_api(api):
+            # EDG names a device intrinsic by its internal name ("ballot" for __ballot); its message names it
+            why = re.search(r'was declared deprecated \("(?P<why>.*)"\)', msg)
+            named = [t for t in _TOKEN.findall(why["why"]) if catalog.is_api(t)] if why else []
+            if catalog.is_api("__" + api):
+                api = "__" + api
+            elif named and not d.decl_path:
+                api = named[0]
         if d.decl_path:
             if in_cuda_headers(d.decl_path):
                 return Classified("deprecated", api, catalog.library(api, d.decl_path), True)
@@ -356,7 +364,10 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
             types = [t for t in re.findall(r"\w+", f"{m['a']} {m['b']}") if catalog.is_api(t)]
             api = types[0] if types else ""
         return site("conversion", api)
+    # any other error counts only on a line that calls an API the change catalog lists
     api = api_on_line(text, d.column, catalog)
+    if api and api not in catalog.libraries and api.split("::")[-1] not in catalog.libraries:
+        return Classified("other", api, "", False, f"an error not naming a changed API (`{api}` on the line)")
     return site("other", api, "an error that names no CUDA API")
 
 

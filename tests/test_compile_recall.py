@@ -3,6 +3,7 @@ on made-up nvcc 13.0 output (no nvcc needed), plus one nvcc run on a fixture wri
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import sys
@@ -189,3 +190,18 @@ def test_nvcc_recall_on_a_fixture_with_one_flagged_and_one_unflagged_deprecation
     assert {(s["line"], s["apis"][0], tuple(s["rules"])) for s in d["sites"]} == {
         (4, "cuCtxDetach", ()), (6, "cuCtxGetSharedMemConfig", ("CM1068",))}
     assert d["summary"]["by_library"]["driver"]["sites"] == 2
+
+
+def test_edg_internal_intrinsic_names_and_generic_errors(catalog):
+    d = recall.parse_diagnostics('/t/k.cu(10): warning #1444-D: function "ballot" was declared deprecated '
+                                 '("__ballot() is not valid on compute_70 and above, and should be replaced with '
+                                 '__ballot_sync().")\n')[0]
+    c = recall.classify(d, "", catalog, [])
+    assert (c.cuda, c.api, c.library) == (True, "ballot", "device intrinsics")   # the catalog's bool overload
+    d2 = dataclasses.replace(d, message='function "shfl" was declared deprecated ("__shfl() is deprecated")')
+    c2 = recall.classify(d2, "", catalog, [])
+    assert (c2.cuda, c2.api, c2.library) == (True, "__shfl", "device intrinsics")
+    # a generic error counts only on a line calling an API of the change catalog
+    e = recall.Diagnostic("/t/k.cu", 3, "error", 'expected a ";"', column=5)
+    assert recall.classify(e, "  cudaThreadSynchronize() x;", catalog, []).cuda
+    assert not recall.classify(e, "  cudaMalloc(&p, n) x;", catalog, []).cuda
