@@ -336,7 +336,7 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
          or re.search(r"use of undeclared identifier '(?P<n>[^']+)'", msg))
     if m:
         return site("undefined", m["n"])
-    m = (re.search(r'(?:class|struct|union|namespace|enum)(?: template)? "(?P<s>[^"]+)" has no member "(?P<n>[^"]+)"', msg)
+    m = (re.search(r'(?:class|struct|union|namespace|enum)(?: template)? "(?P<s>[^"]+)" has no member (?:class |struct |function |template |type )?"(?P<n>[^"]+)"', msg)
          or re.search(r"'(?P<s>[^']+)' has no member named '(?P<n>[^']+)'", msg)
          or re.search(r"no member named '(?P<n>[^']+)' in (?:namespace )?'(?P<s>[^']+)'", msg)
          or re.search(r"'(?P<n>[^']+)' is not a member of '(?P<s>[^']+)'", msg))
@@ -720,8 +720,16 @@ def render(d: dict) -> str:
     oth = d["other_diagnostics"]
     reasons = collections.Counter(o["reason"].split(" (")[0] if "declared outside" in o["reason"] else o["reason"]
                                   for o in oth)
-    out += ["", f"Diagnostics not caused by the CUDA API (not counted, {len(oth)}): "
+    out += ["", f"Diagnostics not counted as caused by the CUDA API ({len(oth)}): "
             + ("; ".join(f"{r}: {n}" for r, n in reasons.most_common(12)) or "none")]
+    errs = [o for o in oth if o["severity"] == "error"]
+    if errs:
+        out += ["", "| site | why not counted | diagnostic |", "|---|---|---|"]
+        for o in errs[:60]:
+            out.append(f"| `{o['relpath']}:{o['line']}` | {oracle.md_escape(o['reason'])[:100]} | "
+                       f"{oracle.md_escape(o['message'])[:160]} |")
+        if len(errs) > 60:
+            out.append(f"| … {len(errs) - 60} more in the JSON | | |")
     return "\n".join(out) + "\n"
 
 

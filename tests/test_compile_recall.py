@@ -205,3 +205,9 @@ def test_edg_internal_intrinsic_names_and_generic_errors(catalog):
     e = recall.Diagnostic("/t/k.cu", 3, "error", 'expected a ";"', column=5)
     assert recall.classify(e, "  cudaThreadSynchronize() x;", catalog, []).cuda
     assert not recall.classify(e, "  cudaMalloc(&p, n) x;", catalog, []).cuda
+
+
+def test_member_kind_words_in_edg_messages(catalog):
+    d = recall.Diagnostic("/t/k.cuh", 43, "error", 'namespace "thrust" has no member class "unary_function"')
+    c = recall.classify(d, "", catalog, [])
+    assert (c.cuda, c.kind, c.api, c.library) == (True, "no-member", "thrust::unary_function", "CCCL")
