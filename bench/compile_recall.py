@@ -336,7 +336,8 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
          or re.search(r"use of undeclared identifier '(?P<n>[^']+)'", msg))
     if m:
         return site("undefined", m["n"])
-    m = (re.search(r'(?:class|struct|union|namespace|enum)(?: template)? "(?P<s>[^"]+)" has no member (?:class |struct |function |template |type )?"(?P<n>[^"]+)"', msg)
+    m = (re.search(r'(?:class|struct|union|namespace|enum)(?: template)? "(?P<s>[^"]+)" has no member '
+                   r'(?:class |struct |function |template |type )?"(?P<n>[^"]+)"', msg)
          or re.search(r"'(?P<s>[^']+)' has no member named '(?P<n>[^']+)'", msg)
          or re.search(r"no member named '(?P<n>[^']+)' in (?:namespace )?'(?P<s>[^']+)'", msg)
          or re.search(r"'(?P<n>[^']+)' is not a member of '(?P<s>[^']+)'", msg))
@@ -344,8 +345,8 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
         scope = re.sub(r"^(?:struct|class|union|enum)\s+|<.*$", "", m["s"]).strip()
         api = f"{scope}::{m['n']}"
         if catalog.is_api(api) or catalog.is_api(scope) or catalog.is_api(m["n"]):
-            return Classified("no-member", api, catalog.library(scope if catalog.is_api(scope) else m["n"],
-                                                                d.decl_path), True)
+            lib = catalog.library(api, d.decl_path)
+            return Classified("no-member", api, lib if lib != "other" else catalog.library(scope, d.decl_path), True)
         return Classified("no-member", api, "", False, f"`{scope}` is not a CUDA type or namespace")
     m = (re.search(r'no instance of (?:overloaded function|function template|constructor) "(?P<n>[^"]+)"', msg)
          or re.search(r"no matching function for call to '(?P<n>[^'(]+)", msg))
