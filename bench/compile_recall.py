@@ -712,6 +712,10 @@ def render(d: dict) -> str:
                 + ", ".join(f"`{x['relpath']}:{x['line']}` ({'/'.join(x['apis'])}: {'/'.join(x['fix_rules'])})"
                             for x in fo[:40]) + (" …" if len(fo) > 40 else "")]
     unc = [x for x in d["sites"] if not x["rules"] and not x["fix_rules"]]
+    if s["uncovered_apis"]:
+        out += ["", "Not covered, by API (sites):", "", "| library | API (sites) |", "|---|---|"]
+        for lib, apis in s["uncovered_apis"].items():
+            out.append(f"| {lib} | " + ", ".join(f"`{a}` {n}" for a, n in apis.items()) + " |")
     out += ["", f"Not covered ({len(unc)}):", ""]
     if unc:
         out += ["| site | library | API | kind | diagnostic |", "|---|---|---|---|---|"]
