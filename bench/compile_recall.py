@@ -61,8 +61,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 _HERE = Path(__file__).resolve().parent
+oracle: Any    # bench/oracle_cuda_samples.py (not a package): its compile cache and helpers
 if "oracle_cuda_samples" in sys.modules:
     oracle = sys.modules["oracle_cuda_samples"]
 else:
@@ -169,16 +171,16 @@ def parse_diagnostics(output: str) -> list[Diagnostic]:
                     if j > i + 1:
                         cur["src"] = lines[j - 1][2:]
                 elif "detected during" in s or "instantiation of" in s or re.search(r"at line \d+ of", s):
-                    for c in _EDG_CTX.finditer(s):
-                        cur["ctx"].append((c["path"], int(c["line"])))
+                    for cm in _EDG_CTX.finditer(s):
+                        cur["ctx"].append((cm["path"], int(cm["line"])))
                 j += 1
             i = j
             flush()
             pending_ctx = []
             continue
-        c = _GCC_CTX.match(ln) or _GCC_INCL.match(ln)
-        if c:
-            pending_ctx.insert(0, (c["path"].strip(), int(c["line"])))
+        ctx = _GCC_CTX.match(ln) or _GCC_INCL.match(ln)
+        if ctx:
+            pending_ctx.insert(0, (ctx["path"].strip(), int(ctx["line"])))
             i += 1
             continue
         m = _GCC.match(ln)
@@ -575,19 +577,20 @@ class RecallCompiler(oracle.Compiler):
 
     def __init__(self, cache: Path, timeout: int, nvcc_version: str, root_flags: dict[str, list[str]],
                  search: dict[str, list[Path]], cwd: dict[str, Path]):
-        self.cache, self.timeout, self.includes = cache, timeout, []
+        self.cache, self.timeout = cache, timeout
+        self.includes: list[str] = []
         self.salt = json.dumps(["compile_recall/1", nvcc_version])
         self.flags, self.search, self.cwd = root_flags, search, cwd
         cache.mkdir(parents=True, exist_ok=True)
 
-    def key(self, root: Path, rel: str) -> str:  # type: ignore[override]
+    def key(self, root: Path, rel: str) -> str:
         h = hashlib.sha256((self.salt + json.dumps(self.flags[rel])).encode())
         rroot = root.resolve()
         for f in oracle.local_closure((root / rel).resolve(), [s.resolve() for s in self.search[rel]], rroot):
             h.update(str(f.relative_to(rroot)).encode() + b"\0" + f.read_bytes() + b"\0")
         return h.hexdigest()
 
-    def compile(self, root: Path, rel: str, deadline: float | None = None) -> UnitResult:  # type: ignore[override]
+    def compile(self, root: Path, rel: str, deadline: float | None = None) -> UnitResult:
         key = self.key(root, rel)
         hit = self.cache / f"{key}.json"
         if hit.is_file():
@@ -676,7 +679,7 @@ def summarise(sites: list[Site]) -> dict:
         if not s.rules and not s.fix_rules:
             for a in s.apis:
                 uncovered_apis[s.library][a] += 1
-    total = collections.Counter()
+    total: collections.Counter = collections.Counter()
     for c in by_lib.values():
         total.update(c)
     return {"by_library": {k: dict(v) for k, v in sorted(by_lib.items())}, "total": dict(total),
