@@ -598,7 +598,9 @@ class RecallCompiler(oracle.Compiler):
         if deadline is not None and time.time() > deadline:
             return UnitResult(None, "not compiled (--budget-minutes reached)", 0.0)
         src = root / rel
-        cwd = self.cwd.get(rel, src.parent)
+        cwd = Path(str(self.cwd.get(rel, src.parent)).replace("{ROOT}", str(root)))
+        if not cwd.is_dir():
+            cwd = src.parent
         # flags name paths of the measured tree; a --fixed copy has the same layout under another root
         with tempfile.TemporaryDirectory(prefix="recall-obj-") as tmp:
             cmd = ["nvcc", *[f.replace("{ROOT}", str(root)) for f in self.flags[rel]], *DIAG_FLAGS,
@@ -606,7 +608,7 @@ class RecallCompiler(oracle.Compiler):
             t0 = time.time()
             env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
             try:
-                p = subprocess.run(cmd, cwd=str(cwd).replace("{ROOT}", str(root)), capture_output=True, text=True,
+                p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
                                    errors="replace", timeout=self.timeout, env=env)
                 res = UnitResult(p.returncode == 0, p.stdout + p.stderr, round(time.time() - t0, 1))
             except subprocess.TimeoutExpired:

@@ -211,3 +211,25 @@ def test_member_kind_words_in_edg_messages(catalog):
     d = recall.Diagnostic("/t/k.cuh", 43, "error", 'namespace "thrust" has no member class "unary_function"')
     c = recall.classify(d, "", catalog, [])
     assert (c.cuda, c.kind, c.api, c.library) == (True, "no-member", "thrust::unary_function", "CCCL")
+
+
+def test_plan_units_from_a_compile_database_and_default_flags(tmp_path):
+    tree = tmp_path / "proj"
+    (tree / "src").mkdir(parents=True)
+    (tree / "include").mkdir()
+    (tree / "src" / "a.cu").write_text("int main() { return 0; }\n")
+    (tree / "src" / "b.cpp").write_text("int f() { return 0; }\n")
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps([
+        {"directory": str(tree / "build"), "file": str(tree / "src" / "a.cu"),
+         "arguments": ["nvcc", f"-I{tree}/include", "-arch=sm_90", "-o", "a.o", "-c", str(tree / "src" / "a.cu")]},
+        {"directory": "/elsewhere", "file": "/elsewhere/x.cu", "command": "nvcc -c /elsewhere/x.cu"}]))
+    units, flags, search, cwd = recall.plan_units(tree, [], db, [], ["/wheel/include"])
+    assert units == ["src/a.cu"]                              # entries outside the tree are ignored
+    assert flags["src/a.cu"] == ["-I{ROOT}/include", "-arch=sm_90", "-c", "-I/wheel/include"]
+    assert search["src/a.cu"] == [tree / "include"] and cwd["src/a.cu"] == Path("{ROOT}/build")
+    units, flags, search, _ = recall.plan_units(tree, ["src/b.cpp"], None, ["/x"], ["/wheel/include"])
+    assert units == ["src/b.cpp"]
+    assert flags["src/b.cpp"][:3] == ["-std=c++17", "-arch=sm_90", "-c"]
+    assert "-I{ROOT}/src" in flags["src/b.cpp"] and "-I{ROOT}/include" in flags["src/b.cpp"]
+    assert flags["src/b.cpp"][-2:] == ["-I/x", "-I/wheel/include"]
