@@ -241,9 +241,14 @@ class ApiCatalog:
                 return lib
         return "other"
 
+    def listed(self, name: str) -> bool:
+        """In the change catalog (also as its last `::` component, or without a `_t`/`_v` alias suffix)."""
+        cands = {name, name.split("::")[-1]}
+        cands |= {re.sub(r"_[tv]$", "", c) for c in cands}
+        return any(c in self.libraries for c in cands)
+
     def is_api(self, name: str) -> bool:
-        return bool(name) and (name in self.libraries or name.split("::")[-1] in self.libraries
-                               or bool(_API_SHAPE.match(name)))
+        return bool(name) and (self.listed(name) or bool(_API_SHAPE.match(name)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -279,14 +284,13 @@ def api_on_line(text: str, column: int | None, catalog: ApiCatalog) -> str:
     """The CUDA API an error on this source line is about: the API-shaped call or name nearest before the
     column (the caret), else the first one on the line."""
     text = oracle.strip_strings_and_comments(text)
-    hits = [(m.start(), m.group()) for m in _TOKEN.finditer(text) if catalog.is_api(m.group())]
+    hits = [(m.start(), m.group(), text[m.end():].lstrip().startswith("(")) for m in _TOKEN.finditer(text)
+            if catalog.is_api(m.group())]
     if not hits:
         return ""
-    if column is not None:
-        before = [h for h in hits if h[0] <= column - 1]
-        if before:
-            return before[-1][1]
-    return hits[0][1]
+    before = [h for h in hits if column is None or h[0] <= column - 1] or hits
+    calls = [h for h in before if h[2]]
+    return (calls or before)[-1 if column is not None else 0][1]
 
 
 def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_dirs: list[str]) -> Classified:
@@ -335,11 +339,13 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
         return Classified("missing-header", h, "", False, f"third-party header <{h}> not installed")
     m = (re.search(r'identifier "(?P<n>[^"]+)" is undefined', msg)
          or re.search(r"'(?P<n>[^']+)' was not declared in this scope", msg)
+         or re.search(r"'(?:::)?(?P<n>[^']+)' has not been declared", msg)
          or re.search(r"use of undeclared identifier '(?P<n>[^']+)'", msg))
     if m:
         return site("undefined", m["n"])
     m = (re.search(r'(?:class|struct|union|namespace|enum)(?: template)? "(?P<s>[^"]+)" has no member '
                    r'(?:class |struct |function |template |type )?"(?P<n>[^"]+)"', msg)
+         or re.search(r"'[^']+' \{aka '(?P<s>[^']+)'\} has no member named '(?P<n>[^']+)'", msg)
          or re.search(r"'(?P<s>[^']+)' has no member named '(?P<n>[^']+)'", msg)
          or re.search(r"no member named '(?P<n>[^']+)' in (?:namespace )?'(?P<s>[^']+)'", msg)
          or re.search(r"'(?P<n>[^']+)' is not a member of '(?P<s>[^']+)'", msg))
@@ -357,10 +363,19 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
     if re.search(r"too (?:few|many) arguments", msg):
         m = re.search(r"to function '(?P<n>[^']+)'", msg)
         return site("arguments", _name_of_decl(m["n"]) if m else api_on_line(text, d.column, catalog))
-    m = (re.search(r'argument of type "(?P<a>[^"]+)" is incompatible with parameter of type "(?P<b>[^"]+)"', msg)
-         or re.search(r'no suitable (?:constructor|conversion function) exists to convert from "(?P<a>[^"]+)" to "(?P<b>[^"]+)"', msg)
-         or re.search(r'a value of type "(?P<a>[^"]+)" cannot be (?:used to initialize|assigned to) an entity of type "(?P<b>[^"]+)"', msg)
-         or re.search(r"cannot convert '(?P<a>[^']+)' to '(?P<b>[^']+)'", msg))
+    aka, gaka = r'(?: \(aka "[^"]+"\))?', r"(?: \{aka '[^']+'\})?"
+    m = (re.search(rf'argument of type "(?P<a>[^"]+)"{aka} is incompatible with parameter of type "(?P<b>[^"]+)"', msg)
+         or re.search(rf'no suitable (?:constructor|conversion function) exists to convert from "(?P<a>[^"]+)"{aka} '
+                      rf'to "(?P<b>[^"]+)"', msg)
+         or re.search(rf'a value of type "(?P<a>[^"]+)"{aka} cannot be (?:used to initialize|assigned to) an entity '
+                      rf'of type "(?P<b>[^"]+)"', msg)
+         or re.search(rf"(?:cannot|could not) convert '(?P<a>[^']+)'{gaka} (?:from '[^']+'{gaka} )?to '(?P<b>[^']+)'", msg)
+         or re.search(rf"invalid conversion from '(?P<a>[^']+)'{gaka} to '(?P<b>[^']+)'", msg))
+    m2 = re.search(r"incompatible types? for argument \d+ of '(?P<n>[^']+)'|passing argument \d+ of '(?P<p>[^']+)'", msg)
+    if m2 and d.severity == "error":
+        return site("conversion", m2["n"] or m2["p"])
+    if re.search(r'name followed by "::" must be a class or namespace name', msg):
+        return site("undefined", api_on_line(text, d.column, catalog))
     if m:
         api = api_on_line(text, d.column, catalog)
         if not api:
@@ -369,7 +384,7 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
         return site("conversion", api)
     # any other error counts only on a line that calls an API the change catalog lists
     api = api_on_line(text, d.column, catalog)
-    if api and api not in catalog.libraries and api.split("::")[-1] not in catalog.libraries:
+    if api and not catalog.listed(api):
         return Classified("other", api, "", False, f"an error not naming a changed API (`{api}` on the line)")
     return site("other", api, "an error that names no CUDA API")
 
@@ -387,6 +402,7 @@ class Site:
     severities: set[str] = dataclasses.field(default_factory=set)
     units: set[str] = dataclasses.field(default_factory=set)
     via_instantiation: bool = False
+    via_macro: bool = False       # covered by a finding on the #define of a macro the statement uses
     rules: list[str] = dataclasses.field(default_factory=list)        # findings on the site's statement
     fix_rules: list[str] = dataclasses.field(default_factory=list)    # else: fixes that edit the statement
 
@@ -407,6 +423,8 @@ def tree_location(d: Diagnostic, root: Path, cwd: Path) -> tuple[str, int, bool]
             return str(Path(os.path.realpath(ap)).relative_to(os.path.realpath(root))).replace(os.sep, "/")
         except ValueError:
             return None
+    if not d.path:
+        return None
     r = rel(d.path)
     if r is not None:
         return r, d.line, False
@@ -424,14 +442,24 @@ def collect_sites(per_unit: dict[str, tuple[list[Diagnostic], Path]], root: Path
     others: dict[tuple[str, int, str], dict] = {}
     lines_cache: dict[str, list[str]] = {}
 
-    def src_line(relpath: str, line: int) -> str:
+    def statement_to(relpath: str, line: int, column: int | None) -> tuple[str, int | None]:
+        """The statement's text from its first line to `line` (a call's name may be lines above an error on
+        one of its arguments), and the column moved to match."""
         if relpath not in lines_cache:
             try:
                 lines_cache[relpath] = (root / relpath).read_bytes().decode("utf-8", "replace").splitlines()
             except OSError:
                 lines_cache[relpath] = []
         ls = lines_cache[relpath]
-        return ls[line - 1] if 0 < line <= len(ls) else ""
+        if not 0 < line <= len(ls):
+            return "", column
+        lo, _ = oracle.statement_span(ls, line)
+        prefix = " ".join(ls[lo - 1:line - 1])
+        if not prefix:
+            return ls[line - 1], column
+        return prefix + " " + ls[line - 1], (column + len(prefix) + 1 if column is not None else None)
+
+    tk = [os.path.realpath(i) + os.sep for i in cuda_include_dirs]
 
     for unit, (diags, cwd) in sorted(per_unit.items()):
         for d in diags:
@@ -443,7 +471,13 @@ def collect_sites(per_unit: dict[str, tuple[list[Diagnostic], Path]], root: Path
                                                     "reason": "no source location (ptxas/nvcc error)"}
                 continue
             relpath, line, via = loc
-            c = classify(d, src_line(relpath, line) if not via else "", catalog, cuda_include_dirs)
+            text, col = statement_to(relpath, line, d.column if not via else None)
+            c = classify(dataclasses.replace(d, column=col), text, catalog, cuda_include_dirs)
+            if via and not c.cuda and d.severity == "error" and os.path.realpath(d.path).startswith(tuple(tk)):
+                # an error inside a CUDA header, reached from this tree line (an #include or an instantiation)
+                hdr = os.path.realpath(d.path)
+                api = c.api if catalog.listed(c.api) else Path(hdr).name
+                c = Classified("header-error", api, catalog.library(api if catalog.listed(api) else "", hdr), True)
             if not c.cuda:
                 if c.kind == "other" and d.severity == "warning":
                     continue                      # not a deprecation: outside this measure
@@ -480,12 +514,14 @@ def match_findings(sites: list[Site], findings: list[dict], root: Path) -> None:
     the rules whose fix edits the statement from a finding reported on another line (a texture reference's
     finding is on its declaration; its fix rewrites the bind and fetch calls too)."""
     by_file: dict[str, list[dict]] = collections.defaultdict(list)
+    macro_rules: dict[str, set[str]] = collections.defaultdict(set)   # macro name -> rules flagging its #define
     for f in findings:
         by_file[f["relpath"]].append(f)
+        m = re.match(r"\s*#\s*define\s+(\w+)", f.get("snippet", ""))
+        if m:
+            macro_rules[m.group(1)].add(f["rule"])
     for s in sites:
-        fl = by_file.get(s.relpath)
-        if not fl:
-            continue
+        fl = by_file.get(s.relpath, [])
         try:
             data = (root / s.relpath).read_bytes()
         except OSError:
@@ -493,6 +529,11 @@ def match_findings(sites: list[Site], findings: list[dict], root: Path) -> None:
         lines = data.decode("utf-8", "replace").splitlines()
         lo, hi = oracle.statement_span(lines, s.line) if lines else (s.line, s.line)
         s.rules = sorted({f["rule"] for f in fl if f["line"] <= hi and f.get("end_line", f["line"]) >= lo})
+        if not s.rules and macro_rules:
+            # the API is in a macro the statement uses, and the finding is on the macro's #define
+            words = set(re.findall(r"\w+", oracle.strip_strings_and_comments("\n".join(lines[lo - 1:hi]))))
+            s.rules = sorted(set().union(*(macro_rules[w] for w in words & macro_rules.keys())))
+            s.via_macro = bool(s.rules)
         if not s.rules:
             span = set(range(lo, hi + 1))
             s.fix_rules = sorted({f["rule"] for f in fl
@@ -711,6 +752,11 @@ def render(d: dict) -> str:
     if s["by_rule"]:
         out += ["", "Sites covered, by rule (a site may be covered by several): "
                 + ", ".join(f"{r} {n}" for r, n in s["by_rule"].items())]
+    vm = [x for x in d["sites"] if x.get("via_macro")]
+    if vm:
+        out += ["", f"Covered through a finding on the `#define` of a macro the statement uses ({len(vm)}): "
+                + ", ".join(f"`{x['relpath']}:{x['line']}` ({'/'.join(x['apis'])}: {'/'.join(x['rules'])})"
+                            for x in vm[:40]) + (" …" if len(vm) > 40 else "")]
     fo = [x for x in d["sites"] if not x["rules"] and x["fix_rules"]]
     if fo:
         out += ["", f"Covered only by a fix edit from a finding on another line ({len(fo)}): "
@@ -827,7 +873,7 @@ def main(argv: list[str] | None = None) -> int:
         "summary": summarise(sites),
         "sites": [{"relpath": s.relpath, "line": s.line, "library": s.library, "apis": sorted(s.apis),
                    "kinds": sorted(s.kinds), "severities": sorted(s.severities), "rules": s.rules,
-                   "fix_rules": s.fix_rules,
+                   "fix_rules": s.fix_rules, "via_macro": s.via_macro,
                    "via_instantiation": s.via_instantiation, "units": sorted(s.units)[:5],
                    "messages": s.messages[:4]} for s in sites],
         "other_diagnostics": others,

@@ -233,3 +233,39 @@ def test_plan_units_from_a_compile_database_and_default_flags(tmp_path):
     assert flags["src/b.cpp"][:3] == ["-std=c++17", "-arch=sm_90", "-c"]
     assert "-I{ROOT}/src" in flags["src/b.cpp"] and "-I{ROOT}/include" in flags["src/b.cpp"]
     assert flags["src/b.cpp"][-2:] == ["-I/x", "-I/wheel/include"]
+
+
+def test_aka_and_gcc_conversion_forms_name_the_call(catalog):
+    d = recall.Diagnostic("/t/m.cu", 8, "error", 'no suitable constructor exists to convert from "CUdevice" (aka "int") '
+                          'to "CUmemLocation_st"', column=48)
+    c = recall.classify(d, "  cuMemAdvise(p, n, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev);", catalog, [])
+    assert (c.cuda, c.kind, c.api, c.library) == (True, "conversion", "cuMemAdvise", "driver")
+    g = recall.Diagnostic("/t/m.c", 17, "error", "incompatible type for argument 4 of 'cudaMemAdvise'")
+    assert recall.classify(g, "", catalog, []).api == "cudaMemAdvise"
+    n = recall.Diagnostic("/t/m.cpp", 13, "error", "'::nppGetGpuName' has not been declared")
+    assert recall.classify(n, "", catalog, []).library == "NPP"
+    cm = recall.Diagnostic("/t/m.c", 23, "error", "'props_t' {aka 'struct cudaDeviceProp'} has no member named 'clockRate'")
+    assert recall.classify(cm, "", catalog, []).api == "cudaDeviceProp::clockRate"
+
+
+def test_tool_errors_header_errors_and_macro_definitions(tmp_path, catalog):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.cu").write_text('#include <cublas_api.h>\n#define SYNC() cudaThreadSynchronize()\n'
+                                   'void f() {\n  SYNC();\n}\n')
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    out = (f"In file included from {tree}/a.cu:1:\n"
+           f'{inc}/cublas_api.h:69:2: error: #error "This file should not be included without defining CUBLASAPI"\n'
+           f'{tree}/a.cu(4): error: identifier "cudaThreadSynchronize" is undefined\n'
+           "ptxas /tmp/x.ptx, line 3; error   : Instruction 'vote' without '.sync' is not supported\n")
+    sites, others = recall.collect_sites({"a.cu": (recall.parse_diagnostics(out), tree)}, tree, catalog,
+                                         [str(inc)])
+    assert [(s.line, s.kinds, s.apis, s.via_instantiation) for s in sites] == [
+        (1, {"header-error"}, {"cublas_api.h"}, True), (4, {"undefined"}, {"cudaThreadSynchronize"}, False)]
+    assert sites[0].library == "cuBLAS"
+    assert [(o["relpath"], o["line"], o["kind"]) for o in others] == [("a.cu", 0, "tool")]
+    recall.match_findings(sites, [{"rule": "CM501", "relpath": "a.cu", "line": 2, "end_line": 2,
+                                   "snippet": "#define SYNC() cudaThreadSynchronize()"}], tree)
+    assert (sites[1].rules, sites[1].via_macro) == (["CM501"], True)
+    assert sites[0].rules == []
