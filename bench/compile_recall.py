@@ -460,6 +460,15 @@ def collect_sites(per_unit: dict[str, tuple[list[Diagnostic], Path]], root: Path
         return prefix + " " + ls[line - 1], (column + len(prefix) + 1 if column is not None else None)
 
     tk = [os.path.realpath(i) + os.sep for i in cuda_include_dirs]
+    macros: dict[str, dict[str, str]] = {}
+
+    def macro_bodies(relpath: str, text: str) -> str:
+        """The bodies of the file's own macros that `text` uses (an error at a macro's use names no API)."""
+        if relpath not in macros:
+            macros[relpath] = {m.group(1): m.group(2) for m in re.finditer(
+                r"^[ \t]*#[ \t]*define[ \t]+(\w+)(?:\([^)]*\))?[ \t]*(.*)$", "\n".join(lines_cache.get(relpath, [])),
+                re.M)}
+        return " ".join(macros[relpath][w] for w in dict.fromkeys(re.findall(r"\w+", text)) if w in macros[relpath])
 
     for unit, (diags, cwd) in sorted(per_unit.items()):
         for d in diags:
@@ -473,6 +482,11 @@ def collect_sites(per_unit: dict[str, tuple[list[Diagnostic], Path]], root: Path
             relpath, line, via = loc
             text, col = statement_to(relpath, line, d.column if not via else None)
             c = classify(dataclasses.replace(d, column=col), text, catalog, cuda_include_dirs)
+            if not c.cuda and not via and c.kind in ("conversion", "arguments", "overload", "other"):
+                body = macro_bodies(relpath, text)
+                if body:
+                    c2 = classify(dataclasses.replace(d, column=None), body, catalog, cuda_include_dirs)
+                    c = c2 if c2.cuda else c
             if via and not c.cuda and d.severity == "error" and os.path.realpath(d.path).startswith(tuple(tk)):
                 # an error inside a CUDA header, reached from this tree line (an #include or an instantiation)
                 hdr = os.path.realpath(d.path)

@@ -269,3 +269,12 @@ def test_tool_errors_header_errors_and_macro_definitions(tmp_path, catalog):
                                    "snippet": "#define SYNC() cudaThreadSynchronize()"}], tree)
     assert (sites[1].rules, sites[1].via_macro) == (["CM501"], True)
     assert sites[0].rules == []
+
+
+def test_error_at_a_macro_use_takes_the_api_from_the_macro_body(tmp_path, catalog):
+    (tmp_path / "m.cu").write_text("#define WARM(p, n, d, s) cuMemPrefetchAsync(p, n, d, s)\n"
+                                   "void f(CUdeviceptr p, size_t n, CUdevice d, CUstream s) {\n"
+                                   "  WARM(p, n, d, s);\n}\n")
+    out = f"{tmp_path}/m.cu(3): error: too few arguments in function call\n"
+    sites, others = recall.collect_sites({"m.cu": (recall.parse_diagnostics(out), tmp_path)}, tmp_path, catalog, [])
+    assert [(s.line, s.apis, s.library) for s in sites] == [(3, {"cuMemPrefetchAsync"}, "driver")] and not others
