@@ -7,7 +7,8 @@
 # Usage (repository root): OUT=dir bash scripts/device_recall.sh [STEP ...]
 #   STEP: v11.8 (default), v11.8-fixed (after `fix --unsafe-fixes`; also counts compile regressions),
 #         v13.0, fixtures, examples.  Each writes $OUT/recall-STEP.md, .json, .log.
-# BUDGET (minutes of compiling per step, default 7) keeps one call under the 10-minute limit.
+# BUDGET (minutes of compiling per step, default 7) keeps one call under the 10-minute limit; EXTRA adds
+# arguments of bench/compile_recall.py (e.g. EXTRA="--only Samples/1_Utilities/deviceQuery" for a smoke run).
 set -uo pipefail
 SETUP_ONLY=1 source "$(dirname "$0")/device_run.sh"
 export CUDAMIGRATE_WHEEL_INCLUDE=$ROOT/.recall/include
@@ -25,7 +26,8 @@ for step in "$@"; do
     *) echo "unknown step $step" >&2; exit 2 ;;
   esac
   T0=$(date +%s)
-  "$PY" bench/compile_recall.py "${args[@]}" -j "$J" --cache "$CACHE" --budget-minutes "$BUDGET" \
+  # shellcheck disable=SC2086
+  "$PY" bench/compile_recall.py "${args[@]}" ${EXTRA:-} -j "$J" --cache "$CACHE" --budget-minutes "$BUDGET" \
     --json "$OUT/recall-$step.json" >"$OUT/recall-$step.md" 2>"$OUT/recall-$step.log"
   echo "$step: rc=$? $(( $(date +%s) - T0 ))s" | tee -a "$OUT/status.txt"
   head -12 "$OUT/recall-$step.md"
