@@ -510,7 +510,9 @@ def collect_sites(per_unit: dict[str, tuple[list[Diagnostic], Path]], root: Path
             s.via_instantiation = s.via_instantiation or via
             if d.message[:300] not in s.messages:
                 s.messages.append(d.message[:300])
-    return sorted(sites.values(), key=lambda s: s.key), sorted(others.values(), key=lambda o: (o["relpath"], o["line"]))
+    # an uncounted diagnostic on a line that is a site already (a cascade on the same line) says nothing more
+    rest = [o for o in others.values() if (o["relpath"], o["line"]) not in sites]
+    return sorted(sites.values(), key=lambda s: s.key), sorted(rest, key=lambda o: (o["relpath"], o["line"]))
 
 
 def edit_lines(data: bytes, edits: list[dict]) -> set[int]:
@@ -649,7 +651,9 @@ class RecallCompiler(oracle.Compiler):
         key = self.key(root, rel)
         hit = self.cache / f"{key}.json"
         if hit.is_file():
-            return UnitResult(**{**json.loads(hit.read_text()), "cached": True})
+            cached = UnitResult(**{**json.loads(hit.read_text()), "cached": True})
+            if "requires separate compilation mode" not in cached.output:    # written before the -rdc retry
+                return cached
         if deadline is not None and time.time() > deadline:
             return UnitResult(None, "not compiled (--budget-minutes reached)", 0.0)
         src = root / rel
@@ -665,6 +669,11 @@ class RecallCompiler(oracle.Compiler):
             try:
                 p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True,
                                    errors="replace", timeout=self.timeout, env=env)
+                if p.returncode != 0 and "requires separate compilation mode" in p.stdout + p.stderr:
+                    # dynamic parallelism: the project builds this unit with -rdc=true (cuda-samples' CDP
+                    # samples do); the pinned flags cannot know it, the compiler's message does
+                    p = subprocess.run([cmd[0], "-rdc=true", *cmd[1:]], cwd=cwd, capture_output=True, text=True,
+                                       errors="replace", timeout=self.timeout, env=env)
                 res = UnitResult(p.returncode == 0, p.stdout + p.stderr, round(time.time() - t0, 1))
             except subprocess.TimeoutExpired:
                 res = UnitResult(False, f"timeout after {self.timeout}s", float(self.timeout))

@@ -278,3 +278,11 @@ def test_error_at_a_macro_use_takes_the_api_from_the_macro_body(tmp_path, catalo
     out = f"{tmp_path}/m.cu(3): error: too few arguments in function call\n"
     sites, others = recall.collect_sites({"m.cu": (recall.parse_diagnostics(out), tmp_path)}, tmp_path, catalog, [])
     assert [(s.line, s.apis, s.library) for s in sites] == [(3, {"cuMemPrefetchAsync"}, "driver")] and not others
+
+
+def test_cascade_on_a_site_line_is_not_listed_apart(tmp_path, catalog):
+    (tmp_path / "t.cu").write_text("void f() {\n  auto x = thrust::identity<int>();\n}\n")
+    out = (f'{tmp_path}/t.cu(2): error: namespace "thrust" has no member "identity"\n'
+           f"{tmp_path}/t.cu(2): error: type name is not allowed\n")
+    sites, others = recall.collect_sites({"t.cu": (recall.parse_diagnostics(out), tmp_path)}, tmp_path, catalog, [])
+    assert [(s.line, s.apis) for s in sites] == [(2, {"thrust::identity"})] and others == []
