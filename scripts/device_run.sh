@@ -123,6 +123,8 @@ else
 fi
 export LD_LIBRARY_PATH="${CUDAMIGRATE_NVIDIA_ROOT:+$CUDAMIGRATE_NVIDIA_ROOT/lib:}$CUDA_HOME/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 note "setup took $(( $(date +%s) - START ))s"
+# `SETUP_ONLY=1 source scripts/device_run.sh` stops here with PY, PYTHONPATH and CUDA_HOME set (device_recall.sh)
+if [ "${SETUP_ONLY:-0}" = 1 ]; then return 0 2>/dev/null || exit 0; fi
 
 # ---- the two stages (the calibration runs first: it is the one whose figures need a quiet GPU)
 # Budgets keep the whole run under 10 minutes and make both commands write their results before the limit.
