@@ -567,7 +567,7 @@ class UnitResult:
 
 def cuda_include_dirs(extra: list[str]) -> list[str]:
     """Include dirs of the toolkit (nvcc's) and of the 13.0-matched wheels: flag, $CUDAMIGRATE_WHEEL_INCLUDE,
-    nvidia/cu13/include of this interpreter (cudamigrate.build.wheel_root), the oracle's site-packages glob."""
+    nvidia/cu13/include of this interpreter (cudamigrate.verify.build.wheel_root), the oracle's site-packages glob."""
     dirs = list(extra)
     env = os.environ.get("CUDAMIGRATE_WHEEL_INCLUDE")
     if env:
