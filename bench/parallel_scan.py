@@ -60,7 +60,7 @@ def cold_scan(tree: Path, jobs: int, rules_cache: Path | None) -> Figures:
     cache = Path(tempfile.mkdtemp(prefix="cm-parallel-cache-"))
     if rules_cache is not None:
         shutil.copy(rules_cache, cache / rules_cache.name)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDAMIGRATE_CACHE_DIR": str(cache)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), "CUDAMIGRATE_CACHE_DIR": str(cache)}
     env.pop("CUDAMIGRATE_NO_CACHE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
@@ -77,7 +77,7 @@ def cold_scan(tree: Path, jobs: int, rules_cache: Path | None) -> Figures:
 
 def compiled_rules(tree: Path, keep: Path) -> Path:
     """The compiled rule cache of this checkout (one small scan writes it), kept in `keep`."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "CUDAMIGRATE_CACHE_DIR": str(keep)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])), "CUDAMIGRATE_CACHE_DIR": str(keep)}
     env.pop("CUDAMIGRATE_NO_CACHE", None)
     one = next(p for p in sorted(tree.rglob("*")) if p.suffix.lower() in SOURCE and p.is_file())
     subprocess.run([sys.executable, "-m", "cudamigrate", "scan", str(one), "-j", "1"], env=env, capture_output=True)
