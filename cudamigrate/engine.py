@@ -414,7 +414,7 @@ class Engine:
         budget = self._budget
         for unit, node in identifier_hits(ctx, hit_rules):
             budget.check()
-            text = node.text.decode()
+            text = node.text.decode("utf-8", "replace")
             for r in hit_rules.get(text, []):
                 try:
                     matcher = MATCHER_KINDS.get(r.kind).impl.hit

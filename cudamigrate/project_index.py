@@ -228,9 +228,9 @@ class ProjectIndex:
             for _, m in line_start_matches(_OBJECT_DEFINE, data):
                 body = m.group(2)
                 if statement_body(body):
-                    stmt.add(m.group(1).decode())
+                    stmt.add(m.group(1).decode("utf-8", "replace"))
                 elif _COMMENT.sub(b" ", _CONT.sub(b" ", body)).strip():
-                    other.add(m.group(1).decode())
+                    other.add(m.group(1).decode("utf-8", "replace"))
         got = (frozenset(stmt), frozenset(other))
         self._macros[key] = got
         return got

@@ -15,7 +15,7 @@ from ..findings import Edit
 from ..parse import walk
 from ..parse.treesitter import query
 from ..rules.schema import Rule
-from .context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
+from .context import FileContext, source_text, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
 from .matchers import Match
 from .ppenv import PPEnv, build_env
 from ..registry import Registry, free_mapping, string_list
@@ -562,7 +562,7 @@ def namespace_use(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             out.append(m)
     data = ctx.source.data
     for mo in re.finditer(rb"using\s+namespace\s+((?:::)?[A-Za-z_][\w:\s]*?)\s*;", data):
-        full = normalize_name(mo.group(1).decode())
+        full = normalize_name(source_text(mo.group(1)))
         cands = ctx.resolve(full) | {full}
         for key, val in ctx.namespace_aliases.items():
             if full.startswith(key + "::") or full == key:

@@ -22,6 +22,12 @@ def node_text(node: ts.Node) -> str:
     return node.text.decode("utf-8", "replace") if node.text is not None else ""
 
 
+def source_text(raw: bytes) -> str:
+    """Bytes of the scanned file as text, read the way `node_text` reads nodes: a name, alias or string with an
+    invalid UTF-8 byte must not raise (that would lose every finding of the rule for the file)."""
+    return raw.decode("utf-8", "replace")
+
+
 def normalize(text: str) -> str:
     """Whitespace- and comment-free spelling used to compare expressions."""
     text = re.sub(r"/\*.*?\*/|//[^\n]*", "", text, flags=re.S)
@@ -200,7 +206,7 @@ class FileContext:
     def using_namespaces(self) -> set[str]:
         out: set[str] = set()
         for m in re.finditer(rb"using\s+namespace\s+([A-Za-z_][\w:]*)\s*;", self.source.data):
-            out.add(m.group(1).decode())
+            out.add(source_text(m.group(1)))
         return out
 
     @cached_property
@@ -208,14 +214,14 @@ class FileContext:
         """`using thrust::reduce;` -> {'thrust::reduce'}"""
         out: set[str] = set()
         for m in re.finditer(rb"using\s+(?!namespace\b)((?:[A-Za-z_]\w*\s*::\s*)+[A-Za-z_]\w*)\s*;", self.source.data):
-            out.add(normalize_name(m.group(1).decode()))
+            out.add(normalize_name(source_text(m.group(1))))
         return out
 
     @cached_property
     def namespace_aliases(self) -> dict[str, str]:
         out: dict[str, str] = {}
         for m in re.finditer(rb"namespace\s+([A-Za-z_]\w*)\s*=\s*([A-Za-z_][\w:\s]*?)\s*;", self.source.data):
-            out[m.group(1).decode()] = normalize_name(m.group(2).decode())
+            out[source_text(m.group(1))] = normalize_name(source_text(m.group(2)))
         return out
 
     @cached_property
@@ -242,7 +248,7 @@ class FileContext:
 
     @cached_property
     def includes(self) -> list[str]:
-        return [m.group(1).decode() for m in re.finditer(rb'#\s*include\s*[<"]([^>"]+)[>"]', self.source.data)]
+        return [source_text(m.group(1)) for m in re.finditer(rb'#\s*include\s*[<"]([^>"]+)[>"]', self.source.data)]
 
     def resolve(self, written: str) -> set[str]:
         """Fully qualified names a written callee/type name may denote in this file."""
@@ -328,9 +334,9 @@ def type_aliases(data: bytes) -> dict[str, str]:
     """`using dvec = thrust::device_vector<float>;` and `typedef ... dvec;` -> {'dvec': 'thrust::device_vector'}."""
     out: dict[str, str] = {}
     for m in re.finditer(rb"\busing\s+([A-Za-z_]\w*)\s*=\s*(?:typename\s+)?([^;{}]+);", data):
-        out[m.group(1).decode()] = normalize_name(m.group(2).decode())
+        out[source_text(m.group(1))] = normalize_name(source_text(m.group(2)))
     for m in re.finditer(rb"\btypedef\s+(?:typename\s+)?([^;{}]+?)\s*\b([A-Za-z_]\w*)\s*;", data):
-        out[m.group(2).decode()] = normalize_name(m.group(1).decode())
+        out[source_text(m.group(2))] = normalize_name(source_text(m.group(1)))
     return out
 
 
