@@ -118,7 +118,7 @@ class ProjectIndex:
         """`#include "name"` from `includer`: its own directory first (what compilers do), then a unique
         file of the run whose path ends with `name` (headers under an -I directory we are not told of)."""
         cand = self._key(includer.parent / name)
-        if cand.is_file():
+        if os.path.isfile(cand):  # False, not OSError, for a name too long for the OS (`#include "((((...`)
             return cand
         by_name = self._by_basename_map()
         suffix = "/" + name.lstrip("./")
