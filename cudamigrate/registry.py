@@ -189,10 +189,12 @@ def scalar(form: str = "VALUE") -> Schema:
 def regex() -> Schema:
     def check(v: Any, p: str, c: Checker) -> None:
         _need(isinstance(v, str), p, "a regular expression (string)", v)
+        from .rules.rule_regex import RuleRegexError, check_rule_regex
+
         try:
-            re.compile(v)
-        except re.error as exc:
-            raise SchemaError(p, f"invalid regex: {exc}") from None
+            check_rule_regex(v)
+        except RuleRegexError as exc:
+            raise SchemaError(p, str(exc)) from None
 
     return Schema("REGEX", check)
 

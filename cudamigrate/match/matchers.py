@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 import tree_sitter as ts
 
+from ..rules.rule_regex import rule_regex
 from ..parse import walk
 from ..parse.treesitter import Unit, query, parent_of
 from ..rules.schema import Rule
@@ -409,7 +410,7 @@ def includes(rule: Rule, ctx: FileContext) -> list[Match]:
 
 def strings(rule: Rule, ctx: FileContext) -> list[Match]:
     out: list[Match] = []
-    rx = re.compile(rule.spec["regex"])
+    rx = rule_regex(rule.spec["regex"])
     q = query("(string_literal) @s (raw_string_literal) @s")
     for unit in ctx.units:
         for node in ts.QueryCursor(q).captures(unit.root).get("s", []):
@@ -428,7 +429,7 @@ def strings(rule: Rule, ctx: FileContext) -> list[Match]:
                 for gname, gval in mo.groupdict().items():
                     if gval is None:
                         continue
-                    gs = base + len(content[: mo.start(gname)].encode())
+                    gs = base + len(content[: mo.start(rx.groupindex[gname])].encode())  # RE2: by index
                     caps[gname] = (gs, gs + len(gval.encode()), gval)
                 ms = base + len(content[: mo.start()].encode())
                 m = Match(rule=rule, unit=unit, node=node, name=mo.group(0), written=text, captures=caps,
