@@ -1,64 +1,69 @@
-"""Pool workers inherit the parent's compiled engine (fork) instead of loading the rule set again, and the
-order of results does not depend on the number of workers."""
+"""Worker processes: a hard per-file deadline that stops work in C, and no worker outliving its parent."""
 
 from __future__ import annotations
 
-import json
-import multiprocessing as mp
+import os
+import re
+import signal
+import subprocess
 import sys
+import time
 
-import pytest
-
-from cudamigrate import runner
-
-from .helpers import run_cli
-
-LEGACY = "#include <cuda_runtime.h>\nvoid sync_all() { cudaThreadSynchronize(); }\n"
-CLEAN = "#include <cuda_runtime.h>\nvoid sync_all() { cudaDeviceSynchronize(); }\n"
+from cudamigrate.workers import deadline_map
 
 
-def _tree(root, n=70):
-    for i in range(n):  # above the in-process threshold: a pool scans them
-        (root / f"d{i % 3}").mkdir(exist_ok=True)
-        (root / f"d{i % 3}" / f"f{i:02}.cu").write_text(LEGACY if i % 2 else CLEAN)
+def _work(x):
+    if x == "hang":
+        re.match(r"(a|aa)*b", "a" * 200)  # exponential in Python's re, in C: no Python-level check can stop it
+    return (x, os.getpid())
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or "fork" not in mp.get_all_start_methods(),
-                    reason="workers inherit the engine only where processes fork")
-def test_workers_do_not_rebuild_the_engine(tmp_path, monkeypatch):
-    _tree(tmp_path)
-
-    def no_rebuild(self):
-        raise AssertionError("a worker loaded the rule set again")
-
-    monkeypatch.setattr(runner.EngineSpec, "build", no_rebuild)
-    r = run_cli("scan", "--format", "json", "--no-cache", "-j", "2", tmp_path)
-    report = json.loads(r.stdout)
-    assert report["errors"] == [] and report["summary"]["files_scanned"] == 70
-    assert report["summary"]["findings"] == 35
+def test_a_file_stuck_in_c_is_killed_and_the_others_go_on():
+    out = list(deadline_map(_work, ["x", "hang", "y", "z"], 2, 3.0,
+                            failed=lambda it, exc: ("failed", it), timed_out=lambda it, s: ("timeout", it, s)))
+    assert out[0][0] == "x" and out[2][0] == "y" and out[3][0] == "z"
+    assert out[1] == ("timeout", "hang", 3.0)
 
 
-def test_output_order_is_the_same_for_any_number_of_workers(tmp_path):
-    _tree(tmp_path)
-    one = run_cli("scan", "--format", "json", "--no-cache", "-j", "1", tmp_path).stdout
-    two = run_cli("scan", "--format", "json", "--no-cache", "-j", "2", tmp_path).stdout
-    assert one == two
+def test_a_worker_that_dies_gives_that_file_an_error():
+    out = list(deadline_map(lambda x: os._exit(3) if x == "die" else x, ["a", "die", "b"], 1, None,
+                            failed=lambda it, exc: ("failed", it), timed_out=lambda it, s: ("timeout", it)))
+    assert out == ["a", ("failed", "die"), "b"]
 
 
-def test_the_warm_up_before_forking_reads_no_file_and_scans_cleanly():
-    """The in-memory scan done before workers fork must not add a dependency to the result cache (it reads
-    no file) and must itself scan without errors (a failure there would only hide a cost, not a bug)."""
-    from pathlib import Path
+PARENT = r"""
+import os, re, sys
+sys.path.insert(0, sys.argv[1])
+from cudamigrate.workers import deadline_map
+def work(x):
+    print(os.getpid(), flush=True)
+    re.match(r"(a|aa)*b", "a" * 200)
+list(deadline_map(work, [1, 2], 2, None, failed=lambda i, e: None, timed_out=lambda i, s: None))
+"""
 
-    from cudamigrate import cache
-    from cudamigrate.engine import WARM_UP_NAME, WARM_UP_SOURCE, Engine
-    from cudamigrate.rules.load import load_rules
 
-    engine = Engine(load_rules().rules)
-    project = engine.project
-    before = tuple(set(x) for x in cache.recorded_reads())
-    engine.warm_up()
-    assert cache.recorded_reads() == before
-    assert engine.project is project and not project._includes and not project._macros  # the run's index untouched
-    res = engine.scan_bytes(Path(WARM_UP_NAME), WARM_UP_SOURCE)
-    assert not res.errors and not res.internal and len(res.findings) >= 5
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (already dead, not yet reaped by init) counts as gone
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_workers_die_with_their_parent():
+    """kill -9 of the main process (no cleanup runs in it) leaves no worker behind."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.Popen([sys.executable, "-c", PARENT, root], stdout=subprocess.PIPE, text=True)
+    workers = [int(p.stdout.readline()), int(p.stdout.readline())]
+    assert all(_alive(w) for w in workers)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    for _ in range(600):  # the kernel's PDEATHSIG is immediate; the bound only keeps a broken build from hanging
+        if not any(_alive(w) for w in workers):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
