@@ -526,6 +526,8 @@ def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
               help="On a clean git work tree: one commit per rule, with a generated message; the final tree equals "
                    "a single `fix` run.")
 @click.option("--commit-per-family", "commit_by", flag_value="family", help="Like --commit-per-rule, one commit per family.")
+@click.option("--write-outside-links", is_flag=True,
+              help="Also rewrite files reached through a symlink whose target lies outside the paths given.")
 @stdin_option
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
         exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
@@ -549,7 +551,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
 
     db, t_sem = semantic_timed(paths, files, kw)
     c1 = clock()
-    tally = FixTally()
+    tally = FixTally(roots=None if kw.get("write_outside_links") else tuple(str(p) for p in (paths or (Path("."),))))
     if commit_by is not None:
         if db is not None:
             engine.semantic_provider = db.facts_for
