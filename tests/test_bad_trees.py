@@ -256,3 +256,33 @@ def test_rules_dir_outside_the_project_is_allowed_on_the_command_line(tmp_path):
     (proj / "good.cu").write_bytes(GOOD)
     r = run("scan", "--rules-dir", str(tmp_path / "elsewhere"), str(proj / "good.cu"))
     assert r.exit_code == 1 and "CM501" in r.output, r.output  # scanned with it: the file's finding
+
+
+SPARSE = r"""
+import os, resource, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from cudamigrate.cache import _read_limited
+from cudamigrate.source import SourceError, load_source
+p = sys.argv[2]
+try:
+    load_source(Path(p), 2 * 1024 ** 3)
+    print("read")
+except SourceError as exc:
+    print(exc)
+print(_read_limited(p, 2 * 1024 ** 3)[0] is None)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_sparse_gigabyte_let_in_by_the_limit_is_not_read_whole(tmp_path):
+    """A 1 GB sparse file under a raised --max-file-size took 2.1 GB of memory to be refused as binary: the
+    refusal now comes from its first 64 KiB, in the scan and in the result cache's read."""
+    big = tmp_path / "big.cu"
+    with open(big, "wb") as fh:
+        fh.truncate(1024 ** 3)
+    p = subprocess.run([sys.executable, "-c", SPARSE, str(Path(__file__).resolve().parent.parent), str(big)],
+                       capture_output=True, text=True, timeout=300)
+    why, cache_none, rss_kb = p.stdout.split("\n")[:3]
+    assert why == "binary file (contains NUL bytes)" and cache_none == "True", p.stdout + p.stderr
+    assert int(rss_kb) < 300 * 1024  # kilobytes: far below the file's 1 GB
