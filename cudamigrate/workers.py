@@ -74,6 +74,7 @@ class _Worker:
         child.close()
         self.job: int | None = None
         self.started = 0.0
+        self.limit: float | None = None
 
     def kill(self) -> None:
         try:
@@ -84,13 +85,17 @@ class _Worker:
         self.conn.close()
 
 
-def deadline_map(fn: Callable[[Any], Any], items: list[Any], jobs: int, deadline_s: float | None,
+def deadline_map(fn: Callable[[Any], Any], items: list[Any], jobs: int,
+                 deadline_s: float | None | Callable[[Any], float | None],
                  failed: Callable[[Any, BaseException], Any], timed_out: Callable[[Any, float], Any],
                  ctx: Any = None) -> Iterator[Any]:
     """`fn` over `items` in `jobs` forked workers, results in input order. An item whose worker raises gets
-    `failed(item, exc)`; one still running after `deadline_s` (None: no limit) gets `timed_out(item, s)` and
-    its worker is killed and replaced; a worker that dies gets `failed` for its item and is replaced."""
+    `failed(item, exc)`; one still running after its deadline (`deadline_s`, or `deadline_s(item)`; None: no
+    limit) gets `timed_out(item, s)` and its worker is killed and replaced; a worker that dies gets `failed`
+    for its item and is replaced."""
     import multiprocessing as mp
+
+    limit_of: Callable[[Any], float | None] = deadline_s if callable(deadline_s) else (lambda _it: deadline_s)
 
     ctx = ctx or mp.get_context("fork")
     workers = [_Worker(ctx, fn) for _ in range(max(1, min(jobs, len(items))))]
@@ -102,12 +107,11 @@ def deadline_map(fn: Callable[[Any], Any], items: list[Any], jobs: int, deadline
             for w in workers:
                 if w.job is None and nxt < len(items):
                     w.conn.send((nxt, items[nxt]))
-                    w.job, w.started = nxt, time.monotonic()
+                    w.job, w.started, w.limit = nxt, time.monotonic(), limit_of(items[nxt])
                     nxt += 1
             busy = [w for w in workers if w.job is not None]
-            timeout = None
-            if deadline_s is not None and busy:
-                timeout = max(0.0, min(w.started for w in busy) + deadline_s - time.monotonic())
+            ends = [w.started + w.limit for w in busy if w.limit is not None]
+            timeout = max(0.0, min(ends) - time.monotonic()) if ends else None
             ready = wait([w.conn for w in busy], timeout) if busy else []
             for i, w in enumerate(workers):
                 if w.job is None:
@@ -121,8 +125,8 @@ def deadline_map(fn: Callable[[Any], Any], items: list[Any], jobs: int, deadline
                         continue
                     except (EOFError, OSError) as exc:  # the worker died (killed, out of memory)
                         results[job] = failed(items[job], RuntimeError(f"worker process died ({exc or 'EOF'})"))
-                elif deadline_s is not None and time.monotonic() - w.started >= deadline_s:
-                    results[job] = timed_out(items[job], deadline_s)
+                elif w.limit is not None and time.monotonic() - w.started >= w.limit:
+                    results[job] = timed_out(items[job], w.limit)
                 else:
                     continue
                 w.kill()
