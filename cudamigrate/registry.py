@@ -13,7 +13,6 @@ vocabulary itself and imports nothing from the package.
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Iterator, Protocol, TypeVar
 

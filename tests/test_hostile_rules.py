@@ -166,3 +166,14 @@ def test_render_cache_never_mixes_inputs():
     assert seen[("x", "{'stream': 's'}", "True")] == "x/s/A/1"
     assert seen[("y", "{}", "None")] == "y/-/?/0"
     assert seen[("x", "{'stream': 't'}", "0")] == "x/t/A/0"
+
+
+def test_a_file_past_its_budget_keeps_the_findings_already_made():
+    """The budget's deadline has passed before the scan starts (set by the test, no clock involved); it is
+    checked every 64 steps, so the scan stops part way through turning matches into findings: those made
+    are kept, with an error line saying the rest of the file was not checked (before: all were dropped)."""
+    eng = Engine(all_rules(), Options(time_budget_s=1e-9, select=["CM501"]))
+    code = ("void f() {\n" + "  cudaThreadSynchronize();\n" * 40 + "}\n").encode()
+    res = eng.scan_bytes(Path("slow.cu"), code, "slow.cu")
+    assert 0 < len(res.findings) < 40, (len(res.findings), res.errors)
+    assert len(res.errors) == 1 and "made before it are reported, the rest of the file was not checked" in res.errors[0]

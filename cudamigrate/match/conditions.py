@@ -416,14 +416,10 @@ ARG_TESTS.add("type_not_matches", regex(),
 
 
 def _loop_of(node: ts.Node) -> ts.Node | None:
-    """The outermost `for`/`while`/`do` around `node` within its function."""
-    out = None
-    p = parent_of(node)
-    while p is not None and p.type not in ("function_definition", "lambda_expression"):
-        if p.type in ("for_statement", "for_range_loop", "while_statement", "do_statement"):
-            out = p
-        p = parent_of(p)
-    return out
+    """The outermost `for`/`while`/`do` around `node` within its function (context.outer_loop_of, memoized)."""
+    from .context import outer_loop_of
+
+    return outer_loop_of(node)
 
 
 def _inside(place: str, m: Match, ctx: FileContext) -> bool:

@@ -18,7 +18,7 @@ import tree_sitter as ts
 
 from ..rules.rule_regex import rule_regex
 from ..parse import walk
-from ..parse.treesitter import Unit, query, parent_of
+from ..parse.treesitter import Unit, parent_of
 from ..rules.schema import Rule
 from .context import FileContext, named_children, node_text, normalize, normalize_name
 
@@ -408,12 +408,16 @@ def includes(rule: Rule, ctx: FileContext) -> list[Match]:
     return out
 
 
+STRING_TYPES = frozenset({"string_literal", "raw_string_literal"})
+
+
 def strings(rule: Rule, ctx: FileContext) -> list[Match]:
     out: list[Match] = []
     rx = rule_regex(rule.spec["regex"])
-    q = query("(string_literal) @s (raw_string_literal) @s")
     for unit in ctx.units:
-        for node in ts.QueryCursor(q).captures(unit.root).get("s", []):
+        # walked, not queried: the query took 0.3 s per call on a 21 KB mutated file (bench/fuzz.py), the walk is
+        # linear in the tree
+        for node in walk.walk_typed_nodes(unit.root, STRING_TYPES):
             text = node_text(node)
             if node.type == "string_literal":
                 if not (text.startswith('"') or text[1:2] == '"' or text[2:3] == '"'):
