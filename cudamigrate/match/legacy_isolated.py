@@ -195,6 +195,25 @@ class _FunctionFlow:
     records: dict[str, list[int]] = field(default_factory=dict)  # event name -> indexes recording it on legacy
     waits: list[int] = field(default_factory=list)  # indexes of host waits (device, stream, event)
     produced: dict[str, list[int]] = field(default_factory=dict)  # buffer name -> indexes of other-stream work
+    ident_starts: list[int] = field(default_factory=list)  # every identifier of the body, pre-order
+    ident_names: list[str] = field(default_factory=list)
+    ident_pos: dict[str, list[int]] = field(default_factory=dict)  # identifier -> its start bytes
+    stream_pos: list[int] = field(default_factory=list)  # start bytes of identifiers naming a stream
+
+    def names_in(self, node: ts.Node) -> set[str]:
+        """The identifiers under `node` (names that may be buffers: `&d_a[2 * i]` -> d_a, i), from the body's
+        identifier list: no walk."""
+        lo, hi = bisect_left(self.ident_starts, node.start_byte), bisect_left(self.ident_starts, node.end_byte)
+        return set(self.ident_names[lo:hi])
+
+    def has_stream_in(self, node: ts.Node) -> bool:
+        lo = bisect_left(self.stream_pos, node.start_byte)
+        return lo < len(self.stream_pos) and self.stream_pos[lo] < node.end_byte
+
+    def mentions(self, name: str, node: ts.Node) -> bool:
+        pos = self.ident_pos.get(name, ())
+        lo = bisect_left(pos, node.start_byte)
+        return lo < len(pos) and pos[lo] < node.end_byte
 
 
 _LAST_FLOW: list = [None, frozenset(), None]  # (function, streams, flow) of the last function asked
@@ -203,14 +222,22 @@ _LAST_FLOW: list = [None, frozenset(), None]  # (function, streams, flow) of the
 def _flow(function: ts.Node, body: ts.Node, streams: set[str]) -> _FunctionFlow:
     key = frozenset(streams)
     if _LAST_FLOW[0] is not None and _LAST_FLOW[0] == function and _LAST_FLOW[1] == key:
-        return _LAST_FLOW[2]  # type: ignore[no-any-return]
+        return _LAST_FLOW[2]
     events: list[tuple[int, bool, ts.Node]] = []
+    fl = _FunctionFlow()
+    stream_like = streams | {"cudaStreamPerThread"}
     for n in _walk(body):
+        if n.type == "identifier":
+            t = _text(n)
+            fl.ident_starts.append(n.start_byte)
+            fl.ident_names.append(t)
+            fl.ident_pos.setdefault(t, []).append(n.start_byte)
+            if t in stream_like:
+                fl.stream_pos.append(n.start_byte)
         if _names_stream(n, streams):
             events.append((n.start_byte, True, n))
         elif n.type == "call_expression":
             events.append((n.start_byte, False, n))
-    fl = _FunctionFlow()
     pending = False
     recorded: set[str] = set()
     simple_wait: list[bool] = []
@@ -235,13 +262,12 @@ def _flow(function: ts.Node, body: ts.Node, streams: set[str]) -> _FunctionFlow:
                 wait = _is_legacy_wait(n, set())
             if name in DEVICE_WAITS | STREAM_WAITS | {"cudaEventSynchronize", "cuEventSynchronize"}:
                 fl.waits.append(i)
-            else:
-                names = set().union(*(_base_names(c) for c in n.children
-                                      if c.type in ("argument_list", "kernel_call_syntax")))
-                if names & (streams | {"cudaStreamPerThread"}) and name not in CREATE:
-                    args_n = n.child_by_field_name("arguments")
-                    for x in set().union(*(_base_names(a) for a in args_n.named_children)) if args_n is not None else ():
-                        fl.produced.setdefault(x, []).append(i)
+            elif name not in CREATE and any(fl.has_stream_in(c) for c in n.children
+                                            if c.type in ("argument_list", "kernel_call_syntax")):
+                # only calls that name a stream pay for their argument names (nested calls stay linear)
+                args_n = n.child_by_field_name("arguments")
+                for x in fl.names_in(args_n) if args_n is not None else ():
+                    fl.produced.setdefault(x, []).append(i)
         fl.pending_after.append(pending)
         simple_wait.append(wait)
     m = len(events)
@@ -281,11 +307,6 @@ def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node,
     return first_wait < len(fl.starts) and first_wait < fl.next_stream[j]
 
 
-def _base_names(n: ts.Node) -> set[str]:
-    """Identifiers of an argument that may name a buffer (`&d_a[2 * i]` -> d_a, i)."""
-    return {_text(x) for x in _walk(n) if x.type == "identifier"}
-
-
 def consumes_other_stream_work(node: ts.Node, function: ts.Node | None, root: ts.Node) -> bool:
     """The legacy-stream call shares a buffer argument with earlier work, in the same function, that names a
     stream and that the host has not waited for since (no stream, event or device synchronization in between,
@@ -299,19 +320,16 @@ def consumes_other_stream_work(node: ts.Node, function: ts.Node | None, root: ts
         return False
     streams = stream_names(root)
     args = node.child_by_field_name("arguments")
-    mine = set().union(*(_base_names(a) for a in args.named_children)) if args is not None else set()
-    mine -= streams
-    if not mine:
+    if args is None:
         return False
     fl = _flow(function, body, streams)
     before = bisect_left(fl.starts, node.start_byte)
     since = fl.waits[bisect_left(fl.waits, before) - 1] + 1 if bisect_left(fl.waits, before) else 0
     # buffer-like names only: a shared loop index or size alone does not order anything; a producer counts when
     # the host has not waited since it (no wait between it and the match)
-    for x in mine:
-        if x in NOT_BUFFERS:
+    for x, idx in fl.produced.items():  # the producers' names (few), each looked up in this call's arguments
+        if x in NOT_BUFFERS or x in streams or not fl.mentions(x, args):
             continue
-        idx = fl.produced.get(x, [])
         if bisect_left(idx, before) > bisect_left(idx, since):
             return True
     return False

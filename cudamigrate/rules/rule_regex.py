@@ -38,6 +38,9 @@ _OPTIONS.log_errors = False  # a refused pattern is reported once, as a load err
 
 
 class Pattern(Protocol):
+    @property
+    def groupindex(self) -> Any: ...
+
     def search(self, text: Any) -> Any: ...
 
     def finditer(self, text: Any) -> Any: ...
@@ -112,7 +115,7 @@ def rule_regex(pattern: str | bytes, flags: str = "", anchor_end: bool = False) 
     try:
         src = (f"(?{flags})" if flags else "") + (f"(?:{text})\\z" if anchor_end else text)
         compiled = re2.compile(src.encode() if isinstance(pattern, bytes) else src, _OPTIONS)
-        return compiled  # type: ignore[no-any-return]
+        return compiled
     except re2.error:
         pass
     problem = _fallback_problem(text)
