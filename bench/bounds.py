@@ -6,6 +6,10 @@ Cases (issue 15's targets in brackets):
   nesting   one statement with API calls nested DEPTH deep, scanned          [< 5 s at 5,000]
   long-line a 100 KB line holding CALLS API calls, scanned; JSON report size  [< 5 s, bounded memory]
   fix-many  FINDINGS safe findings in one file, fixed                         [< 10 s at 20,000]
+  legacy-many  CALLS legacy-stream cudaMemcpyAsync(..., 0) in one function next to a created stream
+                                                                                [< 2 s for 100 KB, issue 24]
+  nest-calls   CALLS legacy-stream calls inside 5 x CALLS nested parentheses   [< 2 s for 100 KB, issue 24]
+  fuzz-slow    the slowest inputs bench/fuzz.py saved (--fuzz-dir), scanned    [< 2 s each]
 Each case runs in a fresh process so that its peak memory (max RSS) is its own; `time` is wall time, `cpu`
 the process's CPU time (the figure to compare on a loaded machine).
 """
@@ -46,6 +50,20 @@ def long_line(calls: int) -> bytes:
     return f"void f(float* d0, float* h, int n) {{ {STREAM} {body} }}\n".encode()
 
 
+def legacy_many(calls: int) -> bytes:
+    """Thousands of legacy-stream calls in one function, with another stream in use (CM101's stream analysis)."""
+    body = "".join(f"  cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, 0);\n" for _ in range(calls))
+    return f"void f(float* d, float* h, int n, void* p_) {{\n  {STREAM}\n{body}}}\n".encode()
+
+
+def nest_calls(calls: int) -> bytes:
+    """Many calls inside deep nesting: one comma expression of CALLS calls wrapped in 5 x CALLS parentheses."""
+    inner = ", ".join("cudaMemsetAsync(q_, 0, n, 0)" for _ in range(calls))
+    depth = 5 * calls
+    return (f"void f(void* p_, void* q_, int n) {{\n  {STREAM}\n  int x = (int)" + "(" * depth + inner + ")" * depth
+            + ";\n}\n").encode()
+
+
 def fix_many(findings: int) -> bytes:
     return ("void f() {\n" + "".join("  cudaThreadSynchronize();\n" for _ in range(findings)) + "}\n").encode()
 
@@ -58,7 +76,11 @@ def _child(case: str, size: int) -> None:
 
     rules = load_rules([ROOT / "rules"]).rules
     eng = Engine(rules, Options())
-    data = {"nesting": nesting, "nesting-mixed": nesting_mixed, "long-line": long_line, "fix-many": fix_many}[case](size)
+    if case.startswith("file:"):
+        data = Path(case[5:]).read_bytes()
+    else:
+        data = {"nesting": nesting, "nesting-mixed": nesting_mixed, "long-line": long_line, "fix-many": fix_many,
+                "legacy-many": legacy_many, "nest-calls": nest_calls}[case](size)
     path = Path(f"bench.{'cu'}")
     t0 = time.perf_counter()
     c0 = time.process_time()
@@ -75,7 +97,7 @@ def _child(case: str, size: int) -> None:
     dt = time.perf_counter() - t0
     cpu = time.process_time() - c0
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"{case:14s} size={size:<6d} input={len(data) / 1e3:.0f}KB findings={n:<6d} time={dt:6.2f}s cpu={cpu:6.2f}s "
+    print(f"{case[-28:]:14s} size={size:<6d} input={len(data) / 1e3:.0f}KB findings={n:<6d} time={dt:6.2f}s cpu={cpu:6.2f}s "
           f"maxrss={rss:.0f}MB{extra} errors={len(errors)}{' ' + errors[0][:100] if errors else ''}", flush=True)
 
 
@@ -85,6 +107,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=4000)
     ap.add_argument("--findings", type=int, default=20000)
     ap.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
+    ap.add_argument("--fuzz-dir", type=Path, help="also scan every .cu bench/fuzz.py --save wrote here")
+    ap.add_argument("--only", help="run only the cases whose name starts with this")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
@@ -97,6 +121,15 @@ def main() -> None:
         plan.append(("long-line", c))
     for f in ([500] if a.quick else [2000, 8000, a.findings]):
         plan.append(("fix-many", f))
+    # 100 KB of each: 1,800 legacy-stream calls in one function; 2,500 calls inside 12,500 parentheses
+    for c in ([200] if a.quick else [400, 1800]):
+        plan.append(("legacy-many", c))
+    for c in ([100] if a.quick else [400, 2500]):
+        plan.append(("nest-calls", c))
+    if a.fuzz_dir:
+        plan += [(f"file:{p}", p.stat().st_size) for p in sorted(a.fuzz_dir.glob("*.cu"))]
+    if a.only:
+        plan = [(c, s) for c, s in plan if c.startswith(a.only)]
     for case, size in plan:
         subprocess.run([sys.executable, __file__, "--child", case, str(size)], check=False)
 

@@ -3,7 +3,9 @@
     python bench/fuzz.py --n 10000 [--seed 1] [--jobs N] [--save DIR]
 
 Each input is a fixture or example source mutated 1-4 times (byte flips, truncation, insertion of
-`( ) { } <<< >>> #if #endif " ' /* \\ NUL`, invalid UTF-8, CRLF/BOM, deep nesting, splices of two files).
+`( ) { } <<< >>> #if #endif " ' /* \\ NUL`, invalid UTF-8, CRLF/BOM, deep nesting, splices of two files,
+and, aimed at what rules read by name: invalid bytes and long runs of one character inside an identifier,
+a type alias (`typedef`/`using`/namespace alias) or a string literal).
 Properties checked on every input x (all rules selected, unsafe fixes on):
   scan-raised        scan(x) raised
   fix-raised         fix(x) raised
@@ -11,7 +13,11 @@ Properties checked on every input x (all rules selected, unsafe fixes on):
   more-errors        fix(x) has more tree-sitter ERROR/MISSING nodes than x
   outside-edits      a one-pass fix changed bytes outside its findings' edits
   unexpected-write   fix(x) != x although no finding of x has a fix
-Prints the counts and the wall time; with --save, each failing input is written to DIR for a fixture.
+  internal-error     scan(x) reported an internal error (a matcher raised) or ran out of its time budget
+  lost-findings      x's findings scanned alone differ from its findings when scanned in a batch of --batch
+                     inputs written to one directory (one engine, one project index)
+  slow               scan(x) took more than --slow seconds (5) of CPU time
+Prints the counts, the slowest scan and the wall time; with --save, each failing input is written to DIR.
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
+import tempfile
 import sys
 import time
 import traceback
@@ -35,7 +43,28 @@ TOKENS = [b"(", b")", b"{", b"}", b"<<<", b">>>", b"#if 0\n", b"#endif\n", b"#if
           b"\\", b"\\\n", b"\x00", b";", b",", b"::", b"&", b"*", b"\n#define M(x) ", b"// cudamigrate: ignore\n",
           b"/* cudamigrate: ignore[CM101] */", b"using namespace thrust;\n", b"cudaThreadSynchronize()",
           b"cudaMemcpyAsync(", b"cub::WARP_ANY(", b"texture<float, 2> t;", b"cublasCreate(&(h));"]
-KINDS = ["flip", "truncate", "token", "utf8", "crlf", "bom", "nest", "splice", "delete", "dup"]
+KINDS = ["flip", "truncate", "token", "utf8", "crlf", "bom", "nest", "splice", "delete", "dup",
+         "ident", "alias", "string"]
+ODD = [b"\xff", b"\x8f", b"\xc3", b"\xe2\x82", b"\xed\xa0\x80", b"\xc3\x28", b"\xf0\x9f\x98"]
+IDENT = re.compile(rb"[A-Za-z_]\w{2,}")
+STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
+
+
+def odd_piece(rnd: random.Random) -> bytes:
+    """An invalid UTF-8 sequence, or a long run of one character (regex and scanner worst cases)."""
+    if rnd.random() < 0.5:
+        return rnd.choice(ODD)
+    return rnd.choice([b"a", b"_", b"\xff", b"(", b" ", b"\\", b"%"]) * rnd.choice([60, 1000, 20000])
+
+
+def _inside(rnd: random.Random, data: bytes, rx: re.Pattern[bytes], piece: bytes) -> bytes:
+    """`piece` inserted strictly inside a random match of `rx` (a name, a string), or appended when none."""
+    hits = list(rx.finditer(data[:200_000]))
+    if not hits:
+        return data + piece
+    m = rnd.choice(hits)
+    i = rnd.randint(m.start() + 1, max(m.start() + 1, m.end() - 1))
+    return data[:i] + piece + data[i:]
 
 
 def corpus() -> list[bytes]:
@@ -77,6 +106,17 @@ def mutate(rnd: random.Random, data: bytes, seeds: list[bytes]) -> bytes:
             data = data[:pos] + data[pos + rnd.randint(1, 64) :]
         elif kind == "dup" and n:
             data = data[:pos] + data[pos : pos + rnd.randint(1, 200)] * 2 + data[pos + 200 :]
+        elif kind == "ident":
+            data = _inside(rnd, data, IDENT, odd_piece(rnd))
+        elif kind == "alias":
+            name = b"Al" + odd_piece(rnd) + b"as"
+            target = rnd.choice([b"thrust::device_vector<float>", b"cudaDeviceProp", b"int", b"Clocks", b"thr" + odd_piece(rnd)])
+            alias = rnd.choice([b"typedef " + target + b" " + name + b";\n", b"using " + name + b" = " + target + b";\n",
+                                b"namespace " + name + b" = thrust;\n", b"using namespace " + name + b";\n"])
+            cut = data.rfind(b"\n", 0, pos) + 1
+            data = data[:cut] + alias + data[cut:]
+        elif kind == "string":
+            data = _inside(rnd, data, STRING, odd_piece(rnd))
     return data
 
 
@@ -107,23 +147,44 @@ def _outside_edits_ok(data: bytes, res) -> bool:
     return out == res.fixed and len(applied) == len(groups)
 
 
-def check(data: bytes) -> list[str]:
-    """The properties that `data` violates."""
+SLOW_S: float | None = 5.0  # None: not checked (tests/test_fuzz.py: no test depends on time)
+
+
+def _key(findings) -> list[tuple]:
+    return sorted((f.rule_id, f.line, f.column, f.end_line, f.end_column, f.message) for f in findings)
+
+
+def check(data: bytes) -> tuple[list[str], float, list[tuple]]:
+    """The properties that `data` violates, its scan time, and its findings (for the batch comparison)."""
+    try:
+        return _check(data)
+    except Exception:
+        return ["check-raised:" + traceback.format_exc(limit=-3).replace("\n", " | ")], 0.0, []
+
+
+def _check(data: bytes) -> tuple[list[str], float, list[tuple]]:
     from cudamigrate.fix.apply import fix_bytes, fixable
     from cudamigrate.parse.treesitter import count_errors, parse
 
     eng = _ENGINE
     path = Path("fuzz.cu")
     bad = []
+    t0 = time.process_time()  # CPU time: on a shared machine wall time measures the neighbours
     try:
         scan = eng.scan_bytes(path, data, "fuzz.cu")
     except Exception:
-        return ["scan-raised:" + traceback.format_exc(limit=-3).replace("\n", " | ")]
+        return ["scan-raised:" + traceback.format_exc(limit=-3).replace("\n", " | ")], time.process_time() - t0, []
+    dt = time.process_time() - t0
+    if scan.internal or any("internal error" in e or "time budget" in e for e in scan.errors):
+        bad.append("internal-error:" + " | ".join(scan.errors)[:600])
+    if SLOW_S is not None and dt > SLOW_S:
+        bad.append(f"slow:{dt:.1f} s")
+    found = _key(scan.findings)
     try:
         res = fix_bytes(eng, path, data, "fuzz.cu", unsafe=True)
         again = fix_bytes(eng, path, res.fixed, "fuzz.cu", unsafe=True)
     except Exception:
-        return ["fix-raised:" + traceback.format_exc(limit=-3).replace("\n", " | ")]
+        return bad + ["fix-raised:" + traceback.format_exc(limit=-3).replace("\n", " | ")], dt, found
     if again.fixed != res.fixed:
         bad.append("not-idempotent")
     if res.fixed != data:
@@ -134,20 +195,60 @@ def check(data: bytes) -> list[str]:
             bad.append("unexpected-write")
         if not _outside_edits_ok(data, res):
             bad.append("outside-edits")
-    return bad
+    return bad, dt, found
 
 
-def _one(job: tuple[int, int]) -> tuple[int, list[str], bytes]:
+def batch_lost(items: list[tuple[int, bytes, list[tuple]]]) -> list[int]:
+    """The inputs whose findings in a batch (all written to one directory, scanned by one engine with the
+    batch's project index, as `cudamigrate scan DIR` does) differ from their findings scanned alone."""
+    from cudamigrate.read.project_index import ProjectIndex
+    from cudamigrate.pipeline.runner import FileJob, scan_file
+
+    eng = _ENGINE
+    lost = []
+    with tempfile.TemporaryDirectory(prefix="cm-fuzz-") as d:
+        paths = []
+        for i, data, _ in items:
+            p = Path(d) / f"fuzz{i}.cu"
+            p.write_bytes(data)
+            paths.append(p)
+        saved = eng.project
+        eng.project = ProjectIndex(files=list(paths))
+        try:
+            for (i, _, alone), p in zip(items, paths):
+                res = scan_file(eng, FileJob(str(p), "fuzz.cu"), None)
+                if _key(res.findings) != alone:
+                    lost.append(i)
+        finally:
+            eng.project = saved
+    return lost
+
+
+def _one(job: tuple[int, int]) -> tuple[int, list[str], bytes, float, list[tuple]]:
     seed, i = job
     rnd = random.Random(seed * 1_000_003 + i)
     base = rnd.choice(_SEEDS)
     data = mutate(rnd, base, _SEEDS)
-    return i, check(data), data
+    bad, dt, found = check(data)
+    return i, bad, data, dt, found
 
 
-def campaign(n: int, seed: int = 1, jobs: int = 1, save: Path | None = None) -> tuple[Counter, list]:
+def campaign(n: int, seed: int = 1, jobs: int = 1, save: Path | None = None, batch: int = 8,
+             log: Path | None = None) -> tuple[Counter, list]:
     counts: Counter = Counter()
+    counts["max_ms"] = 0
     failures = []
+    pending: list[tuple[int, bytes, list[tuple]]] = []
+    t0 = time.monotonic()
+
+    def record(i: int, bad: list[str], data: bytes) -> None:
+        for b in bad:
+            key = b.split(":", 1)[0]
+            counts[key] += 1
+            failures.append((i, b, data))
+            if save is not None:
+                save.mkdir(parents=True, exist_ok=True)
+                (save / f"{key}-{seed}-{i}.cu").write_bytes(data)
     work = [(seed, i) for i in range(n)]
     if jobs <= 1:
         if _ENGINE is None:
@@ -156,15 +257,23 @@ def campaign(n: int, seed: int = 1, jobs: int = 1, save: Path | None = None) -> 
     else:
         pool = Pool(jobs, initializer=_init)
         results = pool.imap_unordered(_one, work, chunksize=8)
-    for i, bad, data in results:
+    for i, bad, data, dt, found in results:
         counts["inputs"] += 1
-        for b in bad:
-            key = b.split(":", 1)[0]
-            counts[key] += 1
-            failures.append((i, b, data))
-            if save is not None:
-                save.mkdir(parents=True, exist_ok=True)
-                (save / f"{key}-{seed}-{i}.cu").write_bytes(data)
+        counts["max_ms"] = max(counts["max_ms"], int(dt * 1000))
+        record(i, bad, data)
+        pending.append((i, data, found))
+        if len(pending) >= batch:
+            for j in batch_lost(pending):
+                record(j, ["lost-findings"], next(d for k, d, _ in pending if k == j))
+            pending = []
+        if log is not None and counts["inputs"] % 100 == 0:
+            with log.open("a") as fh:
+                fh.write(f"{counts['inputs']} inputs  {time.monotonic() - t0:.0f} s  max scan {counts['max_ms']} ms  "
+                         + "  ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k not in ("inputs", "max_ms"))
+                         + "\n")
+    if pending:
+        for j in batch_lost(pending):
+            record(j, ["lost-findings"], next(d for k, d, _ in pending if k == j))
     if jobs > 1:
         pool.close()
         pool.join()
@@ -172,17 +281,24 @@ def campaign(n: int, seed: int = 1, jobs: int = 1, save: Path | None = None) -> 
 
 
 def main() -> None:
+    global SLOW_S
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--save", type=Path)
+    ap.add_argument("--batch", type=int, default=8, help="inputs per batch for the lost-findings check")
+    ap.add_argument("--slow", type=float, default=5.0, help="seconds of scan above which an input counts as slow")
+    ap.add_argument("--log", type=Path, help="append a progress line every 100 inputs")
     a = ap.parse_args()
+    SLOW_S = a.slow
     t0 = time.monotonic()
-    counts, failures = campaign(a.n, a.seed, a.jobs, a.save)
+    counts, failures = campaign(a.n, a.seed, a.jobs, a.save, a.batch, a.log)
     dt = time.monotonic() - t0
-    props = ["scan-raised", "fix-raised", "not-idempotent", "more-errors", "outside-edits", "unexpected-write"]
-    print(f"inputs {counts['inputs']}  seed {a.seed}  jobs {a.jobs}  wall {dt:.1f} s")
+    props = ["scan-raised", "fix-raised", "check-raised", "not-idempotent", "more-errors", "outside-edits",
+             "unexpected-write", "internal-error", "lost-findings", "slow"]
+    print(f"inputs {counts['inputs']}  seed {a.seed}  jobs {a.jobs}  wall {dt:.1f} s  "
+          f"slowest scan {counts['max_ms'] / 1000:.2f} s")
     for p in props:
         print(f"  {p:17s} {counts[p]}")
     for i, b, _ in failures[:20]:

@@ -30,10 +30,12 @@ not change, and whose included headers it did not change, therefore has the same
 is compiled once and its result is the same on both sides. Toolkit and wheel headers are not hashed (the
 nvcc version is); clear the cache after upgrading wheels. Each compile has a timeout (`--timeout`).
 
-The 13.0-matched library wheels (CUDA 13.0 Update 1) installed in the venv for their headers:
-    nvidia-cublas==13.0.2.14 nvidia-cufft==12.0.0.61 nvidia-cuda-nvrtc==13.0.88
-    nvidia-cusparse==12.6.3.3 nvidia-cusolver==12.0.4.66 nvidia-curand==10.4.0.35 nvidia-npp==13.0.1.2
-(`pip install --no-deps` them; they provide `nvidia/cu13/include`).
+Requirements (checked before anything starts, `requirements()`; each missing one is a line saying how to get
+it, exit 2): `clang-format` on PATH (normalises both trees before diffing), `nvcc` 13.0 on PATH (unless
+--no-compile), and the 13.0-matched library wheels (CUDA 13.0 Update 1) in the venv for their headers
+(`nvidia/cu13/include`: cublas_v2.h, cufft.h, nvrtc.h, cusparse.h, cusolverDn.h, curand.h, npp.h):
+    pip install --no-deps nvidia-cublas==13.0.2.14 nvidia-cufft==12.0.0.61 nvidia-cuda-nvrtc==13.0.88 \
+        nvidia-cusparse==12.6.3.3 nvidia-cusolver==12.0.4.66 nvidia-curand==10.4.0.35 nvidia-npp==13.0.1.2
 
 `--gpu-prepare DIR` additionally writes, for the GPU-differential run (`bench/oracle_gpu.sh`), the
 before/after/v13.0 source of the programs listed in `GPU_PROGRAMS` plus the Common headers into DIR
@@ -521,6 +523,29 @@ def classify_fix(site: Site, orig: list[str], fixed: list[str], flagged: bool) -
     return "differs", tool_lines
 
 
+# ------------------------------------------------------------------------------------------ requirements
+WHEEL_HEADERS = {"cublas_v2.h": "nvidia-cublas==13.0.2.14", "cufft.h": "nvidia-cufft==12.0.0.61",
+                 "nvrtc.h": "nvidia-cuda-nvrtc==13.0.88", "cusparse.h": "nvidia-cusparse==12.6.3.3",
+                 "cusolverDn.h": "nvidia-cusolver==12.0.4.66", "curand.h": "nvidia-curand==10.4.0.35",
+                 "npp.h": "nvidia-npp==13.0.1.2"}
+
+
+def requirements(compile_: bool = True, which=shutil.which, includes=None) -> list[str]:
+    """One line per missing requirement, saying how to get it (empty: all there). Checked before the run starts,
+    so a missing tool is a message, not a traceback half way through."""
+    missing = []
+    if which("clang-format") is None:
+        missing.append("clang-format not on PATH (it normalises both trees before diffing): install it, e.g. "
+                       "`apt-get install clang-format` or `pip install clang-format`")
+    if compile_ and which("nvcc") is None:
+        missing.append("nvcc not on PATH (compiles before/after): install the CUDA 13.0 toolkit, or pass --no-compile")
+    dirs = [Path(d) for d in (wheel_includes() if includes is None else includes)]
+    for header, wheel in WHEEL_HEADERS.items():
+        if not any((d / header).is_file() for d in dirs):
+            missing.append(f"{header} not in the venv's nvidia/*/include: pip install --no-deps {wheel}")
+    return missing
+
+
 # ------------------------------------------------------------------------------------------ compiling
 def wheel_includes() -> list[str]:
     site = Path(sys.prefix) / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages"
@@ -705,6 +730,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-compile", action="store_true",
                     help="skip nvcc (fast: migration sites and the precision sample only)")
     a = ap.parse_args(argv)
+    missing = requirements(compile_=not a.no_compile and not a.gpu_prepare_only)
+    if missing:
+        for m in missing:
+            print(f"oracle_cuda_samples: missing requirement: {m}", file=sys.stderr)
+        return 2
     t_start = time.time()
     v11, v13 = a.v118.resolve(), a.v130.resolve()
     work = a.work.resolve() if a.work else Path(tempfile.mkdtemp(prefix="cudamigrate-oracle-"))

@@ -26,7 +26,8 @@ def all_rules():
 def engine_for(case: Case | None = None, **kw) -> Engine:
     if case is not None:
         opts = Options(target=parse_version(case.target), select=case.rules, extend_select=case.rules or [],
-                       options=case.options)
+                       options=case.options,
+                       keep_compat=parse_version(case.keep_compat) if case.keep_compat else None)
     else:
         opts = Options(**kw)
     return Engine(all_rules(), opts)

@@ -226,3 +226,63 @@ def test_fifo_beside_a_header_never_blocks_the_scan(tmp_path):
     r = subprocess.run([sys.executable, "-m", "cudamigrate", "scan", str(proj / "inc" / "api.h"), str(proj / "main.cu"),
                         "--jobs", "1"], capture_output=True, text=True, timeout=60)
     assert "CM501" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("value,why", [
+    ('rules-dirs = ["missing"]', "`rules-dirs` entry 'missing' is not an existing directory"),
+    ('rules-dirs = ["/"]', "`rules-dirs` entry '/' lies outside the project"),
+    ('rules-dirs = ["../elsewhere"]', "lies outside the project"),
+    ("[rule-options.CM9999]\nstream = \"s\"", "`rule-options.CM9999`: no loaded rule has this id"),
+    ("[rule-options.CM101]\nstraem = \"s\"", "`rule-options.CM101.straem`: CM101 has no such option"),
+    ("[rule-options.CM101]\nstream = 5", "`rule-options.CM101.stream` must be a string like its default"),
+    ("[options]\nstream = 5", "`options.stream` must be a string"),
+])
+def test_config_entries_that_cannot_be_used_are_errors(tmp_path, value, why):
+    """Before, each was accepted silently: a missing or outside rules dir, an option for no rule, `5` as code."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (proj / "good.cu").write_bytes(GOOD)
+    (proj / ".cudamigrate.toml").write_text(value + "\n")
+    r = run("scan", str(proj / "good.cu"))
+    assert r.exit_code == 2 and why in r.output, r.output
+    assert str(proj / ".cudamigrate.toml") in r.output
+
+
+def test_rules_dir_outside_the_project_is_allowed_on_the_command_line(tmp_path):
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    (proj / "good.cu").write_bytes(GOOD)
+    r = run("scan", "--rules-dir", str(tmp_path / "elsewhere"), str(proj / "good.cu"))
+    assert r.exit_code == 1 and "CM501" in r.output, r.output  # scanned with it: the file's finding
+
+
+SPARSE = r"""
+import os, resource, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from cudamigrate.cache import _read_limited
+from cudamigrate.source import SourceError, load_source
+p = sys.argv[2]
+try:
+    load_source(Path(p), 2 * 1024 ** 3)
+    print("read")
+except SourceError as exc:
+    print(exc)
+print(_read_limited(p, 2 * 1024 ** 3)[0] is None)
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_sparse_gigabyte_let_in_by_the_limit_is_not_read_whole(tmp_path):
+    """A 1 GB sparse file under a raised --max-file-size took 2.1 GB of memory to be refused as binary: the
+    refusal now comes from its first 64 KiB, in the scan and in the result cache's read."""
+    big = tmp_path / "big.cu"
+    with open(big, "wb") as fh:
+        fh.truncate(1024 ** 3)
+    p = subprocess.run([sys.executable, "-c", SPARSE, str(Path(__file__).resolve().parent.parent), str(big)],
+                       capture_output=True, text=True, timeout=300)
+    why, cache_none, rss_kb = p.stdout.split("\n")[:3]
+    assert why == "binary file (contains NUL bytes)" and cache_none == "True", p.stdout + p.stderr
+    assert int(rss_kb) < 300 * 1024  # kilobytes: far below the file's 1 GB

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -22,11 +21,11 @@ HEAD = "id: CM9100\nname: hostile\nfamily: test\nsummary: s\nseverity: info\nref
 
 @pytest.fixture(autouse=True)
 def _alarm():
-    """A hang is a failure, not a stuck test run."""
+    """A hang is a failure, not a stuck test run (a guard far above any loaded machine's time, never a figure)."""
     def boom(*_):
         raise TimeoutError("blocked")
     old = signal.signal(signal.SIGALRM, boom)
-    signal.alarm(20)
+    signal.alarm(300)
     yield
     signal.alarm(0)
     signal.signal(signal.SIGALRM, old)
@@ -36,9 +35,7 @@ def _load(tmp_path, text: str):
     d = tmp_path / "rules"
     d.mkdir(exist_ok=True)
     (d / "CM9100-hostile.yaml").write_text(text)
-    t0 = time.monotonic()
-    rs = load_rules([d])
-    return rs, time.monotonic() - t0
+    return load_rules([d]), None  # no timing: what is checked is the outcome
 
 
 def test_yaml_alias_bomb_is_refused(tmp_path):
@@ -53,13 +50,44 @@ def test_yaml_alias_bomb_is_refused(tmp_path):
     assert not rs.rules and "aliases" in rs.errors[0], rs.errors
 
 
-@pytest.mark.parametrize("pattern", [r"(a+)+$", r"(\w+\s?)*$", r"^(\(.*\))*$", r"(x+x+)+y"])
-def test_catastrophic_regex_is_refused(tmp_path, pattern):
+BACKTRACKERS = [r"(a|aa)*b", r"(a+)+$", r"(\w+\s?)*$", r"^(\(.*\))*$", r"(x+x+)+y", r"(a|a)*c"]
+
+
+@pytest.mark.parametrize("pattern", BACKTRACKERS)
+def test_backtracking_shapes_run_on_the_linear_engine(pattern):
+    """Patterns that backtrack exponentially in Python's re are compiled by RE2, which has no backtracking
+    (the property that bounds their time; bench figures in the README). One 100 KB search of each runs here."""
+    from cudamigrate.core.rule_regex import engine_of, rule_regex
+
+    check_regex(pattern)
+    assert engine_of(pattern) == "re2"
+    assert rule_regex(pattern).search("a" * 100_000) is None or pattern.endswith("$")
+
+
+def test_rule_with_the_issue_regex_scans_a_100kb_string(tmp_path):
+    """A rules-dir rule with `(a|aa)*b` over a 100 KB string literal: the scan completes with no error."""
+    from cudamigrate.scan.engine import Engine, Options
+
+    text = HEAD + "message: m\nmatch: {string: {regex: '(a|aa)*b', keywords: [s]}}\n"
+    rs, _ = _load(tmp_path, text)
+    assert rs.rules and not rs.errors, rs.errors
+    code = b'const char *s = "' + b"a" * 100_000 + b'";\n'
+    res = Engine(rs.rules, Options(select=[r.id for r in rs.rules])).scan_bytes(Path("s.cu"), code)
+    assert not res.errors and not res.findings
+
+
+@pytest.mark.parametrize("pattern,why", [
+    (r"(?=x)(a|aa)*b", "single characters"),
+    (r"(?<!y)(\w+\s?)*$", "single characters"),
+    (r"(a)\1", "backreferences"),
+    (r"a++", "not supported by RE2"),
+])
+def test_patterns_the_linear_engine_cannot_run_are_refused_at_load(tmp_path, pattern, why):
     with pytest.raises(UnsafeRule):
         check_regex(pattern)
     text = HEAD + f"message: m\nmatch: {{call: {{names: [cudaFree]}}}}\nwhere: {{text_matches: '{pattern}'}}\n"
     rs, _ = _load(tmp_path, text)
-    assert not rs.rules and "text_matches" in rs.errors[0] and "backtracking" in rs.errors[0], rs.errors
+    assert not rs.rules and "text_matches" in rs.errors[0] and why in rs.errors[0], rs.errors
 
 
 def test_shipped_regexes_pass_the_check():
@@ -80,9 +108,7 @@ def test_jinja_blowups_become_an_error_for_that_finding(tmp_path, template):
     if rs.errors:
         return  # refused when loading
     eng = Engine(rs.rules, Options())
-    t0 = time.monotonic()
-    res = eng.scan_bytes(Path("t.cu"), b"void f(void* p) { cudaFree(p); }\n")
-    assert time.monotonic() - t0 < 5
+    res = eng.scan_bytes(Path("t.cu"), b"void f(void* p) { cudaFree(p); }\n")  # returns: the sandbox stopped it
     assert not res.findings and res.errors and "CM9100" in res.errors[0], res.errors
 
 
@@ -140,3 +166,14 @@ def test_render_cache_never_mixes_inputs():
     assert seen[("x", "{'stream': 's'}", "True")] == "x/s/A/1"
     assert seen[("y", "{}", "None")] == "y/-/?/0"
     assert seen[("x", "{'stream': 't'}", "0")] == "x/t/A/0"
+
+
+def test_a_file_past_its_budget_keeps_the_findings_already_made():
+    """The budget's deadline has passed before the scan starts (set by the test, no clock involved); it is
+    checked every 64 steps, so the scan stops part way through turning matches into findings: those made
+    are kept, with an error line saying the rest of the file was not checked (before: all were dropped)."""
+    eng = Engine(all_rules(), Options(time_budget_s=1e-9, select=["CM501"]))
+    code = ("void f() {\n" + "  cudaThreadSynchronize();\n" * 40 + "}\n").encode()
+    res = eng.scan_bytes(Path("slow.cu"), code, "slow.cu")
+    assert 0 < len(res.findings) < 40, (len(res.findings), res.errors)
+    assert len(res.errors) == 1 and "made before it are reported, the rest of the file was not checked" in res.errors[0]

@@ -127,15 +127,37 @@ def test_keep_compat_round_trip_with_every_rule(tmp_path):
     assert json.loads(p.stdout)["findings"] == [], p.stdout
 
 
-def test_unmarked_guard_is_still_decided():
-    """Without the marker (or --keep-compat), CM410 still removes the #else of `#if CUDART_VERSION >= 13000`."""
+def test_guard_is_removed_only_below_the_declared_minimum():
+    """A guard kept on purpose for an older toolkit (NVIDIA's v13.0 deviceQuery keeps two) is never removed unless
+    the project declares the oldest toolkit it builds with: with none, CM410 reports it and fix leaves it; with
+    13.0 the old branch goes; with 12.0 both branches are live for some supported toolkit and stay."""
     from pathlib import Path
 
-    code = b"void f() {\n#if CUDART_VERSION >= 13000\n  int a = 1;\n#else\n  int a = 0;\n#endif\n  (void)a;\n}\n"
+    code = (b"#include <cuda.h>\nvoid f(CUcontext *c, CUdevice d) {\n#if CUDA_VERSION >= 13000\n"
+            b"  cuCtxCreate(c, NULL, 0, d);\n#else\n  cuCtxCreate(c, 0, d);\n#endif\n}\n")
     eng = Engine(all_rules(), Options(select=["CM410"]))
-    assert fix_bytes(eng, Path("g.cu"), code, "g.cu", unsafe=True).fixed.decode() == "void f() {\n  int a = 1;\n  (void)a;\n}\n"
+    res = fix_bytes(eng, Path("g.cpp"), code, "g.cpp", unsafe=True)
+    assert res.fixed == code
+    [f] = eng.scan_bytes(Path("g.cpp"), code).findings
+    assert f.fix is None and 'keep-compat = "13.0"' in f.message and "--keep-compat 13.0" in f.message
+    eng = Engine(all_rules(), Options(select=["CM410"], keep_compat=(13, 0)))
+    fixed = fix_bytes(eng, Path("g.cpp"), code, "g.cpp", unsafe=True).fixed.decode()
+    assert fixed == "#include <cuda.h>\nvoid f(CUcontext *c, CUdevice d) {\n  cuCtxCreate(c, NULL, 0, d);\n}\n"
     eng = Engine(all_rules(), Options(select=["CM410"], keep_compat=(12, 0)))
-    assert fix_bytes(eng, Path("g.cu"), code, "g.cu", unsafe=True).fixed == code
+    assert fix_bytes(eng, Path("g.cpp"), code, "g.cpp", unsafe=True).fixed == code
+    assert not eng.scan_bytes(Path("g.cpp"), code).findings
+
+
+def test_declared_minimum_from_the_configuration(tmp_path):
+    """`keep-compat` under [tool.cudamigrate] is the project's minimum: plain `fix` then removes the dead branch."""
+    src = "#include <cuda.h>\nvoid f() {\n#if CUDA_VERSION >= 13000\n  int a = 1;\n#else\n  int a = 0;\n#endif\n  (void)a;\n}\n"
+    (tmp_path / "g.cpp").write_text(src)
+    p = _cli("fix", "g.cpp", cwd=tmp_path)
+    assert p.returncode == 1 and "keep-compat" in p.stderr + p.stdout  # the finding remains, with how to declare
+    assert (tmp_path / "g.cpp").read_text() == src
+    (tmp_path / "pyproject.toml").write_text('[tool.cudamigrate]\nkeep-compat = "13.0"\n')
+    assert _cli("fix", "g.cpp", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "g.cpp").read_text() == "#include <cuda.h>\nvoid f() {\n  int a = 1;\n  (void)a;\n}\n"
 
 
 @pytest.mark.nvcc

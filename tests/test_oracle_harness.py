@@ -151,3 +151,24 @@ def test_lines_deleted_by_fix_are_those_the_replacement_drops():
     f = {"rule": "CM410", "fix": {"edits": [{"start": 0, "end": len(data), "text": "  f(a,\n    b, dev);\n"}]}}
     assert oracle.lines_deleted_by_fix(f, data) == {1, 4, 5, 6, 7}
     assert oracle.lines_deleted_by_fix({"rule": "CM101"}, data) == set()
+
+
+def test_requirements_are_listed_before_the_run_starts(tmp_path, capsys):
+    """Without clang-format (or a wheel's headers) the harness says what is missing and how to get it, exit 2,
+    instead of a traceback part way through the run."""
+    got = oracle.requirements(which=lambda name: None, includes=[str(tmp_path)])
+    assert any(m.startswith("clang-format not on PATH") for m in got)
+    assert any(m.startswith("nvcc not on PATH") for m in got)
+    assert any("cusparse.h" in m and "pip install --no-deps nvidia-cusparse==" in m for m in got)
+    (tmp_path / "npp.h").write_text("")
+    got = oracle.requirements(compile_=False, which=lambda name: "/bin/" + name, includes=[str(tmp_path)])
+    assert not any("npp.h" in m or "nvcc" in m or "clang-format" in m for m in got)
+    import os
+
+    old = os.environ["PATH"]
+    os.environ["PATH"] = str(tmp_path)  # no clang-format, no nvcc
+    try:
+        assert oracle.main([str(tmp_path), str(tmp_path), "--no-compile"]) == 2
+    finally:
+        os.environ["PATH"] = old
+    assert "missing requirement: clang-format not on PATH" in capsys.readouterr().err

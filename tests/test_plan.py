@@ -166,3 +166,15 @@ def test_runtime_break_is_must_do_after_build_breaks(tmp_path):
 
 def impact_order_ok() -> bool:
     return IMPACT_ORDER.index("build-break") < IMPACT_ORDER.index("runtime-break") < IMPACT_ORDER.index("deprecated")
+
+
+def test_plan_and_html_report_name_the_minimum(tmp_path):
+    """Which oldest toolkit decided the version guards (CM410) is part of the plan and of the HTML report."""
+    (tmp_path / "g.cu").write_text("#if CUDART_VERSION >= 12000\nint a;\n#else\nint b;\n#endif\n")
+    plan = json.loads(run("plan", "--format", "json", ".", cwd=tmp_path).stdout)
+    assert plan["minimum"] is None
+    assert "not declared; version guards are reported, not removed" in run("plan", ".", cwd=tmp_path).stdout
+    plan = json.loads(run("plan", "--format", "json", "--keep-compat", "12.0", ".", cwd=tmp_path).stdout)
+    assert plan["minimum"] == "12.0"
+    run("scan", "--format", "html", "--output", "r.html", "--keep-compat", "12.0", ".", cwd=tmp_path)
+    assert "Oldest CUDA the code must still build with: 12.0 (keep-compat)" in (tmp_path / "r.html").read_text()

@@ -92,7 +92,8 @@ def engine_for(case) -> Engine:
         assert not rs.errors, rs.errors
         _RULES[key] = rs.rules
     opts = Options(target=parse_version(case.target), select=case.rules, extend_select=case.rules or [],
-                   options=case.options)
+                   options=case.options,
+                       keep_compat=parse_version(case.keep_compat) if case.keep_compat else None)
     return Engine(_RULES[key], opts)
 
 

@@ -64,9 +64,9 @@ def test_guard_fix_keeps_live_branches_of_chains():
         "#if defined(C) // c\nint c;\n#else\nint d;\n#endif // end\n"
         "void f() {\n  g();\n}\n"
     )
-    assert fix_code(src, ["CM410"], "a.cu") == want
+    assert fix_code(src, ["CM410"], "a.cu", keep_compat=(13, 0)) == want
 
 
 def test_guard_fix_keeps_crlf():
     src = "#include <cuda_runtime.h>\r\n#if CUDART_VERSION < 12000\r\nint a;\r\n#elif defined(X)\r\nint b;\r\n#endif\r\n"
-    assert fix_code(src, ["CM410"], "a.cpp") == "#include <cuda_runtime.h>\r\n#if defined(X)\r\nint b;\r\n#endif\r\n"
+    assert fix_code(src, ["CM410"], "a.cpp", keep_compat=(13, 0)) == "#include <cuda_runtime.h>\r\n#if defined(X)\r\nint b;\r\n#endif\r\n"

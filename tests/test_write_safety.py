@@ -216,6 +216,36 @@ def test_symlink_target_fixed_once_and_link_kept(tmp_path):
     assert "Fixed 1 finding(s) in 1 file(s)" in r.output
 
 
+def test_symlink_out_of_the_tree_is_reported_not_rewritten(tmp_path):
+    """A file link in the named tree pointing outside it: its target belongs to someone who never asked for
+    a fix (directory links are not followed either). Reported and left alone unless --write-outside-links."""
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    outside.mkdir()
+    target = outside / "shared.cu"
+    target.write_text(OLD.format(i=0))
+    (tree / "link.cu").symlink_to(target)
+    r = run("fix", "--select", "CM501", str(tree))
+    assert r.exit_code != 0 and "outside the paths given, not rewritten" in r.output, r.output
+    assert target.read_text() == OLD.format(i=0)
+    r = run("fix", "--select", "CM501", "--write-outside-links", str(tree))
+    assert r.exit_code == 0, r.output
+    assert target.read_text() == NEW.format(i=0) and (tree / "link.cu").is_symlink()
+
+
+def test_extended_attributes_are_kept(tmp_path):
+    p = tmp_path / "a.cu"
+    p.write_text(OLD.format(i=0))
+    try:
+        os.setxattr(p, "user.cudamigrate-test", b"label")
+    except OSError as exc:  # a filesystem without user xattrs: nothing to keep
+        pytest.skip(f"no user xattrs here: {exc}")
+    r = run("fix", "--select", "CM501", str(p))
+    assert r.exit_code == 0, r.output
+    assert p.read_text() == NEW.format(i=0)
+    assert os.getxattr(p, "user.cudamigrate-test") == b"label"
+
+
 def test_mode_and_owner_are_kept(tmp_path):
     p = tmp_path / "a.cu"
     p.write_text(OLD.format(i=0))

@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
               help="Like --verify, but exit 2 (writing nothing) when no compiler or compile command is known.")
 @click.option("--verify-report", type=click.Path(path_type=Path), default=None,
               help="Write compile verification's counts and rollbacks as JSON to this file.")
+@click.option("--write-outside-links", is_flag=True,
+              help="Also rewrite files reached through a symlink whose target lies outside the paths given.")
 @stdin_option
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
         exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
@@ -67,7 +69,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
 
     db, t_sem = semantic_timed(paths, files, kw)
     c1 = clock()
-    tally = FixTally()
+    tally = FixTally(roots=None if kw.get("write_outside_links") else tuple(str(p) for p in (paths or (Path("."),))))
     if commit_by is not None:
         if db is not None:
             engine.semantic_provider = db.facts_for

@@ -31,6 +31,7 @@ class FixTally:
     had_error: bool = False
     tracebacks: list[str] = field(default_factory=list)
     written_dirs: set[str] = field(default_factory=set)
+    roots: tuple[str, ...] | None = None  # the paths named: a symlink out of them is not written (None: any)
     fixed_findings: list = field(default_factory=list)  # for --show-fixes
     left_findings: list = field(default_factory=list)  # what remains, always listed
 
@@ -62,7 +63,7 @@ def record_fix(outcome: FixOutcome, write: bool, tally: FixTally) -> None:
     tally.suggested_left += sum(1 for f in res.remaining if f.applicability == "display-only")
     if res.changed and write:
         try:
-            tally.written_dirs.add(write_checked(p, res.fixed, outcome.snapshot))
+            tally.written_dirs.add(write_checked(p, res.fixed, outcome.snapshot, tally.roots))
         except (WriteRefused, OSError) as exc:
             why = str(exc) if isinstance(exc, WriteRefused) else f"cannot write: {exc.strerror or exc}"
             err(f"{disp}: {why}")

@@ -65,7 +65,8 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     for o in kw.get("cli_options") or ():
         extra += ["--option", o]
     plan = build_plan(findings, errors, len(files), f"{engine.opts.target[0]}.{engine.opts.target[1]}", {r.id: r.name for r in engine.rules},
-                      [str(p) for p in paths], extra)
+                      [str(p) for p in paths], extra,
+                      minimum=".".join(map(str, engine.opts.keep_compat)) if engine.opts.keep_compat else None)
     click.echo(json.dumps(plan.to_dict(), indent=2) if fmt == "json" else render_text(plan), nl=fmt != "text")
     if rule_errors:
         sys.exit(EXIT_ERROR)

@@ -106,7 +106,13 @@ def _prepare(paths: tuple[Path, ...], kw: dict[str, Any]) -> Prepared:
         options[k.strip()] = v.strip()
     rule_dirs = [] if kw.get("no_builtin_rules") else [builtin_rules_dir()]
     base = cfg.path.parent if cfg.path else Path(".")
-    rule_dirs += [base / d for d in cfg.get("rules-dirs", []) or []]
+    if cfg.path and cfg.get("rules-dirs"):
+        from ..core.config_use import ConfigUseError, check_rules_dirs
+
+        try:
+            rule_dirs += check_rules_dirs(cfg.path, cfg.get("rules-dirs"))
+        except ConfigUseError as exc:
+            raise click.UsageError(str(exc)) from None
     rule_dirs += list(kw.get("rules_dir") or ())
     calibration = None
     from ..findings.measured import load_calibration
@@ -148,6 +154,9 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any],
     from ..knowledge.versions import check as check_versions
 
     bad += check_versions(opts.target, opts.from_version, opts.keep_compat, rs.rules)
+    from ..core.config_use import check_rule_options
+
+    bad += check_rule_options(where, cfg.get("rule-options") or {}, cfg.get("options") or {}, rs.rules)
     if bad:
         raise click.UsageError("; ".join(bad))
     engine = Engine(rs.rules, opts)

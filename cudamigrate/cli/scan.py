@@ -162,7 +162,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         if warning:
             _err(f"warning: {warning}")
     run = Run(findings=findings, errors=errors + rule_errors, files_scanned=len(files), rules=engine.rules,
-              target=engine.opts.target, sources=sources, unused_suppressions=unused)
+              target=engine.opts.target, sources=sources, unused_suppressions=unused, keep_compat=engine.opts.keep_compat)
     if statistics:
         from ..report.text import statistics as stats
 

@@ -13,7 +13,6 @@ vocabulary itself and imports nothing from the package.
 from __future__ import annotations
 
 import difflib
-import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Iterator, Protocol, TypeVar
 
@@ -189,10 +188,12 @@ def scalar(form: str = "VALUE") -> Schema:
 def regex() -> Schema:
     def check(v: Any, p: str, c: Checker) -> None:
         _need(isinstance(v, str), p, "a regular expression (string)", v)
+        from .rule_regex import RuleRegexError, check_rule_regex
+
         try:
-            re.compile(v)
-        except re.error as exc:
-            raise SchemaError(p, f"invalid regex: {exc}") from None
+            check_rule_regex(v)
+        except RuleRegexError as exc:
+            raise SchemaError(p, str(exc)) from None
 
     return Schema("REGEX", check)
 

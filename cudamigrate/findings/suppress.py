@@ -49,7 +49,7 @@ class Suppressions:
                 continue
             ids = None
             if m.group(2) is not None:
-                ids = frozenset(x.strip() for x in m.group(2).decode().split(",") if x.strip())
+                ids = frozenset(x.strip() for x in m.group(2).decode("utf-8", "replace").split(",") if x.strip())
             line = data.count(b"\n", 0, m.start()) + 1
             opener = max(prefix.rfind(b"//"), prefix.rfind(b"/*"))
             after = b""

@@ -12,8 +12,11 @@ Why each step:
   are still what we read, and re-check the stat right before the rename; otherwise the file is left
   alone and reported `changed during fix, skipped`. Two concurrent `fix` runs therefore never lose an
   update: the second one to reach a file sees the first one's write and skips it.
-* What the file is: a symlink is resolved and its target rewritten (the link stays a link); the mode,
-  owner and group are kept (a file we cannot give back its owner is not rewritten); a read-only file
+* What the file is: a symlink is resolved and its target rewritten (the link stays a link) only when the
+  target lies inside the paths the user named (`roots`): a link in the tree pointing outside it is reported
+  and not rewritten (`fix --write-outside-links` allows it), since directory links are not followed either
+  and the owner of that file never asked for it to change; the mode, extended attributes (SELinux labels,
+  macOS quarantine, user.* tags), owner and group are kept (a file we cannot give back its owner is not rewritten); a read-only file
   (no write bit) is reported, not rewritten; a file with several hard links is not rewritten, since a
   rename would split it from its other names and an in-place write is not crash-safe.
 """
@@ -30,7 +33,7 @@ import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 SUFFIX = ".cudamigrate"
 _TEMP = re.compile(r"^\.(?P<name>.+)\.[A-Za-z0-9_]{6,}" + re.escape(SUFFIX) + r"$")
@@ -114,12 +117,44 @@ def fsync_dir(d: str) -> None:
         os.close(fd)
 
 
-def write_checked(path: Path, data: bytes, snap: Snapshot) -> str:
+def inside_roots(real: str, roots: Sequence[str]) -> bool:
+    """Whether the resolved path `real` is one of `roots` or lies under one (roots resolved too)."""
+    for r in roots:
+        rr = os.path.realpath(r)
+        if real == rr or real.startswith(rr.rstrip(os.sep) + os.sep):
+            return True
+    return False
+
+
+def copy_xattrs(src_fd: int, dst_fd: int) -> None:
+    """Copy the extended attributes of the file open as `src_fd` to `dst_fd` (a rename would drop them).
+    One that cannot be set (a security.* attribute without the privilege) makes the write refused rather than
+    silently losing it."""
+    if not hasattr(os, "listxattr"):
+        return
+    try:
+        names = os.listxattr(src_fd)
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return
+        raise
+    for n in names:
+        try:
+            os.setxattr(dst_fd, n, os.getxattr(src_fd, n))
+        except OSError as exc:
+            raise WriteRefused(f"cannot keep its extended attribute {n} ({exc.strerror or exc}), not rewritten") from None
+
+
+def write_checked(path: Path, data: bytes, snap: Snapshot, roots: Sequence[str] | None = None) -> str:
     """Replace the file at `path` (its symlink target) by `data` if it is still what `snap` recorded;
-    return the directory written (for one `fsync_dir` per directory at the end of the run).
+    return the directory written (for one `fsync_dir` per directory at the end of the run). `roots`: the
+    paths the user named; a file whose resolved path lies outside them (through a symlink) is not rewritten.
 
     Raises WriteRefused (not rewritten, reason given) or OSError (could not write; nothing changed)."""
     real = os.path.realpath(path)
+    if roots is not None and not inside_roots(real, roots):
+        raise WriteRefused(f"a symlink to {real}, outside the paths given, not rewritten "
+                           "(fix --write-outside-links allows it)")
     st = os.stat(real)
     if not stat.S_ISREG(st.st_mode):
         raise WriteRefused("not a regular file any more, skipped")
@@ -147,6 +182,7 @@ def write_checked(path: Path, data: bytes, snap: Snapshot) -> str:
                 except PermissionError:
                     raise WriteRefused(f"cannot keep its group (gid {now.st_gid}), not rewritten") from None
                 os.fchmod(fh.fileno(), stat.S_IMODE(now.st_mode))
+                copy_xattrs(lfd, fh.fileno())
                 os.fsync(fh.fileno())
             try:
                 last = os.stat(real)

@@ -13,6 +13,7 @@ from typing import Any, Callable
 import tree_sitter as ts
 
 from ..parse.shapes import case_of, statement_of
+from ..core.rule_regex import rule_regex
 from ..parse.treesitter import parent_of
 from ..core.registry import (Registry, Schema, SchemaError, boolean, condition, conditions, did_you_mean, either, free_mapping,
                         integer, ints, mapping, one_of, regex, scalar, string_list, strings)
@@ -55,7 +56,7 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
     else:
         names, arg, same = list(spec.get("names", [])), spec.get("arg"), spec.get("same_as")
         if spec.get("name_matches"):
-            rx = re.compile(spec["name_matches"])
+            rx = rule_regex(spec["name_matches"])
             names += [n for n in ctx.calls if rx.search(n) and n not in names]
     want = None
     if same is not None:
@@ -161,7 +162,7 @@ CONDITIONS.add("wrapped", boolean(), lambda val, m, ctx: (wrapper_of(m) != "") =
 
 def _statement_matches(val: Any, m: Match, ctx: FileContext) -> bool:
     s, e = m.abs(statement_of(m.node))
-    return re.search(val, ctx.source.data[s:e].decode("utf-8", "replace"), re.DOTALL) is not None
+    return rule_regex(val, "s").search(ctx.source.data[s:e].decode("utf-8", "replace")) is not None
 
 
 _pair("statement_matches", "statement_not_matches", regex(),
@@ -194,21 +195,21 @@ _pair("function_has_call", "function_lacks_call", _calls_schema(),
       _function_has_call)
 _pair("file_has_include", "file_lacks_include", regex(),
       "an `#include` of the file matches the regex.",
-      lambda val, m, ctx: any(re.search(val, i) for i in ctx.includes))
+      lambda val, m, ctx: any(rule_regex(val).search(i) for i in ctx.includes))
 _pair("file_matches", "file_not_matches", regex(),
       "the file's text matches the regex (multi-line: `^` and `$` match at each line).",
-      lambda val, m, ctx: re.search(val.encode(), ctx.source.data, re.M) is not None)
+      lambda val, m, ctx: rule_regex(val.encode(), "m").search(ctx.source.data) is not None)
 CONDITIONS.add("name", strings(), lambda val, m, ctx: m.name in _listed(val),
                "which API matched (the name as the rule spells it).")
-CONDITIONS.add("name_matches", regex(), lambda val, m, ctx: re.search(val, m.name) is not None,
+CONDITIONS.add("name_matches", regex(), lambda val, m, ctx: rule_regex(val).search(m.name) is not None,
                "the matched API's name matches the regex.")
-CONDITIONS.add("written_matches", regex(), lambda val, m, ctx: re.search(val, m.written) is not None,
+CONDITIONS.add("written_matches", regex(), lambda val, m, ctx: rule_regex(val).search(m.written) is not None,
                "the name as written in the source (`::cudaThreadExit`, `thrust::identity`) matches the regex.")
 
 
 def _text_matches(val: Any, m: Match, ctx: FileContext) -> bool:
     s, e = m.report_range
-    return re.search(val, ctx.source.data[s:e].decode("utf-8", "replace"), re.S) is not None
+    return rule_regex(val, "s").search(ctx.source.data[s:e].decode("utf-8", "replace")) is not None
 
 
 CONDITIONS.add("text_matches", regex(), _text_matches, "the matched source text matches the regex.")
@@ -254,7 +255,7 @@ def _preceded_by(val: Any, m: Match, ctx: FileContext) -> bool:
     # element of an initializer list: `{"-arch", "sm_70"}`
     s0 = m.abs(m.node)[0]
     before = ctx.source.data[max(0, s0 - 400) : s0].decode("utf-8", "replace")
-    return re.search(val + r"\Z", before) is not None
+    return rule_regex(val, anchor_end=True).search(before) is not None
 
 
 CONDITIONS.add("preceded_by", regex(), _preceded_by,
@@ -388,9 +389,9 @@ ARG_TESTS.add("is_not", one_of(*IS_VALUES, many=True),
 ARG_TESTS.add("equals", Schema("VALUE|[VALUE, ...]", lambda v, p, c: None),
               lambda val, node, m, ctx, key: _text(node) in [normalize(str(v)) for v in _listed(val)],
               "the argument's text, whitespace removed, is one of these.")
-ARG_TESTS.add("matches", regex(), lambda val, node, m, ctx, key: re.search(val, _text(node)) is not None,
+ARG_TESTS.add("matches", regex(), lambda val, node, m, ctx, key: rule_regex(val).search(_text(node)) is not None,
               "the argument's text (whitespace removed) matches the regex.")
-ARG_TESTS.add("not_matches", regex(), lambda val, node, m, ctx, key: re.search(val, _text(node)) is None,
+ARG_TESTS.add("not_matches", regex(), lambda val, node, m, ctx, key: rule_regex(val).search(_text(node)) is None,
               "the negation of `matches`.")
 
 
@@ -403,23 +404,19 @@ def _arg_declared_type(node: ts.Node, m: Match, ctx: FileContext | None) -> str 
 
 
 ARG_TESTS.add("type_matches", regex(),
-              lambda val, node, m, ctx, key: (t := _arg_declared_type(node, m, ctx)) is not None and re.search(val, t) is not None,
+              lambda val, node, m, ctx, key: (t := _arg_declared_type(node, m, ctx)) is not None and rule_regex(val).search(t) is not None,
               "the declared type of a plain variable argument, whitespace removed (`unsignedint`), matches the "
               "regex; an unknown type fails it.")
 ARG_TESTS.add("type_not_matches", regex(),
-              lambda val, node, m, ctx, key: (t := _arg_declared_type(node, m, ctx)) is None or re.search(val, t) is None,
+              lambda val, node, m, ctx, key: (t := _arg_declared_type(node, m, ctx)) is None or rule_regex(val).search(t) is None,
               "the negation of `type_matches` for a known type; an unknown type passes.")
 
 
 def _loop_of(node: ts.Node) -> ts.Node | None:
-    """The outermost `for`/`while`/`do` around `node` within its function."""
-    out = None
-    p = parent_of(node)
-    while p is not None and p.type not in ("function_definition", "lambda_expression"):
-        if p.type in ("for_statement", "for_range_loop", "while_statement", "do_statement"):
-            out = p
-        p = parent_of(p)
-    return out
+    """The outermost `for`/`while`/`do` around `node` within its function (context.outer_loop_of, memoized)."""
+    from .context import outer_loop_of
+
+    return outer_loop_of(node)
 
 
 def _inside(place: str, m: Match, ctx: FileContext) -> bool:
@@ -457,7 +454,7 @@ def _arg_type(spec: Any, m: Match, ctx: FileContext) -> bool:
     needs at least one known)."""
     if not isinstance(spec, dict) or "matches" not in spec or "arg" not in spec:
         raise ConditionError("arg_type needs `arg` and `matches`")
-    rx = re.compile(spec["matches"])
+    rx = rule_regex(spec["matches"])
     key = str(spec["arg"])
 
     def types_of(node: ts.Node | None) -> set[str] | None:

@@ -27,7 +27,9 @@ reads what earlier work on another stream of the same function wrote, and the im
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import tree_sitter as ts
 
@@ -179,26 +181,103 @@ def _records_on_legacy(call: ts.Node) -> str | None:
     return None
 
 
-_LAST_EVENTS: list = [None, frozenset(), []]  # (function, streams, events) of the last function asked
+@dataclass
+class _FunctionFlow:
+    """One pass over a function body that answers both conditions for every finding of the function in
+    O(log n) each: asking again per finding, from the top of the body, made a function with thousands of
+    legacy-stream calls quadratic (1,600 `cudaMemcpyAsync(..., 0)`: 24 s)."""
+
+    starts: list[int] = field(default_factory=list)  # event start bytes, non-decreasing (pre-order)
+    pending_after: list[bool] = field(default_factory=list)  # other-stream work in flight after event i
+    next_stream: list[int] = field(default_factory=list)  # first event >= i that names a stream (len: none)
+    next_wait: list[int] = field(default_factory=list)  # first event >= i that waits for the legacy stream
+    event_syncs: list[tuple[int, str]] = field(default_factory=list)  # (index, event) of event synchronizations
+    records: dict[str, list[int]] = field(default_factory=dict)  # event name -> indexes recording it on legacy
+    waits: list[int] = field(default_factory=list)  # indexes of host waits (device, stream, event)
+    produced: dict[str, list[int]] = field(default_factory=dict)  # buffer name -> indexes of other-stream work
+    ident_starts: list[int] = field(default_factory=list)  # every identifier of the body, pre-order
+    ident_names: list[str] = field(default_factory=list)
+    ident_pos: dict[str, list[int]] = field(default_factory=dict)  # identifier -> its start bytes
+    stream_pos: list[int] = field(default_factory=list)  # start bytes of identifiers naming a stream
+
+    def names_in(self, node: ts.Node) -> set[str]:
+        """The identifiers under `node` (names that may be buffers: `&d_a[2 * i]` -> d_a, i), from the body's
+        identifier list: no walk."""
+        lo, hi = bisect_left(self.ident_starts, node.start_byte), bisect_left(self.ident_starts, node.end_byte)
+        return set(self.ident_names[lo:hi])
+
+    def has_stream_in(self, node: ts.Node) -> bool:
+        lo = bisect_left(self.stream_pos, node.start_byte)
+        return lo < len(self.stream_pos) and self.stream_pos[lo] < node.end_byte
+
+    def mentions(self, name: str, node: ts.Node) -> bool:
+        pos = self.ident_pos.get(name, ())
+        lo = bisect_left(pos, node.start_byte)
+        return lo < len(pos) and pos[lo] < node.end_byte
 
 
-def _events(function: ts.Node, body: ts.Node, streams: set[str]) -> list[tuple[int, bool, ts.Node]]:
-    """The body's nodes both conditions look at, in source (pre-)order: (start byte, names a stream, node), where
-    a node either names a stream (`_names_stream`) or is a call. Built once per function: every finding of a
-    function asks again, and walking the whole body per finding made a function with thousands of legacy-stream
-    calls quadratic (the 50,000-finding report test). Holding the function node keeps its tree alive, so an
-    equal node is the same function."""
+_LAST_FLOW: list = [None, frozenset(), None]  # (function, streams, flow) of the last function asked
+
+
+def _flow(function: ts.Node, body: ts.Node, streams: set[str]) -> _FunctionFlow:
     key = frozenset(streams)
-    if _LAST_EVENTS[0] is not None and _LAST_EVENTS[0] == function and _LAST_EVENTS[1] == key:
-        return _LAST_EVENTS[2]
+    if _LAST_FLOW[0] is not None and _LAST_FLOW[0] == function and _LAST_FLOW[1] == key:
+        return _LAST_FLOW[2]
     events: list[tuple[int, bool, ts.Node]] = []
+    fl = _FunctionFlow()
+    stream_like = streams | {"cudaStreamPerThread"}
     for n in _walk(body):
+        if n.type == "identifier":
+            t = _text(n)
+            fl.ident_starts.append(n.start_byte)
+            fl.ident_names.append(t)
+            fl.ident_pos.setdefault(t, []).append(n.start_byte)
+            if t in stream_like:
+                fl.stream_pos.append(n.start_byte)
         if _names_stream(n, streams):
             events.append((n.start_byte, True, n))
         elif n.type == "call_expression":
             events.append((n.start_byte, False, n))
-    _LAST_EVENTS[:] = [function, key, events]
-    return events
+    pending = False
+    recorded: set[str] = set()
+    simple_wait: list[bool] = []
+    for i, (start, names_stream, n) in enumerate(events):
+        fl.starts.append(start)
+        wait = False
+        if names_stream:
+            pending = True
+        else:
+            name = _callee(n)
+            ev = _records_on_legacy(n)
+            if ev:
+                recorded.add(ev)
+                fl.records.setdefault(ev, []).append(i)
+            if _is_legacy_wait(n, recorded):
+                pending = False
+            if name in ("cudaEventSynchronize", "cuEventSynchronize"):
+                args = _args(n)
+                if args:
+                    fl.event_syncs.append((i, re.sub(r"\s+", "", _text(args[0]))))
+            else:
+                wait = _is_legacy_wait(n, set())
+            if name in DEVICE_WAITS | STREAM_WAITS | {"cudaEventSynchronize", "cuEventSynchronize"}:
+                fl.waits.append(i)
+            elif name not in CREATE and any(fl.has_stream_in(c) for c in n.children
+                                            if c.type in ("argument_list", "kernel_call_syntax")):
+                # only calls that name a stream pay for their argument names (nested calls stay linear)
+                args_n = n.child_by_field_name("arguments")
+                for x in fl.names_in(args_n) if args_n is not None else ():
+                    fl.produced.setdefault(x, []).append(i)
+        fl.pending_after.append(pending)
+        simple_wait.append(wait)
+    m = len(events)
+    fl.next_stream = [m] * (m + 1)
+    fl.next_wait = [m] * (m + 1)
+    for i in range(m - 1, -1, -1):
+        fl.next_stream[i] = i if events[i][1] else fl.next_stream[i + 1]
+        fl.next_wait[i] = i if simple_wait[i] else fl.next_wait[i + 1]
+    _LAST_FLOW[:] = [function, key, fl]
+    return fl
 
 
 def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node, loop: ts.Node | None) -> bool:
@@ -215,40 +294,17 @@ def legacy_work_isolated(node: ts.Node, function: ts.Node | None, root: ts.Node,
         return False
     if loop is not None and any(_names_stream(n, streams) for n in _walk(loop)):
         return False  # a later iteration could find this loop's other-stream work in flight
-    events = _events(function, body, streams)
-    pending = False  # other-stream work issued since the host last waited for everything
-    recorded: set[str] = set()
-    for start, names_stream, n in events:
-        if start >= node.start_byte:
-            break
-        if names_stream:
-            pending = True
-        else:
-            ev = _records_on_legacy(n)
-            if ev:
-                recorded.add(ev)
-            # waiting for the legacy stream waits for all earlier work of the blocking streams too
-            if _is_legacy_wait(n, recorded):
-                pending = False
-    if pending:
+    fl = _flow(function, body, streams)
+    before = bisect_left(fl.starts, node.start_byte)  # events that start before the match
+    if before and fl.pending_after[before - 1]:
         return False  # another stream may hold work when the match runs
-    recorded = set()
-    for start, names_stream, n in events:
-        if start < node.end_byte:
-            continue
-        if names_stream:
-            return False  # another stream is used before the host waits for this work
-        ev = _records_on_legacy(n)
-        if ev:
-            recorded.add(ev)
-        if _is_legacy_wait(n, recorded):
-            return True
-    return False
-
-
-def _base_names(n: ts.Node) -> set[str]:
-    """Identifiers of an argument that may name a buffer (`&d_a[2 * i]` -> d_a, i)."""
-    return {_text(x) for x in _walk(n) if x.type == "identifier"}
+    j = bisect_left(fl.starts, node.end_byte)  # the first event after the match
+    first_wait = fl.next_wait[j]
+    for k, ev in fl.event_syncs:  # an event recorded on the legacy stream after the match, then waited for
+        if j <= k < first_wait and any(j <= r < k for r in fl.records.get(ev, ())):
+            first_wait = k
+            break
+    return first_wait < len(fl.starts) and first_wait < fl.next_stream[j]
 
 
 def consumes_other_stream_work(node: ts.Node, function: ts.Node | None, root: ts.Node) -> bool:
@@ -264,22 +320,16 @@ def consumes_other_stream_work(node: ts.Node, function: ts.Node | None, root: ts
         return False
     streams = stream_names(root)
     args = node.child_by_field_name("arguments")
-    mine = set().union(*(_base_names(a) for a in args.named_children)) if args is not None else set()
-    mine -= streams
-    if not mine:
+    if args is None:
         return False
-    producers: set[str] = set()  # buffers written (maybe) by other-stream work not yet waited for by the host
-    for start, names_stream, n in _events(function, body, streams):
-        if start >= node.start_byte:
-            break
-        if names_stream:
+    fl = _flow(function, body, streams)
+    before = bisect_left(fl.starts, node.start_byte)
+    since = fl.waits[bisect_left(fl.waits, before) - 1] + 1 if bisect_left(fl.waits, before) else 0
+    # buffer-like names only: a shared loop index or size alone does not order anything; a producer counts when
+    # the host has not waited since it (no wait between it and the match)
+    for x, idx in fl.produced.items():  # the producers' names (few), each looked up in this call's arguments
+        if x in NOT_BUFFERS or x in streams or not fl.mentions(x, args):
             continue
-        if _callee(n) in DEVICE_WAITS | STREAM_WAITS | {"cudaEventSynchronize", "cuEventSynchronize"}:
-            producers.clear()  # the host waited: that work is complete, the barrier no longer orders it
-            continue
-        names = set().union(*(_base_names(c) for c in n.children if c.type in ("argument_list", "kernel_call_syntax")))
-        if names & (streams | {"cudaStreamPerThread"}) and _callee(n) not in CREATE:
-            args_n = n.child_by_field_name("arguments")
-            producers |= set().union(*(_base_names(a) for a in args_n.named_children)) if args_n is not None else set()
-    # buffer-like names only: a shared loop index or size alone does not order anything
-    return bool({x for x in mine & producers if x not in NOT_BUFFERS})
+        if bisect_left(idx, before) > bisect_left(idx, since):
+            return True
+    return False

@@ -16,6 +16,7 @@ preprocessor branch, or in a header of the same directory that the file does not
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -281,7 +282,7 @@ def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
         base, text = todo.pop(0)
         for _, mo in line_start_matches(_ANY_INCLUDE, text):
             inc = mo.group(2).decode("utf-8", "replace")
-            p = next((d / inc for d in (base, root.parent) if (d / inc).is_file()), None)
+            p = next((d / inc for d in (base, root.parent) if os.path.isfile(d / inc)), None)
             if p is not None and Path(inc).name in _toolkit_names():
                 cuda = True  # a vendored copy of a toolkit header declares the API itself
                 continue

@@ -21,6 +21,7 @@ default argument left in place) is the legacy stream itself, not another one, so
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -228,7 +229,7 @@ def _resolve_include(name: str, here: Path) -> Path | None:
     d = here
     for _ in range(4):
         for cand in (d / name, d / "include" / name):
-            if cand.is_file():
+            if os.path.isfile(cand):
                 return cand
         if d.parent == d:
             break

@@ -596,7 +596,7 @@ class _Extractor:
         mo = _IDENT.match(data, eoff)
         if mo is None or use_end <= eoff:
             return
-        fact.macro = mo.group(0).decode()
+        fact.macro = mo.group(0).decode("utf-8", "replace")
         fact.use_range = (eoff, use_end)
         fact.body_file = sf
         fact.body_offset = soff

@@ -784,9 +784,12 @@ def _read_limited(path: str, limit: int) -> tuple[bytes | None, tuple[int, ...] 
         st = os.fstat(fd)
         if not statmod.S_ISREG(st.st_mode) or st.st_size > limit:
             return None, None
-        chunks, left = [], limit + 1
+        if b"\x00" in os.pread(fd, 65536, 0):  # binary: scanning refuses it from this head too, unread
+            return None, None
+        chunks, left, size = [], limit + 1, st.st_size + 1  # one sized read: no second copy from a join
         while left > 0:
-            b = os.read(fd, min(left, 1 << 20))
+            b = os.read(fd, min(left, size))
+            size = 1 << 20
             if not b:
                 break
             chunks.append(b)

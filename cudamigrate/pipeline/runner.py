@@ -156,17 +156,23 @@ class Work(Protocol[R_co]):
 
     def failed(self, job: FileJob, exc: BaseException) -> R_co: ...
 
+    def timed_out(self, job: FileJob, seconds: float) -> R_co: ...
+
 
 @dataclass(frozen=True)
 class ScanWork:
     max_bytes: int | None = None
     ships_facts = True  # precomputed facts travel with each file
+    budgets = 1  # per-file time budgets one file's work may use
 
     def __call__(self, engine: Engine, job: FileJob) -> FileResult:
         return scan_file(engine, job, self.max_bytes)
 
     def failed(self, job: FileJob, exc: BaseException) -> FileResult:
         return guarded_file(job.display, "scanning in a worker process", exc)
+
+    def timed_out(self, job: FileJob, seconds: float) -> FileResult:
+        return FileResult(job.display, errors=[hard_deadline_message(job.display, seconds)])
 
 
 @dataclass(frozen=True)
@@ -176,6 +182,7 @@ class CachedScanWork:
 
     max_bytes: int | None = None
     ships_facts = False  # semantic mode is not cached
+    budgets = 1
 
     def __call__(self, engine: Engine, job: FileJob) -> tuple[FileResult | bytes, str | None, tuple[list[str], list[str]]]:
         """The result packed for the cache (`cache.pack`) where it can be: the parent unpacks it (it would
@@ -189,6 +196,9 @@ class CachedScanWork:
     def failed(self, job: FileJob, exc: BaseException) -> tuple[FileResult, None, tuple[list[str], list[str]]]:
         return guarded_file(job.display, "scanning in a worker process", exc), None, ([], [])
 
+    def timed_out(self, job: FileJob, seconds: float) -> tuple[FileResult, None, tuple[list[str], list[str]]]:
+        return FileResult(job.display, errors=[hard_deadline_message(job.display, seconds)]), None, ([], [])
+
 
 @dataclass(frozen=True)
 class FixWork:
@@ -196,12 +206,16 @@ class FixWork:
     unsafe: bool = False
     display_only: frozenset[str] = frozenset()
     ships_facts = False  # fixing reparses edited bytes: libclang's translation units live in this process
+    budgets = 2 * (1 + 10)  # a fix scans once per pass (fix/apply.py: MAX_PASSES 10), then checks the result
 
     def __call__(self, engine: Engine, job: FileJob) -> FixOutcome:
         return fix_file(engine, job, self.max_bytes, self.unsafe, self.display_only)
 
     def failed(self, job: FileJob, exc: BaseException) -> FixOutcome:
         return _fix_failed(job.display, job.path, exc, "internal error while fixing in a worker process")
+
+    def timed_out(self, job: FileJob, seconds: float) -> FixOutcome:
+        return FixOutcome(job.display, job.path, error=hard_deadline_message(job.display, seconds) + "; not fixed")
 
 
 # --------------------------------------------------------------------------- running
@@ -211,7 +225,26 @@ _WORKER: Engine | None = None
 _WORK: Any = None
 
 
+HARD_DEADLINE_FACTOR = 1.5  # the in-Python budget stops a file first; the kill is for work in C it cannot stop
+HARD_DEADLINE_GRACE_S = 10.0
+
+
+def hard_deadline(budget_s: float | None, work: Any) -> float | None:
+    """Seconds after which a worker still busy with one file is killed (None: the run has no budget)."""
+    if budget_s is None:
+        return None
+    return budget_s * getattr(work, "budgets", 1) * HARD_DEADLINE_FACTOR + HARD_DEADLINE_GRACE_S
+
+
+def hard_deadline_message(display: str, seconds: float) -> str:
+    return (f"{display}: worker stopped after the hard per-file deadline of {seconds:g} s (work the time budget "
+            f"could not interrupt; pathological input?); no findings reported for it")
+
+
 def _init(spec: EngineSpec, work: Any) -> None:
+    from .workers import die_with_parent
+
+    die_with_parent()
     global _WORKER, _WORK
     _WORKER = spec.build()
     _WORK = work
@@ -317,6 +350,23 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
         finally:
             if facts is not None:
                 engine.semantic_provider = None
+        return
+    import multiprocessing as mp
+
+    if "fork" in mp.get_all_start_methods() and sys.platform.startswith("linux"):
+        # forked workers inherit this engine; each is killed and replaced when one file runs past the deadline
+        from .workers import deadline_map
+
+        global _WORKER, _WORK
+        _WORKER, _WORK = engine, work
+        engine.warm_up()
+        deadline = hard_deadline(engine.opts.time_budget_s, work)
+        timed_out = getattr(work, "timed_out", None) or (
+            lambda job, secs: work.failed(job, TimeoutError(hard_deadline_message(job.display, secs))))
+        for r in deadline_map(_in_worker, items, jobs, deadline, work.failed, timed_out):
+            if progress:
+                progress(r)
+            yield r
         return
     with _pool(engine, spec, work, jobs) as pool:
         for r in pool_map(pool, _in_worker, items, work.failed, chunk_size(len(items), jobs), _weight):

@@ -118,7 +118,7 @@ class ProjectIndex:
         """`#include "name"` from `includer`: its own directory first (what compilers do), then a unique
         file of the run whose path ends with `name` (headers under an -I directory we are not told of)."""
         cand = self._key(includer.parent / name)
-        if cand.is_file():
+        if os.path.isfile(cand):  # False, not OSError, for a name too long for the OS (`#include "((((...`)
             return cand
         by_name = self._by_basename_map()
         suffix = "/" + name.lstrip("./")
@@ -228,9 +228,9 @@ class ProjectIndex:
             for _, m in line_start_matches(_OBJECT_DEFINE, data):
                 body = m.group(2)
                 if statement_body(body):
-                    stmt.add(m.group(1).decode())
+                    stmt.add(m.group(1).decode("utf-8", "replace"))
                 elif _COMMENT.sub(b" ", _CONT.sub(b" ", body)).strip():
-                    other.add(m.group(1).decode())
+                    other.add(m.group(1).decode("utf-8", "replace"))
         got = (frozenset(stmt), frozenset(other))
         self._macros[key] = got
         return got

@@ -183,7 +183,11 @@ def load_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile:
             raise SourceError(
                 f"file too large ({st.st_size} bytes > limit {max_bytes}); raise `max-file-size` to scan it"
             )
-        data = _read_fd(fd, max_bytes + 1)
+        # a binary file (a sparse 1 GB image, an object file) is refused from its first 64 KiB, before the rest
+        # is read; the rest is read in one sized read, so a file let in by a raised limit costs its size once
+        if b"\x00" in os.pread(fd, HEAD_BYTES, 0):
+            raise SourceError("binary file (contains NUL bytes)")
+        data = _read_fd(fd, max_bytes + 1, st.st_size + 1)
         if len(data) > max_bytes:
             raise SourceError(f"file too large (grew past the limit {max_bytes} while being read)")
     except OSError as exc:
@@ -195,13 +199,28 @@ def load_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> SourceFile:
     return src
 
 
+def _check_utf8(data: bytes, chunk: int = 1 << 20) -> None:
+    """Raise UnicodeDecodeError (offsets into `data`) when `data` is not UTF-8, decoding 1 MiB at a time: a
+    whole-file decode would hold a second copy of a large file."""
+    import codecs
+
+    dec = codecs.getincrementaldecoder("utf-8")()
+    view = memoryview(data)
+    for i in range(0, max(len(data), 1), chunk):
+        pending = len(dec.getstate()[0])  # bytes of a character split by the previous chunk's end
+        try:
+            dec.decode(view[i : i + chunk], final=i + chunk >= len(data))
+        except UnicodeDecodeError as exc:
+            raise UnicodeDecodeError("utf-8", data, i - pending + exc.start, i - pending + exc.end, exc.reason) from None
+
+
 def check_bytes(path: Path, data: bytes) -> SourceFile:
     if b"\x00" in data[:65536] or b"\x00" in data[-65536:]:
         raise SourceError("binary file (contains NUL bytes)")
     warnings: list[str] = []
     utf8 = True
     try:
-        data.decode("utf-8")
+        _check_utf8(data)
     except UnicodeDecodeError as exc:
         # Legacy trees hold Latin-1/CP-1252 comments (author names in Boost headers). The code is
         # ASCII, so the file is scanned as is; fixes edit byte ranges and keep every other byte.
@@ -226,12 +245,18 @@ def read_regular(path: str | os.PathLike[str], limit: int = DEFAULT_MAX_BYTES) -
         os.close(fd)
 
 
-def _read_fd(fd: int, limit: int) -> bytes:
-    """At most `limit` bytes from an open descriptor, in 1 MiB reads (a file may grow while we read it)."""
+HEAD_BYTES = 65536  # what check_bytes looks at for NUL bytes, at each end
+
+
+def _read_fd(fd: int, limit: int, expect: int = 1 << 20) -> bytes:
+    """At most `limit` bytes from an open descriptor (a file may grow while we read it): first `expect` bytes
+    in one read (the file's size: one buffer, no join copy), then 1 MiB reads."""
     chunks: list[bytes] = []
     left = limit
+    size = max(1, min(expect, limit))
     while left > 0:
-        b = os.read(fd, min(left, 1 << 20))
+        b = os.read(fd, min(left, size))
+        size = 1 << 20
         if not b:
             break
         chunks.append(b)

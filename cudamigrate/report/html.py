@@ -252,9 +252,11 @@ def _plan_view(run: Run) -> dict[str, Any]:
     """The migration plan the page leads with (the same as `cudamigrate plan`), and the ROI in words."""
     from .plan import ROI_WORDS, build_plan, counts_by_impact, effort_str
 
+    from .plan import minimum_line
+
     plan = build_plan(run.findings, run.errors, run.files_scanned, run.target_str, {r.id: r.name for r in run.rules},
-                      [])
-    return {"plan": plan, "effort_str": effort_str, "roi_words": ROI_WORDS,
+                      [], minimum=run.minimum_str)
+    return {"plan": plan, "minimum_line": minimum_line(plan.minimum), "effort_str": effort_str, "roi_words": ROI_WORDS,
             "impact_counts": counts_by_impact(run.findings),
             "must_effort": effort_str(plan.must_minutes), "optional_effort": effort_str(plan.optional_minutes)}
 

@@ -19,6 +19,11 @@ class Run:
     target: tuple[int, int]
     sources: dict[str, bytes] = field(default_factory=dict)  # for reports that show code
     unused_suppressions: list[dict[str, Any]] = field(default_factory=list)
+    keep_compat: tuple[int, int] | None = None  # the project's declared oldest toolkit (decides CM410's fixes)
+
+    @property
+    def minimum_str(self) -> str | None:
+        return f"{self.keep_compat[0]}.{self.keep_compat[1]}" if self.keep_compat else None
 
     @property
     def target_str(self) -> str:

@@ -105,6 +105,7 @@ class Plan:
     must: list[Step]
     optional: list[Step]
     errors: list[str]
+    minimum: str | None = None  # the oldest toolkit the project declared (keep-compat); CM410 removes guards only then
 
     @property
     def must_minutes(self) -> float:
@@ -123,6 +124,7 @@ class Plan:
             "optional": {"findings": sum(s.findings for s in self.optional), "hours": _hours(self.optional_minutes),
                          "steps": [asdict(s) for s in self.optional]},
             "unreadable": list(self.errors),
+            "minimum": self.minimum,
             "roi": ROI_WORDS,
         }
 
@@ -160,7 +162,8 @@ def _cmd(args: list[str], paths: list[str], extra: list[str] | None = None) -> s
 
 
 def build_plan(findings: list[Finding], errors: list[str], files_scanned: int, target: str,
-               rule_names: dict[str, str], paths: list[str], extra: list[str] | None = None) -> Plan:
+               rule_names: dict[str, str], paths: list[str], extra: list[str] | None = None,
+               minimum: str | None = None) -> Plan:
     """Group findings into must-do steps (build breaks, then run-time breaks) and optional steps (everything else).
 
     `extra`: the options the plan was made with that the `fix` commands must repeat (--target-cuda, ...)."""
@@ -209,7 +212,15 @@ def build_plan(findings: list[Finding], errors: list[str], files_scanned: int, t
                                  sorted({f.path for f in fs}) if app == "unsafe" else []))
     for step, fs in zip(must + optional, _step_findings(groups, must + optional), strict=True):
         step.jobs = _jobs(fs)
-    return Plan(target, files_scanned, must, optional, list(errors))
+    return Plan(target, files_scanned, must, optional, list(errors), minimum)
+
+
+def minimum_line(minimum: str | None) -> str:
+    """Which oldest toolkit the plan assumed: it decides which version guards are dead (CM410)."""
+    if minimum:
+        return f"Oldest CUDA the code must still build with: {minimum} (keep-compat); version guards dead from it on are removed."
+    return ("Oldest CUDA the code must still build with: not declared; version guards are reported, not removed "
+            "(set keep-compat under [tool.cudamigrate] or pass --keep-compat).")
 
 
 def _step_findings(groups: dict[tuple[str, str], list[Finding]], steps: list[Step]) -> list[list[Finding]]:
@@ -226,7 +237,7 @@ def _files_line(files: list[str]) -> str:
 
 def render_text(plan: Plan) -> str:
     """The plan as numbered steps that read well pasted into a ticket."""
-    out = [f"Migration plan to CUDA {plan.target} ({plan.files_scanned} file(s) scanned)", ""]
+    out = [f"Migration plan to CUDA {plan.target} ({plan.files_scanned} file(s) scanned)", minimum_line(plan.minimum), ""]
     nbreak = sum(s.findings for s in plan.must if s.impact == "build-break")
     nrun = sum(s.findings for s in plan.must if s.impact == "runtime-break")
     if plan.must:

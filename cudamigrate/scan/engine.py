@@ -386,14 +386,26 @@ class Engine:
         reset_scope_cache()
         register_roots([u.root for u in units])
         self._budget = Budget(self.opts.time_budget_s)
+        self._partial: list[Finding] = []
         try:
             return self._scan_units(ctx, res, candidates, keys, semantic, display)
         except FileTimeout as exc:
-            return FileResult(display, errors=[f"{display}: {exc} (pathological input?); no findings reported for it"],
-                              notes=res.notes)
+            return self._timed_out(display, src.data, exc, res.notes)
         finally:
             reset_parent_cache()
             reset_scope_cache()
+
+    def _timed_out(self, display: str, data: bytes, exc: FileTimeout, notes: list[str]) -> FileResult:
+        """A file past its budget keeps the findings already made (suppressions applied), with an error line
+        saying the rest of the file was not checked: dropping them all hid build breaks already found."""
+        kept = list(self._partial)
+        sup = Suppressions.scan(data)
+        if sup.items:
+            kept = [f for f in kept if not sup.suppressed(f.rule_id, f.line, f.end_line)]
+        what = (f"the {len(kept)} finding(s) made before it are reported, the rest of the file was not checked"
+                if kept else "no findings reported for it")
+        return FileResult(display, findings=kept, errors=[f"{display}: {exc} (pathological input?); {what}"],
+                          suppressions=sup, notes=notes)
 
     def _scan_units(self, ctx: FileContext, res: FileResult, candidates: dict[str, Rule], keys: list[str],
                     semantic: Any, display: str) -> FileResult:
@@ -416,7 +428,7 @@ class Engine:
         budget = self._budget
         for unit, node in identifier_hits(ctx, hit_rules):
             budget.check()
-            text = node.text.decode()
+            text = node.text.decode("utf-8", "replace")
             for r in hit_rules.get(text, []):
                 try:
                     matcher = MATCHER_KINDS.get(r.kind).impl.hit
@@ -506,6 +518,7 @@ class Engine:
         """Findings from matches; a match whose rule fails (template, condition, edit, or a bug) becomes
         one internal error naming the file, position and rule, and the other matches go on."""
         out: list[Finding] = []
+        self._partial = out  # what a timeout keeps (`_timed_out`)
         errors: list[tuple[str, BaseException]] = []
         seen: set[tuple[str, int, int]] = set()
         data = ctx.source.data

@@ -86,6 +86,12 @@ class Case:
         return str(self.settings.get("target", "13.0"))
 
     @property
+    def keep_compat(self) -> str | None:
+        """The oldest toolkit the case's project declares it builds with (`keep-compat`); CM410 fixes only then."""
+        v = self.settings.get("keep_compat")
+        return None if v is None else str(v)
+
+    @property
     def options(self) -> dict[str, Any]:
         return self.settings.get("options", {}) or {}
 
@@ -167,8 +173,9 @@ def engine_for(case: Case, rules: list[Rule]) -> Engine:
 
     target = parse_version(case.target)
     assert target is not None  # Case.target defaults to "13.0"
+    keep = parse_version(case.keep_compat) if case.keep_compat else None
     return Engine(rules, Options(target=target, select=case.rules, extend_select=case.rules or [],
-                                 options=case.options))
+                                 options=case.options, keep_compat=keep))
 
 
 def fix_case_file(engine: Engine, case: Case, path: Path) -> bytes:

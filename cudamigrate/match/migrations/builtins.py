@@ -15,7 +15,7 @@ from ...findings.model import Edit
 from ...parse import walk
 from ...parse.treesitter import query
 from ...rules.schema import Rule
-from ..context import FileContext, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
+from ..context import FileContext, source_text, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
 from ..matchers import Match
 from ..ppenv import PPEnv, build_env
 from ...core.registry import Registry, free_mapping, string_list
@@ -82,9 +82,9 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
     assume = frozenset(options.get("assume_defined", []) or [])
     # `fix --keep-compat X.Y` (or `keep-compat` in the configuration): the code must still build with X.Y, so a
     # guard is decided only when X.Y and every later toolkit agree
-    start = min(ctx.keep_compat, ctx.target) if ctx.keep_compat else ctx.target
-    env = pp_env(ctx, start, assume)
-    versions = toolkits_from(start)
+    window = min(ctx.keep_compat, ctx.target) if ctx.keep_compat else ctx.target
+    env = pp_env(ctx, window, assume)
+    versions = toolkits_from(window)
     out: list[Match] = []
     unit = ctx.main
     nl = ctx.source.newline.decode()
@@ -122,9 +122,11 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
                 ok = False
                 break
         mark = next((mk for b in branches if (mk := KEEP_COMPAT_MARK.search(data[b[3] : b[4]]))), None)
-        if mark is not None and (int(mark.group(1)), int(mark.group(2))) < start:
+        lo = window
+        if mark is not None and (int(mark.group(1)), int(mark.group(2))) < window:
             # a guard written by `fix --keep-compat` (or by hand with the marker): decided over its own window
-            marked = toolkits_from((int(mark.group(1)), int(mark.group(2))))
+            lo = (int(mark.group(1)), int(mark.group(2)))
+            marked = toolkits_from(lo)
             for b in branches:
                 if b[0] != "#else":
                     b[2] = _decide(ctx, env, b[1], b[3], marked)
@@ -147,7 +149,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
                     kept.append(["#else", "", True, b[3], b[4], b[5]])
                 break
             kept.append(b)
-        start = branches[0][3]
+        chain_start = branches[0][3]
         if live_body is not None:
             new = data[live_body[4] : live_body[5]].decode("utf-8", "surrogateescape")
             outcome = "keeps only the live branch"
@@ -159,7 +161,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             for i, b in enumerate(kept):
                 if b[0] == "#else":
                     directive = "#else" + nl
-                elif i == 0 and b[3] != start:
+                elif i == 0 and b[3] != chain_start:
                     # an #elif that becomes the first branch: `#elif` -> `#if`, comments kept
                     directive = re.sub(r"^([ \t]*#[ \t]*)elif", r"\1if", data[b[3] : b[4]].decode("utf-8", "surrogateescape"), count=1)
                 else:
@@ -168,7 +170,7 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             parts.append(data[endif_start:end].decode("utf-8", "surrogateescape"))
             new = "".join(parts)
             outcome = "drops the dead branches"
-        old = data[start:end].decode("utf-8", "surrogateescape")
+        old = data[chain_start:end].decode("utf-8", "surrogateescape")
         if new == old:
             continue
         decided = next(b for b in branches if b[2] is not None and b[0] != "#else")
@@ -179,8 +181,18 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             dline_end -= 1
         m.range = (decided[3], dline_end)
         m.vars.update({"condition": " ".join(decided[1].split()), "directive": " ".join(line.split()),
-                       "state": "true" if decided[2] else "false", "outcome": outcome})
-        m.edits = [Edit(start, end, new)]
+                       "state": "true" if decided[2] else "false", "outcome": outcome,
+                       "minimum": f"{lo[0]}.{lo[1]}"})
+        if ctx.keep_compat is None and mark is None:
+            # the project never said it dropped the older toolkits: the guard may be deliberate compatibility code
+            # (NVIDIA's v13.0 deviceQuery keeps two), so it is reported, not removed, until a minimum is declared
+            m.vars["outcome"] = (f"the fix leaves it until the project declares the oldest CUDA it builds with "
+                                 f"(`keep-compat = \"{lo[0]}.{lo[1]}\"` under [tool.cudamigrate], or "
+                                 f"`fix --keep-compat {lo[0]}.{lo[1]}`)")
+            m.edits = []
+        else:
+            m.vars["outcome"] = "the fix " + outcome
+            m.edits = [Edit(chain_start, end, new)]
         out.append(m)
     return out
 
@@ -552,7 +564,7 @@ def namespace_use(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
             out.append(m)
     data = ctx.source.data
     for mo in re.finditer(rb"using\s+namespace\s+((?:::)?[A-Za-z_][\w:\s]*?)\s*;", data):
-        full = normalize_name(mo.group(1).decode())
+        full = normalize_name(source_text(mo.group(1)))
         cands = ctx.resolve(full) | {full}
         for key, val in ctx.namespace_aliases.items():
             if full.startswith(key + "::") or full == key:

@@ -4,6 +4,7 @@ the cheap byte tests that say whether a file can hold any. Part of texture.py's 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -313,7 +314,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
         else:
             incs = [(path.parent / m.group(1).decode("utf-8", "surrogateescape")).resolve() for _, m in line_start_matches(LOCAL_INCLUDE, data)]
         for inc in incs:
-            if inc is None or inc in seen or not inc.is_file():
+            if inc is None or inc in seen or not os.path.isfile(inc):
                 continue
             seen.add(inc)
             try:

@@ -25,7 +25,7 @@ def _line_start(data: bytes, pos: int) -> int:
 def _indent(data: bytes, pos: int) -> str:
     ls = _line_start(data, pos)
     m = re.match(rb"[ \t]*", data[ls:pos])
-    return m.group(0).decode() if m else ""
+    return m.group(0).decode("utf-8", "replace") if m else ""
 
 
 def _fn_name(call: ts.Node) -> tuple[str, bool]:

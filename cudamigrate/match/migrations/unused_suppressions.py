@@ -127,7 +127,7 @@ def _ids_span(data: bytes, s: Suppression) -> tuple[int, int, list[str]] | None:
     m = PATTERN.match(data, s.start)
     if m is None or m.group(2) is None:
         return None
-    raw = m.group(2).decode()
+    raw = m.group(2).decode("utf-8", "replace")
     return m.start(2), m.end(2), [x.strip() for x in raw.split(",") if x.strip()]
 
 

@@ -1,0 +1,148 @@
+"""Worker processes with a hard per-file deadline, that die with their parent.
+
+Why: the per-file time budget (engine.Budget) is checked by Python loops, so it cannot stop work running in C
+(a regex, a parser, libclang). A ProcessPoolExecutor cannot cancel a running task either. Here each worker
+takes one file at a time over its own pipe; a worker still busy `deadline_s` after it got its file is killed
+(SIGKILL) and replaced, the file gets a one-line error, and the other files go on. Workers also ask the kernel
+to kill them when their parent dies (Linux `PR_SET_PDEATHSIG`; elsewhere a thread watches the parent's pid),
+so a `kill -9` of the main `fix` process leaves no workers behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+PR_SET_PDEATHSIG = 1
+POLL_S = 1.0  # how often the fallback watcher looks at the parent's pid
+
+
+def die_with_parent(parent: int | None = None) -> None:
+    """Make this process end when its parent does (called first thing in every worker)."""
+    parent = parent if parent is not None else os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent:  # the parent died before prctl took effect
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(POLL_S)
+
+    threading.Thread(target=watch, name="cudamigrate-parent-watch", daemon=True).start()
+
+
+def _worker_main(conn: Connection, fn: Callable[[Any], Any], parent: int) -> None:
+    die_with_parent(parent)
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        idx, item = msg
+        try:
+            out: tuple[int, bool, Any] = (idx, True, fn(item))
+        except BaseException as exc:  # noqa: BLE001 - reported as that file's error by the parent
+            out = (idx, False, exc)
+        try:
+            conn.send(out)
+        except Exception as exc:  # an unpicklable result or exception: still one answer for that file
+            conn.send((idx, False, RuntimeError(f"worker could not send its result: {type(exc).__name__}: {exc}")))
+
+
+class _Worker:
+    def __init__(self, ctx: Any, fn: Callable[[Any], Any]) -> None:
+        self.conn, child = ctx.Pipe(duplex=True)
+        self.proc = ctx.Process(target=_worker_main, args=(child, fn, os.getpid()), daemon=True)
+        self.proc.start()
+        child.close()
+        self.job: int | None = None
+        self.started = 0.0
+        self.limit: float | None = None
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except (OSError, ValueError):
+            pass
+        self.proc.join(5)
+        self.conn.close()
+
+
+def deadline_map(fn: Callable[[Any], Any], items: list[Any], jobs: int,
+                 deadline_s: float | None | Callable[[Any], float | None],
+                 failed: Callable[[Any, BaseException], Any], timed_out: Callable[[Any, float], Any],
+                 ctx: Any = None) -> Iterator[Any]:
+    """`fn` over `items` in `jobs` forked workers, results in input order. An item whose worker raises gets
+    `failed(item, exc)`; one still running after its deadline (`deadline_s`, or `deadline_s(item)`; None: no
+    limit) gets `timed_out(item, s)` and its worker is killed and replaced; a worker that dies gets `failed`
+    for its item and is replaced."""
+    import multiprocessing as mp
+
+    limit_of: Callable[[Any], float | None] = deadline_s if callable(deadline_s) else (lambda _it: deadline_s)
+
+    ctx = ctx or mp.get_context("fork")
+    workers = [_Worker(ctx, fn) for _ in range(max(1, min(jobs, len(items))))]
+    results: dict[int, Any] = {}
+    nxt = 0  # next item to hand out
+    out = 0  # next result to yield
+    try:
+        while out < len(items):
+            for w in workers:
+                if w.job is None and nxt < len(items):
+                    w.conn.send((nxt, items[nxt]))
+                    w.job, w.started, w.limit = nxt, time.monotonic(), limit_of(items[nxt])
+                    nxt += 1
+            busy = [w for w in workers if w.job is not None]
+            ends = [w.started + w.limit for w in busy if w.limit is not None]
+            timeout = max(0.0, min(ends) - time.monotonic()) if ends else None
+            ready = wait([w.conn for w in busy], timeout) if busy else []
+            for i, w in enumerate(workers):
+                if w.job is None:
+                    continue
+                job = w.job
+                if w.conn in ready:
+                    try:
+                        idx, ok, val = w.conn.recv()
+                        results[idx] = val if ok else failed(items[idx], val)
+                        w.job = None
+                        continue
+                    except (EOFError, OSError) as exc:  # the worker died (killed, out of memory)
+                        results[job] = failed(items[job], RuntimeError(f"worker process died ({exc or 'EOF'})"))
+                elif w.limit is not None and time.monotonic() - w.started >= w.limit:
+                    results[job] = timed_out(items[job], w.limit)
+                else:
+                    continue
+                w.kill()
+                workers[i] = _Worker(ctx, fn)
+            while out in results:
+                yield results.pop(out)
+                out += 1
+    finally:
+        for w in workers:
+            if w.job is None:
+                try:
+                    w.conn.send(None)
+                except OSError:
+                    pass
+            w.kill() if w.job is not None else None
+        for w in workers:
+            w.proc.join(5)
+            if w.proc.is_alive():
+                w.kill()

@@ -1,0 +1,72 @@
+"""Worker processes: a hard per-file deadline that stops work in C, and no worker outliving its parent."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+from cudamigrate.pipeline.workers import deadline_map
+
+
+def _work(x):
+    if x == "hang":
+        re.match(r"(a|aa)*b", "a" * 200)  # exponential in Python's re, in C: no Python-level check can stop it
+    return (x, os.getpid())
+
+
+def test_a_file_stuck_in_c_is_killed_and_the_others_go_on():
+    """Only the stuck item has a deadline (set by the test), so no result depends on how loaded the machine is:
+    the stuck one never finishes, and the others are never timed."""
+    out = list(deadline_map(_work, ["x", "hang", "y", "z"], 1, lambda it: 0.5 if it == "hang" else None,
+                            failed=lambda it, exc: ("failed", it), timed_out=lambda it, s: ("timeout", it, s)))
+    assert out[0][0] == "x" and out[2][0] == "y" and out[3][0] == "z"
+    assert out[1] == ("timeout", "hang", 0.5)
+    assert out[0][1] != out[2][1]  # the killed worker was replaced
+
+
+def test_a_worker_that_dies_gives_that_file_an_error():
+    out = list(deadline_map(lambda x: os._exit(3) if x == "die" else x, ["a", "die", "b"], 1, None,
+                            failed=lambda it, exc: ("failed", it), timed_out=lambda it, s: ("timeout", it)))
+    assert out == ["a", ("failed", "die"), "b"]
+
+
+PARENT = r"""
+import os, re, sys
+sys.path.insert(0, sys.argv[1])
+from cudamigrate.pipeline.workers import deadline_map
+def work(x):
+    os.write(1, f"{os.getpid()}\n".encode())  # one write: two workers do not interleave
+    re.match(r"(a|aa)*b", "a" * 200)
+list(deadline_map(work, [1, 2], 2, None, failed=lambda i, e: None, timed_out=lambda i, s: None))
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (already dead, not yet reaped by init) counts as gone
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_workers_die_with_their_parent():
+    """kill -9 of the main process (no cleanup runs in it) leaves no worker behind."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.Popen([sys.executable, "-c", PARENT, root], stdout=subprocess.PIPE, text=True)
+    workers = [int(p.stdout.readline()), int(p.stdout.readline())]
+    assert all(_alive(w) for w in workers)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    for _ in range(600):  # the kernel's PDEATHSIG is immediate; the bound only keeps a broken build from hanging
+        if not any(_alive(w) for w in workers):
+            break
+        time.sleep(0.05)
+    assert not any(_alive(w) for w in workers)
