@@ -49,7 +49,7 @@ note "python: $PY $("$PY" -V 2>&1)"
 
 DEPS=$ROOT/.pydeps
 export PYTHONPATH="$DEPS:$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-have_deps() { "$PY" -c 'import tree_sitter, tree_sitter_cuda, tree_sitter_cpp, yaml, click, jinja2, markupsafe, pathspec' 2>/dev/null; }
+have_deps() { "$PY" -c 'import tree_sitter, tree_sitter_cuda, tree_sitter_cpp, yaml, click, jinja2, markupsafe, pathspec, re2' 2>/dev/null; }
 unpack_wheels() {  # unzip the wheels for this interpreter (no pip needed); $1: glob of names
   "$PY" - "$DEPS" "$@" <<'PYEOF'
 import glob, re, sys, zipfile
@@ -78,11 +78,11 @@ elif [ -d .whl ]; then
   mkdir -p "$DEPS"
   if "$PY" -m pip --version >/dev/null 2>&1; then
     "$PY" -m pip install -q --no-index --no-deps --find-links .whl --target "$DEPS" \
-      tree-sitter tree-sitter-cuda tree-sitter-cpp click jinja2 markupsafe pyyaml pathspec >>"$ENVF" 2>&1 || true
+      tree-sitter tree-sitter-cuda tree-sitter-cpp click jinja2 markupsafe pyyaml pathspec google-re2 >>"$ENVF" 2>&1 || true
   fi
   have_deps || unpack_wheels ".whl/tree_sitter-*.whl" ".whl/tree_sitter_cuda-*.whl" ".whl/tree_sitter_cpp-*.whl" \
     ".whl/click-*.whl" ".whl/jinja2-*.whl" ".whl/markupsafe-*.whl" ".whl/pyyaml-*.whl" ".whl/PyYAML-*.whl" \
-    ".whl/pathspec-*.whl" >>"$ENVF" 2>&1
+    ".whl/pathspec-*.whl" ".whl/google_re2-*.whl" >>"$ENVF" 2>&1
   have_deps && note "python deps: from .whl" || { note "python deps missing (carry .whl/)"; "$PY" -c 'import tree_sitter, yaml, click, jinja2, pathspec' 2>&1 | tee -a "$ENVF"; exit 3; }
 else
   note "python deps missing and no .whl/ carried"; exit 3

@@ -25,6 +25,7 @@ PKGS=(
   "markupsafe==3.0.4"
   "pyyaml==6.0.4"
   "pathspec==1.1.1"
+  "google-re2==1.1.20251105"
 )
 if [ "${WITH_CUDA_WHEELS:-0}" = 1 ]; then
   PKGS+=("nvidia-cublas==13.0.2.14" "nvidia-cuda-nvrtc==13.0.88")
