@@ -92,7 +92,7 @@ def bench(corpus: Path, only: list[str], jobs: int, work: Path, do_recheck: bool
     name = corpus.name
     dst = work / name
     targets = copy_corpus(corpus, dst, only)
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     env.pop("CUDAMIGRATE_VERIFY", None)
     if not keep_cache:
         env["CUDAMIGRATE_CACHE_DIR"] = tempfile.mkdtemp(prefix="cmcache-bench-verify-")
