@@ -721,6 +721,15 @@ def db_flags(entry: dict) -> list[str]:
     return out + ["-c"]
 
 
+def rebase_output(output: str, compiled_root: str, root: str) -> str:
+    """nvcc's output of a cache hit, with the paths of the tree it was compiled in moved to `root`: the key is
+    the content, so a unit that `fix` left unchanged hits the entry compiled in the original tree, and without
+    this its diagnostics name files outside the measured copy and are dropped."""
+    if not compiled_root or compiled_root == root:
+        return output
+    return output.replace(compiled_root.rstrip("/") + "/", root.rstrip("/") + "/")
+
+
 class RecallCompiler(oracle.Compiler):
     """The oracle's content-keyed compile cache, keeping nvcc's whole output (the oracle keeps only the first
     error) and taking per-unit flags."""
@@ -744,7 +753,9 @@ class RecallCompiler(oracle.Compiler):
         key = self.key(root, rel)
         hit = self.cache / f"{key}.json"
         if hit.is_file():
-            cached = UnitResult(**{**json.loads(hit.read_text()), "cached": True})
+            data = json.loads(hit.read_text())
+            data["output"] = rebase_output(data["output"], data.pop("root", ""), str(root))
+            cached = UnitResult(**{**data, "cached": True})
             if "requires separate compilation mode" not in cached.output:    # written before the -rdc retry
                 return cached
         if deadline is not None and time.time() > deadline:
@@ -772,6 +783,7 @@ class RecallCompiler(oracle.Compiler):
                 res = UnitResult(False, f"timeout after {self.timeout}s", float(self.timeout))
         d = dataclasses.asdict(res)
         d.pop("cached")
+        d["root"] = str(root)
         hit.write_text(json.dumps(d))
         return res
 

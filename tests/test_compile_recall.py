@@ -353,3 +353,13 @@ def test_error_naming_a_user_type_whose_definition_is_flagged_is_covered_through
     summary = recall.summarise(sites)
     assert summary["total"] == {"sites": 2, "error": 2, "via_cause": 1, "uncovered": 1}
     assert summary["uncovered_apis"] == {"CCCL": {"thrust::find_if": 1}}
+
+
+def test_cache_hit_from_the_original_tree_is_moved_to_the_measured_copy(tmp_path):
+    """A unit `fix` left unchanged has the same content key in the original tree and the --fixed copy: its
+    cached output must name the copy's files, else its diagnostics fall outside the measured tree."""
+    out = "/t/v11.8/S/a/main.cu:28:10: fatal error: cudla.h: No such file or directory\n"
+    moved = recall.rebase_output(out, "/t/v11.8", "/w/v11.8")
+    (d,) = recall.parse_diagnostics(moved)
+    assert d.path == "/w/v11.8/S/a/main.cu"
+    assert recall.rebase_output(out, "", "/w/v11.8") == out
