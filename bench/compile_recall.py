@@ -27,10 +27,14 @@ What it does:
    include dir) or whose name is a CUDA API, or an error naming a CUDA API (undefined identifier, missing
    member of a CUDA type, wrong argument count or type in a call of a CUDA API, a missing CUDA header) is a
    CUDA site, named by its API and library (`cudamigrate/data/cuda_api_changes.csv` first, then the name's
-   prefix and the declaring header). Everything else (a missing third-party header, a user's own
-   deprecated function, an error with no CUDA name) is listed apart and not counted;
+   prefix and the declaring header). Everything else (a missing third-party header, also one that a CUDA
+   header includes, like cudaEGL.h's EGL/egl.h; a CUDA header only other platforms' toolkits ship,
+   PLATFORM_HEADERS; a user's own deprecated function; an error with no CUDA name) is listed apart and not
+   counted;
 5. runs `cudamigrate scan --format json` on the same tree and calls a site covered when a finding of the
-   same file overlaps the statement that holds the site;
+   same file overlaps the statement that holds the site; apart from that, a site is "covered only by a fix
+   edit" when a finding on another line has a fix that edits the statement, and "covered through its cause"
+   when its diagnostic names a user type whose definition in the tree carries a finding;
 6. prints markdown (by library, by rule, every uncovered site, the non-CUDA diagnostics) and, with
    `--json`, the same data.
 
@@ -106,6 +110,35 @@ _API_SHAPE = re.compile(r"(?:thrust|cub|cuda|cooperative_groups)::\w|(?:cuda|cub
 _CUDA_HEADER = re.compile(r"^(?:thrust|cub|cuda|cooperative_groups|nv)/|^(?:cuda|cu|npp|nvrtc|nvToolsExt|nvtx"
                           r"|texture_|surface_|sm_\d|device_|math_|crt/|vector_|driver_|host_|channel_"
                           r"|builtin_types)\w*")
+
+# CUDA headers that no Linux x86_64 toolkit ships: an `#include` of one fails because of the platform the tree
+# is compiled on, not because of an API change, so its diagnostic is listed apart (not counted). Each entry
+# names the platforms that ship it and where that fact comes from.
+@dataclasses.dataclass(frozen=True)
+class PlatformHeader:
+    """A CUDA header shipped only by the toolkits of other platforms."""
+    platforms: str
+    source: str
+
+
+PLATFORM_HEADERS: dict[str, PlatformHeader] = {
+    "cudla.h": PlatformHeader(
+        "Linux/QNX aarch64 (Jetson, DRIVE): cuDLA drives the Deep Learning Accelerator of Tegra SoCs",
+        "NVIDIA's redist index lists libcudla only under linux-aarch64 "
+        "(developer.download.nvidia.com/compute/cuda/redist/libcudla/linux-aarch64); the nvidia-cudla wheel is "
+        "manylinux aarch64 only (pypi.org/project/nvidia-cudla); cuda-python's cudla page: 'require a Jetson "
+        "platform with DLA hardware ... not available on desktop GPUs'; cuda-samples' cuDLAErrorReporting README: "
+        "Supported OSes Linux, QNX; CPU aarch64; absent from the Linux x86_64 13.0 toolkit include dir"),
+    **{h: PlatformHeader(
+        "Windows (Direct3D is a Windows API)",
+        "CUDA Runtime/Driver API docs: Direct3D 9/10/11 Interoperability modules (cudaD3D9.h, cudaD3D10.h, "
+        "cudaD3D11.h); cuda-samples' simpleD3D9 README: Supported OS Windows, x86_64; absent from the Linux x86_64 "
+        "13.0 toolkit include dir, which ships the GL, EGL and VDPAU interop headers only")
+       for h in ("cuda_d3d9_interop.h", "cuda_d3d10_interop.h", "cuda_d3d11_interop.h",
+                 "cudaD3D9.h", "cudaD3D10.h", "cudaD3D11.h",
+                 "cudaD3D9Typedefs.h", "cudaD3D10Typedefs.h", "cudaD3D11Typedefs.h")},
+}
+PLATFORM_REASON = "platform header not shipped for this platform (not an API change)"
 
 
 # ------------------------------------------------------------------------------------------ parsing
@@ -334,6 +367,9 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
     if m:
         h = m["h"] or m["g"]
         base = h.split("/")[-1] if not h.startswith(("thrust/", "cub/", "cuda/")) else h
+        if h.split("/")[-1] in PLATFORM_HEADERS:
+            ph = PLATFORM_HEADERS[h.split("/")[-1]]
+            return Classified("platform-header", h, "", False, f"{PLATFORM_REASON}: <{h}> ships for {ph.platforms}")
         if _CUDA_HEADER.match(h) or _CUDA_HEADER.match(base) or catalog.is_api(Path(h).stem):
             return Classified("missing-header", h, catalog.library(Path(h).stem, "/" + h), True)
         return Classified("missing-header", h, "", False, f"third-party header <{h}> not installed")
@@ -405,6 +441,8 @@ class Site:
     via_macro: bool = False       # covered by a finding on the #define of a macro the statement uses
     rules: list[str] = dataclasses.field(default_factory=list)        # findings on the site's statement
     fix_rules: list[str] = dataclasses.field(default_factory=list)    # else: fixes that edit the statement
+    cause_rules: list[str] = dataclasses.field(default_factory=list)  # else: findings on a named user type
+    cause_types: list[str] = dataclasses.field(default_factory=list)  # that user type (its definition in the tree)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -487,7 +525,11 @@ def collect_sites(per_unit: dict[str, tuple[list[Diagnostic], Path]], root: Path
                 if body:
                     c2 = classify(dataclasses.replace(d, column=None), body, catalog, cuda_include_dirs)
                     c = c2 if c2.cuda else c
-            if via and not c.cuda and d.severity == "error" and os.path.realpath(d.path).startswith(tuple(tk)):
+            if via and c.kind in ("missing-header", "platform-header") and not c.cuda and os.path.realpath(d.path).startswith(tuple(tk)):
+                # a CUDA header fails only because ITS OWN third-party include is missing (cudaEGL.h ->
+                # EGL/egl.h): the same case as the tree including that header itself, with the chain named
+                c = dataclasses.replace(c, reason=f"{c.reason} (included by CUDA header {Path(d.path).name})")
+            elif via and not c.cuda and d.severity == "error" and os.path.realpath(d.path).startswith(tuple(tk)):
                 # an error inside a CUDA header, reached from this tree line (an #include or an instantiation)
                 hdr = os.path.realpath(d.path)
                 api = c.api if catalog.listed(c.api) else Path(hdr).name
@@ -525,6 +567,56 @@ def edit_lines(data: bytes, edits: list[dict]) -> set[int]:
     return out
 
 
+_NOT_TYPES = frozenset("""unsigned signed int char short long float double bool void const volatile auto struct class
+union enum typename template size_t aka std""".split())
+
+
+def type_definitions(text: str, names: set[str]) -> dict[str, list[tuple[int, int]]]:
+    """1-based line spans of `struct|class|union NAME ... { ... }` definitions of `names` in a file's text:
+    from the head to the closing brace (comments and strings blanked, so their braces do not count)."""
+    clean = oracle.strip_strings_and_comments(text)
+    out: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
+    for m in re.finditer(r"\b(?:struct|class|union)\s+(?:__\w+(?:\([^)]*\))?\s+)*(\w+)\b[^;{()]*\{", clean):
+        if m.group(1) not in names:
+            continue
+        depth, i = 0, m.end() - 1
+        while i < len(clean):
+            depth += {"{": 1, "}": -1}.get(clean[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        out[m.group(1)].append((clean.count("\n", 0, m.start()) + 1, clean.count("\n", 0, i) + 1))
+    return out
+
+
+def match_causes(sites: list[Site], by_file: dict[str, list[dict]], root: Path) -> None:
+    """For each site still uncovered, the findings inside the tree definition of a user type its diagnostic
+    names: `no suitable constructor ... to "IsGreaterEqualThan<uint>"` at a thrust::find_if call is a knock-on of
+    the functor's removed base `thrust::unary_function`, flagged where the functor is defined. Counted apart
+    from a finding on the statement: the finding is on the cause, not on the line the compiler reports."""
+    want = {s.key: {t for msg in s.messages for q in re.findall(r'"([^"]+)"|\'([^\']+)\'', msg) for t in
+                    re.findall(r"[A-Za-z_]\w*", q[0] or q[1]) if t not in _NOT_TYPES}
+            for s in sites if not s.rules and not s.fix_rules}
+    names = set().union(*want.values()) if want else set()
+    if not names:
+        return
+    spans: dict[str, list[tuple[str, int, int]]] = collections.defaultdict(list)   # type -> (file, lo, hi)
+    for relpath in by_file:
+        try:
+            text = (root / relpath).read_bytes().decode("utf-8", "replace")
+        except OSError:
+            continue
+        for name, ss in type_definitions(text, names).items():
+            spans[name] += [(relpath, lo, hi) for lo, hi in ss]
+    for s in sites:
+        for name in sorted(want.get(s.key, ())):
+            rules = {f["rule"] for relpath, lo, hi in spans.get(name, ()) for f in by_file[relpath]
+                     if lo <= f["line"] <= hi}
+            if rules:
+                s.cause_rules = sorted(set(s.cause_rules) | rules)
+                s.cause_types.append(name)
+
+
 def match_findings(sites: list[Site], findings: list[dict], root: Path) -> None:
     """Record on each site the rules of the findings that overlap its statement (same file), and, apart,
     the rules whose fix edits the statement from a finding reported on another line (a texture reference's
@@ -554,6 +646,7 @@ def match_findings(sites: list[Site], findings: list[dict], root: Path) -> None:
             span = set(range(lo, hi + 1))
             s.fix_rules = sorted({f["rule"] for f in fl
                                   if (f.get("fix") or {}).get("edits") and edit_lines(data, f["fix"]["edits"]) & span})
+    match_causes(sites, by_file, root)
 
 
 # ------------------------------------------------------------------------------------- compiling
@@ -628,6 +721,15 @@ def db_flags(entry: dict) -> list[str]:
     return out + ["-c"]
 
 
+def rebase_output(output: str, compiled_root: str, root: str) -> str:
+    """nvcc's output of a cache hit, with the paths of the tree it was compiled in moved to `root`: the key is
+    the content, so a unit that `fix` left unchanged hits the entry compiled in the original tree, and without
+    this its diagnostics name files outside the measured copy and are dropped."""
+    if not compiled_root or compiled_root == root:
+        return output
+    return output.replace(compiled_root.rstrip("/") + "/", root.rstrip("/") + "/")
+
+
 class RecallCompiler(oracle.Compiler):
     """The oracle's content-keyed compile cache, keeping nvcc's whole output (the oracle keeps only the first
     error) and taking per-unit flags."""
@@ -651,7 +753,9 @@ class RecallCompiler(oracle.Compiler):
         key = self.key(root, rel)
         hit = self.cache / f"{key}.json"
         if hit.is_file():
-            cached = UnitResult(**{**json.loads(hit.read_text()), "cached": True})
+            data = json.loads(hit.read_text())
+            data["output"] = rebase_output(data["output"], data.pop("root", ""), str(root))
+            cached = UnitResult(**{**data, "cached": True})
             if "requires separate compilation mode" not in cached.output:    # written before the -rdc retry
                 return cached
         if deadline is not None and time.time() > deadline:
@@ -679,6 +783,7 @@ class RecallCompiler(oracle.Compiler):
                 res = UnitResult(False, f"timeout after {self.timeout}s", float(self.timeout))
         d = dataclasses.asdict(res)
         d.pop("cached")
+        d["root"] = str(root)
         hit.write_text(json.dumps(d))
         return res
 
@@ -739,10 +844,10 @@ def summarise(sites: list[Site]) -> dict:
         c = by_lib[s.library]
         c["sites"] += 1
         c["deprecation" if s.severities == {"warning"} else "error"] += 1
-        c["covered" if s.rules else "fix_only" if s.fix_rules else "uncovered"] += 1
-        for r in s.rules or s.fix_rules:
+        c["covered" if s.rules else "fix_only" if s.fix_rules else "via_cause" if s.cause_rules else "uncovered"] += 1
+        for r in s.rules or s.fix_rules or s.cause_rules:
             by_rule[r] += 1
-        if not s.rules and not s.fix_rules:
+        if not s.rules and not s.fix_rules and not s.cause_rules:
             for a in s.apis:
                 uncovered_apis[s.library][a] += 1
     total: collections.Counter = collections.Counter()
@@ -764,14 +869,16 @@ def render(d: dict) -> str:
         out += [f"Compile regressions after fix (compiled before, not after): **{len(d['regressions'])}**"
                 + ("" if not d["regressions"] else ": " + ", ".join(f"`{r}`" for r in d["regressions"][:30])), ""]
     out += ["| library | sites | deprecation warnings | error sites | finding on the statement | "
-            "only a fix edit from another line's finding | not covered | recall | recall with fix edits |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "only a fix edit from another line's finding | covered through its cause | not covered | recall | "
+            "recall with fix edits | recall with fix edits and causes |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     rows = [(lib, c, False) for lib, c in s["by_library"].items()] + [("all", t, True)]
     for lib, c, bold in rows:
         b = "**" if bold else ""
-        n, cov, fo = c.get("sites", 0), c.get("covered", 0), c.get("fix_only", 0)
+        n, cov, fo, vc = c.get("sites", 0), c.get("covered", 0), c.get("fix_only", 0), c.get("via_cause", 0)
         out.append(f"| {b}{lib}{b} | {b}{n}{b} | {c.get('deprecation', 0)} | {c.get('error', 0)} | {b}{cov}{b} | {fo} | "
-                   f"{b}{c.get('uncovered', 0)}{b} | {b}{pct(cov, n)}{b} | {pct(cov + fo, n)} |")
+                   f"{vc} | {b}{c.get('uncovered', 0)}{b} | {b}{pct(cov, n)}{b} | {pct(cov + fo, n)} | "
+                   f"{pct(cov + fo + vc, n)} |")
     if s["by_rule"]:
         out += ["", "Sites covered, by rule (a site may be covered by several): "
                 + ", ".join(f"{r} {n}" for r, n in s["by_rule"].items())]
@@ -785,7 +892,13 @@ def render(d: dict) -> str:
         out += ["", f"Covered only by a fix edit from a finding on another line ({len(fo)}): "
                 + ", ".join(f"`{x['relpath']}:{x['line']}` ({'/'.join(x['apis'])}: {'/'.join(x['fix_rules'])})"
                             for x in fo[:40]) + (" …" if len(fo) > 40 else "")]
-    unc = [x for x in d["sites"] if not x["rules"] and not x["fix_rules"]]
+    vc = [x for x in d["sites"] if not x["rules"] and not x["fix_rules"] and x.get("cause_rules")]
+    if vc:
+        out += ["", f"Covered through its cause: the diagnostic names a user type whose definition carries a finding "
+                f"({len(vc)}): " + ", ".join(f"`{x['relpath']}:{x['line']}` ({'/'.join(x['apis'])}: type "
+                                             f"`{'/'.join(x['cause_types'])}`, {'/'.join(x['cause_rules'])})"
+                                             for x in vc[:40]) + (" …" if len(vc) > 40 else "")]
+    unc = [x for x in d["sites"] if not x["rules"] and not x["fix_rules"] and not x.get("cause_rules")]
     if s["uncovered_apis"]:
         out += ["", "Not covered, by API (sites):", "", "| library | API (sites) |", "|---|---|"]
         for lib, apis in s["uncovered_apis"].items():
@@ -797,8 +910,15 @@ def render(d: dict) -> str:
             out.append(f"| `{x['relpath']}:{x['line']}` | {x['library']} | {', '.join(f'`{a}`' for a in x['apis'] if a)} "
                        f"| {', '.join(x['kinds'])} | {oracle.md_escape(x['messages'][0])[:160]} |")
     oth = d["other_diagnostics"]
-    reasons = collections.Counter(o["reason"].split(" (")[0] if "declared outside" in o["reason"] else o["reason"]
-                                  for o in oth)
+    reasons = collections.Counter(o["reason"].split(" (")[0] if "declared outside" in o["reason"]
+                                  else o["reason"].split(" ships for ")[0] for o in oth)
+    plat = collections.Counter(Path(re.search(r"<([^>]+)>", o["reason"])[1]).name for o in oth  # type: ignore[index]
+                               if o["reason"].startswith(PLATFORM_REASON))
+    if plat:
+        out += ["", f"{PLATFORM_REASON[0].upper()}{PLATFORM_REASON[1:]}, listed apart and not counted "
+                f"({sum(plat.values())}): " + "; ".join(
+                    f"`{h}` {n} (ships for {PLATFORM_HEADERS[h].platforms if h in PLATFORM_HEADERS else '?'})"
+                    for h, n in plat.most_common())]
     out += ["", f"Diagnostics not counted as caused by the CUDA API ({len(oth)}): "
             + ("; ".join(f"{r}: {n}" for r, n in reasons.most_common(12)) or "none")]
     errs = [o for o in oth if o["severity"] == "error"]
@@ -896,7 +1016,8 @@ def main(argv: list[str] | None = None) -> int:
         "summary": summarise(sites),
         "sites": [{"relpath": s.relpath, "line": s.line, "library": s.library, "apis": sorted(s.apis),
                    "kinds": sorted(s.kinds), "severities": sorted(s.severities), "rules": s.rules,
-                   "fix_rules": s.fix_rules, "via_macro": s.via_macro,
+                   "fix_rules": s.fix_rules, "cause_rules": s.cause_rules, "cause_types": s.cause_types,
+                   "via_macro": s.via_macro,
                    "via_instantiation": s.via_instantiation, "units": sorted(s.units)[:5],
                    "messages": s.messages[:4]} for s in sites],
         "other_diagnostics": others,

@@ -286,3 +286,80 @@ def test_cascade_on_a_site_line_is_not_listed_apart(tmp_path, catalog):
            f"{tmp_path}/t.cu(2): error: type name is not allowed\n")
     sites, others = recall.collect_sites({"t.cu": (recall.parse_diagnostics(out), tmp_path)}, tmp_path, catalog, [])
     assert [(s.line, s.apis) for s in sites] == [(2, {"thrust::identity"})] and others == []
+
+
+def test_third_party_header_missing_inside_a_cuda_header_is_not_counted(tmp_path, catalog):
+    """cudaEGL.h fails only because its own #include "EGL/egl.h" is not installed: not a CUDA API change,
+    listed apart like the tree including EGL/egl.h itself, with the CUDA header named."""
+    (tmp_path / "c.cpp").write_text('#include "cudaEGL.h"\nint main() { return 0; }\n')
+    out = (f"In file included from {tmp_path}/c.cpp:1:\n"
+           f"{TK}/cudaEGL.h:54:10: fatal error: EGL/egl.h: No such file or directory\n"
+           "   54 | #include \"EGL/egl.h\"\n"
+           "compilation terminated.\n")
+    sites, others = recall.collect_sites({"c.cpp": (recall.parse_diagnostics(out), tmp_path)}, tmp_path, catalog,
+                                         [TK])
+    assert sites == []
+    assert [(o["relpath"], o["line"], o["kind"], o["reason"]) for o in others] == [
+        ("c.cpp", 1, "missing-header", "third-party header <EGL/egl.h> not installed (included by CUDA header "
+                                       "cudaEGL.h)")]
+    # an error of the CUDA header itself (not a missing include) is still a CUDA site
+    out2 = (f"In file included from {tmp_path}/c.cpp:1:\n"
+            f'{TK}/cublas_api.h:69:2: error: #error "This file should not be included without defining CUBLASAPI"\n')
+    sites2, _ = recall.collect_sites({"c.cpp": (recall.parse_diagnostics(out2), tmp_path)}, tmp_path, catalog, [TK])
+    assert [(s.line, s.kinds) for s in sites2] == [(1, {"header-error"})]
+
+
+def test_headers_no_linux_x86_64_toolkit_ships_are_listed_apart(catalog):
+    gcc = recall.Diagnostic("/t/fluids.cpp", 42, "error", "cuda_d3d9_interop.h: No such file or directory")
+    edg = recall.Diagnostic("/t/main.cu", 28, "error", 'cannot open source file "cudla.h"')
+    got = [recall.classify(d, "", catalog, []) for d in (gcc, edg)]
+    assert [(c.cuda, c.kind, c.api) for c in got] == [(False, "platform-header", "cuda_d3d9_interop.h"),
+                                                       (False, "platform-header", "cudla.h")]
+    assert all(c.reason.startswith(recall.PLATFORM_REASON) for c in got)
+    assert "Windows" in got[0].reason and "aarch64" in got[1].reason
+    assert all(h.source for h in recall.PLATFORM_HEADERS.values())
+    # a CUDA header that the Linux x86_64 toolkit does ship, missing, is still a CUDA site (removed header)
+    d3 = recall.Diagnostic("/t/m.cu", 3, "error", 'cannot open source file "cusparse_v2.h"')
+    assert recall.classify(d3, "", catalog, []).cuda
+
+
+def test_error_naming_a_user_type_whose_definition_is_flagged_is_covered_through_its_cause(tmp_path, catalog):
+    (tmp_path / "k.cuh").write_text("#pragma once\n"
+                                    "template <typename T>\n"
+                                    "struct AtLeast : public thrust::unary_function<T, bool>\n"
+                                    "{\n"
+                                    "    __host__ __device__ AtLeast(T b) : b_(b) {}\n"
+                                    "    T b_;\n"
+                                    "};\n"
+                                    "struct Other { int x; };\n")
+    (tmp_path / "s.cu").write_text('#include "k.cuh"\n'
+                                   "void f(unsigned *p, unsigned n) {\n"
+                                   "  unsigned *q = thrust::find_if(p, p + n,\n"
+                                   "                                AtLeast<unsigned>(n)).get();\n"
+                                   "  thrust::find_if(p, p + n, Other{1});\n"
+                                   "}\n")
+    out = (f'{tmp_path}/s.cu(4): error: no suitable constructor exists to convert from "unsigned int" to '
+           f'"AtLeast<unsigned int>"\n'
+           "                                AtLeast<unsigned>(n)).get();\n"
+           "                                ^\n"
+           f'{tmp_path}/s.cu(5): error: no suitable constructor exists to convert from "int" to "Other"\n')
+    sites, _ = recall.collect_sites({"s.cu": (recall.parse_diagnostics(out), tmp_path)}, tmp_path, catalog, [])
+    assert [(s.line, s.apis) for s in sites] == [(4, {"thrust::find_if"}), (5, {"thrust::find_if"})]
+    findings = [{"rule": "CM540", "relpath": "k.cuh", "line": 3, "end_line": 3},
+                {"rule": "CM999", "relpath": "k.cuh", "line": 1, "end_line": 1}]
+    recall.match_findings(sites, findings, tmp_path)
+    assert [(s.rules, s.fix_rules, s.cause_rules, s.cause_types) for s in sites] == [
+        ([], [], ["CM540"], ["AtLeast"]), ([], [], [], [])]
+    summary = recall.summarise(sites)
+    assert summary["total"] == {"sites": 2, "error": 2, "via_cause": 1, "uncovered": 1}
+    assert summary["uncovered_apis"] == {"CCCL": {"thrust::find_if": 1}}
+
+
+def test_cache_hit_from_the_original_tree_is_moved_to_the_measured_copy(tmp_path):
+    """A unit `fix` left unchanged has the same content key in the original tree and the --fixed copy: its
+    cached output must name the copy's files, else its diagnostics fall outside the measured tree."""
+    out = "/t/v11.8/S/a/main.cu:28:10: fatal error: cudla.h: No such file or directory\n"
+    moved = recall.rebase_output(out, "/t/v11.8", "/w/v11.8")
+    (d,) = recall.parse_diagnostics(moved)
+    assert d.path == "/w/v11.8/S/a/main.cu"
+    assert recall.rebase_output(out, "", "/w/v11.8") == out
