@@ -262,8 +262,8 @@ SPARSE = r"""
 import os, resource, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from cudamigrate.cache import _read_limited
-from cudamigrate.source import SourceError, load_source
+from cudamigrate.pipeline.result_cache import _read_limited
+from cudamigrate.read.source import SourceError, load_source
 p = sys.argv[2]
 try:
     load_source(Path(p), 2 * 1024 ** 3)

@@ -171,7 +171,9 @@ def cindex():
         raise RuntimeError(why)
     with _LOCK:
         if not _LOADED:
-            if setup.library:
+            # another user of clang.cindex in this process (the API inventory script, a test) may have loaded
+            # the library already: setting it again raises, and the bindings' default is the same wheel's
+            if setup.library and not getattr(ci.Config, "loaded", False):
                 ci.Config.set_library_file(setup.library)
             # libclang-ng's bindings add their libc++ (`-isystem`) and resource dir to command lines that lack
             # them; clang_args() decides both itself (see the module's docstring)
