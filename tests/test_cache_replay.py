@@ -115,6 +115,21 @@ def test_every_change_a_result_depends_on_is_seen(tmp_path, cache_dir, monkeypat
     assert "f0.cu" not in check(replayed=False)
 
 
+def test_source_files_appearing_above_the_tree_do_not_invalidate_it(tmp_path, cache_dir, monkeypatch):
+    """Looking for a compile database lists every ancestor directory (`/`, `/tmp`); those listings are asked
+    again at each run and are no result's dependency. Recorded, any `.cu`/`.cpp` created or removed in `/tmp`
+    (nvcc's temporaries of a parallel build) threw away every cached result and every replay."""
+    root = tmp_path / "up" / "t"
+    _tree(root)
+    loads = _Loads(monkeypatch)
+    first = _scan(root)
+    assert loads.take() == 1
+    (tmp_path / "up" / "scratch.cu").write_text(LEGACY)  # a source file next to the tree, not in it
+    (tmp_path / "other.cpp").write_text("int x;\n")
+    assert _scan(root) == first
+    assert loads.take() == 0
+
+
 def test_rule_edit_is_seen(tmp_path, cache_dir):
     _tree(tmp_path, n=1)
     rules = tmp_path / "rules"

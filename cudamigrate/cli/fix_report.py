@@ -122,7 +122,10 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
         raise click.UsageError(str(exc)) from None
     if mode == "off":
         return outcomes, None
-    db_path = kw.get("compile_commands") or find_compile_db(list(paths) or [Path(".")])
+    from ..pipeline.result_cache import unrecorded
+
+    with unrecorded():  # the ancestors' listings are no cached result's dependency (see cli/prepare.py)
+        db_path = kw.get("compile_commands") or find_compile_db(list(paths) or [Path(".")])
     assert engine.project is not None
     v = Verifier(engine, engine.project, files, unsafe=unsafe, display_only=display_only, db_path=db_path,
                  jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"))

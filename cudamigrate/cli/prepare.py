@@ -179,8 +179,10 @@ def _replay_key(paths: tuple[Path, ...], pre: Prepared, kw: dict[str, Any], pres
 
     if not pre.use_cache or os.environ.get("CUDAMIGRATE_NO_CACHE") or pre.walk_errors or kw.get("timings"):
         return None
-    if not kw.get("no_semantic") and (kw.get("compile_commands") is not None
-                                      or find_compile_db(list(paths) or [Path(".")]) is not None):
+    with cache.unrecorded():  # the ancestors' listings: asked again every run, never a result's dependency
+        semantic = not kw.get("no_semantic") and (kw.get("compile_commands") is not None
+                                                  or find_compile_db(list(paths) or [Path(".")]) is not None)
+    if semantic:
         return None  # semantic mode: not cached
     import gc
 

@@ -27,7 +27,10 @@ def setup_for_cli(paths: list[Path], files: list[Path], compile_commands: Path |
     from ..parse.clang_db import open_db
 
     t0 = time.perf_counter()
-    db_path = compile_commands or cl.find_compile_db(paths or [Path(".")])
+    from ..pipeline.result_cache import unrecorded
+
+    with unrecorded():  # listing every ancestor (`/`, `/tmp`) is asked again each run, not a result's dependency
+        db_path = compile_commands or cl.find_compile_db(paths or [Path(".")])
     if db_path is None:
         return None
     db = open_db(db_path, warn)
