@@ -422,24 +422,28 @@ def _semantic_receiver(ctx: FileContext, unit, field: ts.Node, types: list[str])
     "`prop.clockRate` with the device from an earlier `cudaGetDeviceProperties(&prop, dev)` in `vars.source`; "
     "the receiver's type is followed through aliases, pointers, references, `auto` and members declared in "
     "project headers; `hoist: {field: attribute}` computes the edits that read the field once into a local "
-    "filled by `cudaDeviceGetAttribute` before the statement, `constant: {field: value}` replaces a read by a "
-    "value."), schema=builtin_schema(
+    "filled by `cudaDeviceGetAttribute` before the statement, `guard: {field: condition}` compiles the statement "
+    "that prints or tests a removed capability flag only under `#if condition`."), schema=builtin_schema(
     fields=string_list(), types=string_list(), getters=free_mapping("{GETTER: [ARG, ...]}"),
-    constant=free_mapping("{FIELD: VALUE}"), hoist=free_mapping("{FIELD: ATTRIBUTE}")))
+    guard=free_mapping("{FIELD: CONDITION}"), hoist=free_mapping("{FIELD: ATTRIBUTE}")))
 def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """`recv.field` / `recv->field` where `recv` is declared with one of `types`; when the same function
     filled it earlier with a getter call (`getter(&recv, dev)`), vars.source is that call's argument
     `source_arg` (e.g. the device), and vars.has_source is true.
 
     Spec: {name: filled_struct_field, fields: [...], types: [...], getters: {name: [struct_arg, source_arg]},
-    hoist: {field: attribute}, constant: {field: value}}. With `constant`, a read becomes that value (vars.constant).
+    hoist: {field: attribute}, guard: {field: condition}}. With `guard` (a flag whose feature the toolkit
+    removed), the print or `if` that reads it is wrapped in `#if condition` ... `#endif`, or deleted when the
+    project's declared minimum toolkit (`keep-compat`) is at least the rule's `removed_in`
+    (vars.guarded: `print` or `if`, vars.removed; vars.not_guarded says why there is no automatic rewrite).
     With `hoist`, a read whose source is known gets edits (m.edits) that read the
     field once into a local filled by `cudaDeviceGetAttribute(&v, attribute, source)` before the statement
     (vars.hoisted, vars.variable), or vars.not_hoisted says why there is no place for it.
     """
     from ..matchers import _declared_type, member_expression_type
     from ...read.project_index import project_member_type
-    from .deviceprop import FIELD_READS, bound_objects, hoist_edits, receiver_is
+    from .deviceprop import FIELD_READS, bound_objects, hoist_edits, receiver_is, removed_capability_edits
+    from ...rules.schema import parse_version
 
     spec = rule.spec
     fields = set(spec.get("fields", []))
@@ -499,12 +503,20 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                 if best is not None:
                     m.vars["has_source"] = True
                     m.vars["source"] = best[1]
-            m.vars.update(hoisted=False, variable="", not_hoisted="", constant=False)
-            gone = (spec.get("constant") or {}).get(node_text(f))
-            if gone is not None and not m.vars["is_write"] and not m.vars["in_device_code"]:
-                # the feature itself was removed: the field reads as the value that says "unsupported"
-                m.edits = [Edit(*unit.abs(fe), str(gone))]
-                m.vars["constant"] = True
+            m.vars.update(hoisted=False, variable="", not_hoisted="", guarded="", removed=False, not_guarded="")
+            guard = (spec.get("guard") or {}).get(node_text(f))
+            if guard is not None:
+                # the feature itself was removed: the code that prints or tests the flag is compiled out on 13.0
+                if m.vars["is_write"]:
+                    m.vars["not_guarded"] = "this code assigns it"
+                elif m.vars["in_device_code"]:
+                    m.vars["not_guarded"] = "it is read in device code"
+                else:
+                    gone_in = parse_version(str(rule.removed_in)) if getattr(rule, "removed_in", None) else None
+                    remove = ctx.keep_compat is not None and gone_in is not None and ctx.keep_compat >= gone_in
+                    edits, form, why = removed_capability_edits(ctx, unit, fe, node_text(f), str(guard), remove)
+                    m.edits = edits
+                    m.vars.update(guarded=form, removed=remove and bool(edits), not_guarded=why, guard=str(guard))
                 out.append(m)
                 continue
             query_attr = (spec.get("hoist") or {}).get(node_text(f)) if spec.get("hoist") else None

@@ -3,10 +3,13 @@
 Which names: `cudamigrate/data/npp_removed_non_ctx.txt`, written by scripts/gen_npp_data.py from the 13.0 NPP
 wheel (a `_Ctx` twin is declared, the name is no longer exported). The 12.x non-`_Ctx` functions ran on "the
 most recent stream set by nppSetStream() or the NULL stream if nppSetStream() has never been called" (12.x
-nppcore.h, nppGetStreamContext). The fix calls the `_Ctx` twin with a context built for the legacy default
-stream and the current device at the call (a helper inserted once per file): the same stream as before
-unless the program called nppSetStream, which is why the fix is unsafe (and withheld in a file that calls
-nppSetStream itself).
+nppcore.h, nppGetStreamContext). The fix calls the `_Ctx` twin with a context for the legacy default stream and the
+current device: the same stream as before unless the program called nppSetStream, which is why the fix is
+unsafe (and withheld in a file that calls nppSetStream itself). The helper that fills the context is one
+function per file (guarded, so two fixed files included together define it once); a function builds the
+context once, into a local declared before its first NPP call, as NVIDIA's v13.0 samples do — unless the
+function switches device (the context names a device) or jumps with `goto` (the local could be skipped), or
+the call is in a lambda or a macro, where each call builds its own.
 
 CM542 (`npp_size_t_out_param`): the 13.0 buffer-size queries write a `size_t` through their out-parameter
 (`cudamigrate/data/npp_size_t_out_params.txt`, from the same wheel's prototypes); code that passes the address
@@ -34,6 +37,11 @@ from ..matchers import Match
 DATA = Path(__file__).resolve().parent.parent.parent / "data" / "npp_removed_non_ctx.txt"
 HELPER = "cudamigrateNppStreamContext"
 HELPER_GUARD = "CUDAMIGRATE_NPP_STREAM_CONTEXT"
+LOCAL = "cudamigrateNppCtx"  # the context a function builds once, before its first NPP call
+# a function that selects another device (or context) between its NPP calls needs a context per call; `goto` may
+# jump over the local's initialisation (an error in C++)
+DEVICE_SWITCH = re.compile(rb"\b(cudaSetDevice|cuCtxSetCurrent|cuCtxPushCurrent(?:_v2)?|cuCtxPopCurrent(?:_v2)?|"
+                           rb"cudaGLSetGLDevice|cudaD3D\w*SetDirect3DDevice|goto)\b")
 # calls that select or read NPP's global stream: with one in the file the old calls may not have used stream 0
 STREAM_STATE = ("nppSetStream", "nppGetStream", "nppGetStreamContext")
 
@@ -109,6 +117,77 @@ def _role(ident: ts.Node) -> str | None:
     return "value"
 
 
+def _function_local(ctx: FileContext, unit: Any, call: ts.Node) -> tuple[Edit | bool | None, str]:
+    """Where the function around `call` builds its context once.
+
+    An Edit declaring `LOCAL` before the body's statement that holds the function's first NPP call; True when
+    the function already declares it (an earlier fix pass) before this call; None when each call must build
+    its own (no function, a lambda between, a macro, a device switch or `goto` in the body, or no line of its
+    own for the declaration); with why it is built per call."""
+    if unit.in_macro:
+        return None, "it is in a macro definition"
+    node: ts.Node | None = call
+    while node is not None and node.type not in ("function_definition", "lambda_expression"):
+        node = node.parent
+    if node is None:
+        return None, "it is outside a function"
+    if node.type != "function_definition":
+        return None, "it is in a lambda, which cannot see a local of the function around it"
+    body = node.child_by_field_name("body")
+    if body is None or body.type != "compound_statement":
+        return None, "the function has no plain body"
+    text = body.text or b""
+    switch = DEVICE_SWITCH.search(text)
+    if switch:
+        if switch.group(1) == b"goto":
+            return None, "the function uses `goto`, which could jump over a local's initialisation"
+        return None, f"the function calls `{switch.group(1).decode()}`, so the current device may differ between calls"
+    top = call
+    while top.parent is not None and top.parent.id != body.id:
+        top = top.parent
+    if top.parent is None:
+        return None, "it is not in the function's body"
+    data = ctx.source.data
+    if LOCAL.encode() in text:
+        # declared by an earlier pass: usable when its declaration is a statement of the body before this one
+        for c in named_children(body):
+            if c.start_byte >= top.start_byte:
+                break
+            if c.type == "declaration" and re.search(rb"\b" + LOCAL.encode() + rb"\b", c.text or b""):
+                return True, ""
+        return None, "the function already uses the name `cudamigrateNppCtx`"
+    first = None
+    names = removed()
+    q = query('((identifier) @id (#match? @id "^npp[is]"))')
+    for ident in ts.QueryCursor(q).captures(body).get("id", []):
+        if names.get(node_text(ident), "none") != "none" and _role(ident) == "call":
+            if first is None or ident.start_byte < first.start_byte:
+                first = ident
+    if first is None:
+        return None, "it is not in the function's body"
+    stmt = first
+    while stmt.parent is not None and stmt.parent.id != body.id:
+        stmt = stmt.parent
+    if any(p.type == "lambda_expression" for p in _ancestors(first, stmt)):
+        return None, "the function's first NPP call is in a lambda"
+    s = unit.abs(stmt)[0]
+    ls = data.rfind(b"\n", 0, s) + 1
+    if data[ls:s].strip():
+        return None, "the statement of the function's first NPP call does not start its line"
+    indent = data[ls:s].decode("utf-8", "surrogateescape")
+    nl = ctx.source.newline.decode()
+    return Edit(ls, ls, f"{indent}NppStreamContext {LOCAL} = {HELPER}();{nl}"), ""
+
+
+def _ancestors(node: ts.Node, stop: ts.Node) -> list[ts.Node]:
+    out = []
+    p = node.parent
+    while p is not None and p.id != stop.id:
+        out.append(p)
+        p = p.parent
+    return out
+
+
 BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
 
 
@@ -138,12 +217,18 @@ def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[M
                 args = named_children(args_node)
                 s, e = unit.abs(ident)
                 edits = [Edit(s, e, name + "_Ctx")]
+                local, why = _function_local(ctx, unit, call)
+                m.vars["per_function"] = local is not None
+                m.vars["why_per_call"] = why
+                pass_ctx = LOCAL if local is not None else f"{HELPER}()"
+                if isinstance(local, Edit):
+                    edits.append(local)  # the same edit from every call of the function: shared, applied once
                 if args:
                     end = unit.abs(args[-1])[1]
-                    edits.append(Edit(end, end, f", {HELPER}()"))
+                    edits.append(Edit(end, end, f", {pass_ctx}"))
                 else:
                     close = unit.abs(args_node)[1] - 1
-                    edits.append(Edit(close, close, f"{HELPER}()"))
+                    edits.append(Edit(close, close, pass_ctx))
                 if HELPER_GUARD.encode() not in data:
                     hp = _helper_position(ctx, s)
                     edits.insert(0, Edit(hp, hp, HELPER_TEXT.replace("\n", ctx.source.newline.decode())))
