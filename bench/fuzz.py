@@ -233,12 +233,22 @@ def _one(job: tuple[int, int]) -> tuple[int, list[str], bytes, float, list[tuple
     return i, bad, data, dt, found
 
 
+def _batch(job: tuple[int, list[int]]) -> list[tuple[int, list[str], bytes, float, list[tuple]]]:
+    """One batch of inputs, checked one by one and then together (lost findings), in the worker that made them:
+    the engine lives in the worker, and the batch comparison is as costly as a scan."""
+    seed, ids = job
+    if _ENGINE is None:
+        _init()
+    done = [_one((seed, i)) for i in ids]
+    lost = set(batch_lost([(i, data, found) for i, _, data, _, found in done]))
+    return [(i, bad + (["lost-findings"] if i in lost else []), data, dt, found) for i, bad, data, dt, found in done]
+
+
 def campaign(n: int, seed: int = 1, jobs: int = 1, save: Path | None = None, batch: int = 8,
              log: Path | None = None) -> tuple[Counter, list]:
     counts: Counter = Counter()
     counts["max_ms"] = 0
     failures = []
-    pending: list[tuple[int, bytes, list[tuple]]] = []
     t0 = time.monotonic()
 
     def record(i: int, bad: list[str], data: bytes) -> None:
@@ -249,31 +259,22 @@ def campaign(n: int, seed: int = 1, jobs: int = 1, save: Path | None = None, bat
             if save is not None:
                 save.mkdir(parents=True, exist_ok=True)
                 (save / f"{key}-{seed}-{i}.cu").write_bytes(data)
-    work = [(seed, i) for i in range(n)]
+    work = [(seed, list(range(k, min(k + batch, n)))) for k in range(0, n, batch)]
     if jobs <= 1:
-        if _ENGINE is None:
-            _init()
-        results = map(_one, work)
+        results = map(_batch, work)
     else:
         pool = Pool(jobs, initializer=_init)
-        results = pool.imap_unordered(_one, work, chunksize=8)
-    for i, bad, data, dt, found in results:
-        counts["inputs"] += 1
-        counts["max_ms"] = max(counts["max_ms"], int(dt * 1000))
-        record(i, bad, data)
-        pending.append((i, data, found))
-        if len(pending) >= batch:
-            for j in batch_lost(pending):
-                record(j, ["lost-findings"], next(d for k, d, _ in pending if k == j))
-            pending = []
-        if log is not None and counts["inputs"] % 100 == 0:
-            with log.open("a") as fh:
-                fh.write(f"{counts['inputs']} inputs  {time.monotonic() - t0:.0f} s  max scan {counts['max_ms']} ms  "
-                         + "  ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k not in ("inputs", "max_ms"))
-                         + "\n")
-    if pending:
-        for j in batch_lost(pending):
-            record(j, ["lost-findings"], next(d for k, d, _ in pending if k == j))
+        results = pool.imap_unordered(_batch, work, chunksize=1)
+    for group in results:
+        for i, bad, data, dt, found in group:
+            counts["inputs"] += 1
+            counts["max_ms"] = max(counts["max_ms"], int(dt * 1000))
+            record(i, bad, data)
+            if log is not None and counts["inputs"] % 100 == 0:
+                with log.open("a") as fh:
+                    fh.write(f"{counts['inputs']} inputs  {time.monotonic() - t0:.0f} s  max scan {counts['max_ms']} ms  "
+                             + "  ".join(f"{k} {v}" for k, v in sorted(counts.items()) if k not in ("inputs", "max_ms"))
+                             + "\n")
     if jobs > 1:
         pool.close()
         pool.join()

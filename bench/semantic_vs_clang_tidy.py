@@ -1,8 +1,9 @@
 """Semantic mode's cost against clang-tidy's: the same translation units, the same flags, CPU seconds of each.
 
-    python bench/semantic_vs_clang_tidy.py [--samples /work/oracle/v13.0] [--tus 12] [--jobs 1] [--reps 1]
+    python bench/semantic_vs_clang_tidy.py [--samples /work/oracle/v13.0] [--tus 12 | --all] [--jobs 1] [--reps 1]
 
-The TUs are the first `--tus` `.cu`/`.cpp` files of cuda-samples' `Samples/0_Introduction` (read only). Their
+The TUs are the first `--tus` `.cu`/`.cpp` files of cuda-samples' `Samples/0_Introduction`, or with `--all` every
+`.cu`/`.cpp` file under `Samples/` (the whole generated database; read only). Their
 command lines are the oracle's pinned nvcc flags (`bench/oracle_cuda_samples.py`: `nvcc -std=c++17 -arch=sm_90
 -c -I<sample dir> -I<Common>`, plus the CUDA 13.0-matched library wheels' include directory when installed). Two
 databases are written under `--dir` (never into the checkout):
@@ -53,11 +54,14 @@ def wheel_include() -> Path | None:
     return d if d.is_dir() else None
 
 
-def write_databases(samples: Path, n: int, out: Path) -> tuple[Path, Path, list[Path]]:
+def write_databases(samples: Path, n: int | None, out: Path) -> tuple[Path, Path, list[Path]]:
+    """Both databases for the first `n` TUs of 0_Introduction, or (n None) for every TU under Samples/."""
     from cudamigrate.parse import clang as cl
 
-    intro = samples / "Samples" / "0_Introduction"
-    files = sorted(p for p in intro.rglob("*") if p.suffix in (".cu", ".cpp") and p.is_file())[:n]
+    intro = samples / "Samples" / "0_Introduction" if n is not None else samples / "Samples"
+    files = sorted(p for p in intro.rglob("*") if p.suffix in (".cu", ".cpp") and p.is_file())
+    if n is not None:
+        files = files[:n]
     if not files:
         raise SystemExit(f"no .cu/.cpp files under {intro}")
     flags = oracle_flags()
@@ -105,6 +109,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--samples", type=Path, default=Path("/work/oracle/v13.0"), help="cuda-samples checkout (read only)")
     ap.add_argument("--tus", type=int, default=12, help="how many translation units of 0_Introduction")
+    ap.add_argument("--all", action="store_true", help="every .cu/.cpp under Samples/ instead of --tus of 0_Introduction")
     ap.add_argument("--jobs", type=int, default=1, help="processes for both tools")
     ap.add_argument("--reps", type=int, default=1, help="measured runs of each tool (after one warm-up)")
     ap.add_argument("--check", default="readability-else-after-return", help="the one clang-tidy check")
@@ -123,14 +128,15 @@ def main() -> int:
         return 2
     tmp = tempfile.TemporaryDirectory(prefix="cm-vs-tidy-") if a.dir is None else None
     out = a.dir or Path(tmp.name)  # type: ignore[union-attr]
-    nvcc_db, clang_db, files = write_databases(a.samples, a.tus, out)
+    nvcc_db, clang_db, files = write_databases(a.samples, None if a.all else a.tus, out)
     env = {**os.environ, "CUDAMIGRATE_NO_CACHE": "1"}
     semantic = [sys.executable, "-m", "cudamigrate", "scan", *map(str, files), "--compile-commands", str(nvcc_db),
                 "--no-cache", "--exit-zero", "-j", str(a.jobs), "--format", "json"]
     tidy = run_clang_tidy_cmd(clang_db.parent, files, a.check, a.jobs)
     import importlib.metadata as md
 
-    print(f"{len(files)} TUs of {a.samples}/Samples/0_Introduction, -j {a.jobs}; libclang: {cl.clang_version()} "
+    where = "Samples" if a.all else "Samples/0_Introduction"
+    print(f"{len(files)} TUs of {a.samples}/{where}, -j {a.jobs}; libclang: {cl.clang_version()} "
           f"({cl.WHEEL} {cl.wheel_version()}); clang-tidy wheel {md.version('clang-tidy')}, check {a.check}")
     results: dict[str, list[tuple[float, float]]] = {"cudamigrate semantic": [], "run-clang-tidy": []}
     notes: dict[str, str] = {}
@@ -145,8 +151,12 @@ def main() -> int:
                     doc = json.loads(p.stdout)
                     warns = [ln for ln in p.stderr.splitlines() if "semantic mode" in ln]
                     notes[name] = f"{doc['summary']['findings']} findings, {len(warns)} semantic-mode warning(s)"
+                    for ln in warns[:5]:
+                        print(f"  semantic: {ln[:200]}")
                 else:
-                    notes[name] = f"{sum(1 for ln in p.stdout.splitlines() if ': warning:' in ln)} warnings"
+                    errs = {ln.split(":", 1)[0] for ln in (p.stdout + p.stderr).splitlines() if ": error:" in ln}
+                    notes[name] = (f"{sum(1 for ln in p.stdout.splitlines() if ': warning:' in ln)} warnings, "
+                                   f"errors in {len(errs)} file(s)")
                 continue  # warm-up
             results[name].append((wall, cpu))
     for name, runs in results.items():
