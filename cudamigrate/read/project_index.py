@@ -123,7 +123,7 @@ class ProjectIndex:
         by_name = self._by_basename_map()
         suffix = "/" + name.lstrip("./")
         hits = [f for f in by_name.get(Path(name).name, []) if str(f).endswith(suffix)]
-        return hits[0] if len(hits) == 1 else None
+        return nearest(self._key(includer), hits)
 
     def resolve_in_run(self, includer: Path, name: str) -> Path | None:
         """`#include <name>` when it is a file of the run (next to the includer, or the one whose path ends
@@ -139,7 +139,7 @@ class ProjectIndex:
             return cand
         suffix = "/" + name.lstrip("./")
         hits = [f for f in by_name.get(Path(name).name, []) if str(f).endswith(suffix)]
-        memo[key] = got = hits[0] if len(hits) == 1 else None
+        memo[key] = got = nearest(self._key(includer), hits)
         return got
 
     def _by_basename_map(self) -> dict[str, list[Path]]:
@@ -305,6 +305,29 @@ def project_member_type(ctx: Any, owner: str | None, member: str, at: ts.Node) -
             return None
     got = ctx.project.member_types(ctx.source.path, ctx.source.data, member, owner)
     return next(iter(got)) if len(got) == 1 else None
+
+
+def nearest(includer: Path, hits: list[Path]) -> Path | None:
+    """The one candidate header nearest the includer: the only one, else the only one sharing the longest
+    directory prefix with it. Two projects scanned together often have headers of the same name
+    (`include/gpu_info.h` in each); the includer's own project is where its `-I` directories point. A tie
+    (two candidates equally near) stays unresolved rather than guessed."""
+    if len(hits) <= 1:
+        return hits[0] if hits else None
+    parts = includer.parent.parts
+
+    def shared(h: Path) -> int:
+        n = 0
+        for a, b in zip(parts, h.parent.parts):
+            if a != b:
+                break
+            n += 1
+        return n
+
+    depth = {h: shared(h) for h in hits}
+    best = max(depth.values())
+    top = [h for h in hits if depth[h] == best]
+    return top[0] if len(top) == 1 else None
 
 
 def _key(path: Path) -> Path:
