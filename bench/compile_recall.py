@@ -88,26 +88,27 @@ LIBRARY_NAMES = {"cudart": "cudart", "driver": "driver", "cublas": "cuBLAS", "cu
                  "cusparse": "cuSPARSE", "cusolver": "cuSOLVER", "cufft": "cuFFT", "npp": "NPP",
                  "curand": "cuRAND", "nvrtc": "NVRTC", "thrust": "CCCL", "cub": "CCCL", "libcudacxx": "CCCL",
                  "cccl": "CCCL", "device": "device intrinsics", "cooperative_groups": "cooperative groups",
-                 "nvtx": "NVTX", "nvjitlink": "nvJitLink"}
+                 "nvtx": "NVTX", "nvjitlink": "nvJitLink", "nvjpeg": "nvJPEG"}
 # name prefix -> library, tried in order (longest first where they overlap)
 _PREFIX_LIBS = [("cusparse", "cuSPARSE"), ("cusolver", "cuSOLVER"), ("cublas", "cuBLAS"), ("cufft", "cuFFT"),
                 ("curand", "cuRAND"), ("nvrtc", "NVRTC"), ("npp", "NPP"), ("nvtx", "NVTX"),
-                ("nvjitlink", "nvJitLink"), ("thrust::", "CCCL"), ("cub::", "CCCL"), ("cuda::", "CCCL"),
+                ("nvjitlink", "nvJitLink"), ("nvjpeg", "nvJPEG"), ("thrust::", "CCCL"), ("cub::", "CCCL"), ("cuda::", "CCCL"),
                 ("cooperative_groups::", "cooperative groups"), ("cuda", "cudart"), ("tex", "cudart"), ("surf", "cudart"), ("cu", "driver"),
                 ("__", "device intrinsics")]
 _HEADER_LIBS = [(r"cusparse", "cuSPARSE"), (r"cusolver", "cuSOLVER"), (r"cublas", "cuBLAS"), (r"cufft", "cuFFT"),
-                (r"curand", "cuRAND"), (r"nvrtc", "NVRTC"), (r"/npp", "NPP"), (r"nvToolsExt|nvtx", "NVTX"),
+                (r"curand", "cuRAND"), (r"nvrtc", "NVRTC"), (r"/npp", "NPP"), (r"nvToolsExt|nvtx", "NVTX"), (r"nvjpeg", "nvJPEG"),
+                (r"nvJitLink", "nvJitLink"),
                 (r"/(?:cccl/)?(?:thrust|cub|cuda)/", "CCCL"), (r"cooperative_groups", "cooperative groups"),
                 (r"/cuda\.h$|cudaTypedefs|cudaGL\.h|cudaEGL\.h", "driver"),
                 (r"intrinsics|device_functions|device_atomic|sm_\d+|math_functions", "device intrinsics"),
                 (r"cuda_runtime|driver_types|vector_types|vector_functions|texture_|surface_|channel_descriptor"
                  r"|cuda_\w+\.h", "cudart")]
 _API_SHAPE = re.compile(r"(?:thrust|cub|cuda|cooperative_groups)::\w|(?:cuda|cublas|cufft|cusparse|cusolver|curand"
-                        r"|nvrtc|npp|nvtx|nvJitLink)\w*$|cu[A-Z]\w*$|(?:CU|CUDA|CUBLAS|CUFFT|CUSPARSE|CUSOLVER"
-                        r"|CURAND|NVRTC|NPP)_\w+$|(?:cuda|cu)[A-Z]\w*::\w+$"
+                        r"|nvrtc|npp|nvtx|nvJitLink|nvjpeg)\w*$|cu[A-Z]\w*$|(?:CU|CUDA|CUBLAS|CUFFT|CUSPARSE|CUSOLVER"
+                        r"|CURAND|NVRTC|NPP|NVJPEG|NVJITLINK)_\w+$|(?:cuda|cu)[A-Z]\w*::\w+$"
                         r"|(?:tex|surf)(?:1D|2D|3D|Cubemap)\w*$")
 # headers that belong to the CUDA toolkit or its libraries (a `cannot open source file` of one is a CUDA site)
-_CUDA_HEADER = re.compile(r"^(?:thrust|cub|cuda|cooperative_groups|nv)/|^(?:cuda|cu|npp|nvrtc|nvToolsExt|nvtx"
+_CUDA_HEADER = re.compile(r"^(?:thrust|cub|cuda|cooperative_groups|nv)/|^(?:cuda|cu|npp|nvrtc|nvToolsExt|nvtx|nvjpeg|nvJitLink"
                           r"|texture_|surface_|sm_\d|device_|math_|crt/|vector_|driver_|host_|channel_"
                           r"|builtin_types)\w*")
 
