@@ -318,7 +318,7 @@ def nearest(includer: Path, hits: list[Path]) -> Path | None:
 
     def shared(h: Path) -> int:
         n = 0
-        for a, b in zip(parts, h.parent.parts):
+        for a, b in zip(parts, h.parent.parts, strict=False):
             if a != b:
                 break
             n += 1
