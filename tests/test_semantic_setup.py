@@ -37,6 +37,8 @@ if not OK:
     pytestmark = [pytest.mark.libclang, pytest.mark.skip(reason=f"libclang semantic mode unavailable: {WHY}")]
 
 SINGLE = FIXTURES / "streams" / "CM101-legacy-stream-async-api--single-stream-values" / "ok.cu"
+SINGLE_NULL = FIXTURES / "streams" / "CM101-legacy-stream-async-api--single-stream-null" / "ok.cu"
+LEGACY_STREAM_RULES = "CM101,CM102,CM103,CM104"
 ALIAS = FIXTURES / "removals" / "CM503-deviceprop-removed-fields--alias-reference"
 
 
@@ -181,6 +183,61 @@ def test_a_wrapper_that_receives_another_stream_still_meets_the_legacy_one(tmp_p
     assert lines == want, sem["findings"]
     ts, _ = scan_json([str(src), "--select", "CM101", "--no-semantic"])
     assert ts["findings"] == []  # tree-sitter cannot tell that `s` is 0
+
+
+def _wheel_include() -> list[str]:
+    from cudamigrate.verify.build import wheel_root
+
+    root = wheel_root()
+    return [f"-I{root / 'include'}"] if root is not None else []
+
+
+def test_legacy_only_stream_parameters_and_globals_get_no_finding_in_either_mode(tmp_path):
+    """Issue 25's done-when: stream parameters whose callers pass only 0/NULL/nullptr/macros of 0/variables set to
+    them, or leave a default (also a prototype's), and file-scope streams never written, are no other stream: no
+    CM101-CM104 finding in semantic mode (compile database) nor in tree-sitter mode. Before, tree-sitter mode
+    counted every such parameter as another stream, and semantic mode those without a default of their own."""
+    src = tmp_path / "ok.cu"
+    shutil.copy(SINGLE_NULL, src)
+    write_db(tmp_path, [src], extra=_wheel_include())
+    sem, err = scan_json([str(src), "--select", LEGACY_STREAM_RULES])
+    ts, _ = scan_json([str(src), "--no-semantic", "--select", LEGACY_STREAM_RULES])
+    assert "warning" not in err, err  # parsed by libclang: no fallback
+    assert sem["findings"] == [] and ts["findings"] == [], (sem["findings"], ts["findings"])
+
+
+LOOKALIKES = {
+    # a stream parameter that one caller passes another stream (a parameter of an uncalled entry point)
+    "entry.cu": "static void up(float *d, cudaStream_t st = 0) { cudaMemsetAsync(d, 0, 4, st); }\n"
+                "void entry(float *d, cudaStream_t s) { up(d); up(d, s); }\n",
+    # the wrapper's address is taken: a call through the pointer may pass any stream
+    "address.cu": "void up(float *d, cudaStream_t st = 0) { cudaMemsetAsync(d, 0, 4, st); }\n"
+                  "void (*fp)(float *, cudaStream_t) = &up;\nvoid g(float *d) { up(d); }\n",
+    # the parameter is assigned in the body
+    "written.cu": "cudaStream_t pick();\nvoid up(float *d, cudaStream_t st = 0) { if (!st) st = pick(); }\n"
+                  "void g(float *d) { up(d); }\n",
+    # a macro calls the wrapper with another stream
+    "macro.cu": "cudaStream_t pick();\nvoid up(float *d, cudaStream_t st = 0) {}\n#define UP(d, s) up(d, s)\n"
+                "void g(float *d) { up(d); UP(d, pick()); }\n",
+    # a static global that is assigned, a global declared elsewhere
+    "assigned.cu": "static cudaStream_t g_s = 0;\nvoid init(cudaStream_t x) { g_s = x; }\n",
+    "extern.cu": "extern cudaStream_t g_s;\n",
+}
+
+
+def test_lookalikes_of_legacy_only_streams_are_reported_in_both_modes(tmp_path):
+    """The same shapes where a stream may be another one: the launch on the legacy stream is reported in both modes."""
+    head = "#include <cuda_runtime.h>\n__global__ void k(float *x) {}\nvoid f(float *d) { k<<<1, 1>>>(d); }\n"
+    files = []
+    for name, body in LOOKALIKES.items():
+        files.append(tmp_path / name)
+        files[-1].write_text(head + body)
+    write_db(tmp_path, files)
+    for mode in ([], ["--no-semantic"]):
+        out, err = scan_json([*map(str, files), "--select", LEGACY_STREAM_RULES, *mode])
+        assert "warning" not in err, err
+        got = sorted((Path(f["path"]).name, f["rule"], f["line"]) for f in out["findings"])
+        assert got == sorted((name, "CM102", 3) for name in LOOKALIKES), (mode, got)
 
 
 # ----------------------------------------------------------------------------- deprecated/unavailable in headers

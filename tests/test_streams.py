@@ -110,6 +110,96 @@ def test_legacy_stream_meeting_other_streams_is_reported(extra, reason):
     assert [f.rule_id for f in scan(code)] == ["CM102"]
 
 
+SINGLE_STREAM_NULL = ROOT / "fixtures" / "streams" / "CM101-legacy-stream-async-api--single-stream-null" / "ok.cu"
+
+
+def test_single_stream_null_fixture_is_not_reported():
+    """Stream parameters and file-scope streams that only ever hold the legacy stream are no other stream (issue 25:
+    tree-sitter mode counted every stream parameter of a definition as one, and reported this file's launches)."""
+    code = SINGLE_STREAM_NULL.read_bytes()
+    assert analyse(code, None, "ok.cu") == []
+    assert scan(code, rules=["CM101", "CM102", "CM103", "CM104"], path=SINGLE_STREAM_NULL) == []
+
+
+KERNEL = b"__global__ void k(float *x);\n"
+
+
+@pytest.mark.parametrize("code", [
+    # a defaulted parameter that every call leaves defaulted or passes a null stream
+    b"static void up(float *d, cudaStream_t st = 0) { cudaMemsetAsync(d, 0, 4, st); }\n"
+    b"void f(float *d) { up(d); k<<<1, 1>>>(d); }\n",
+    b"#define STREAM 0\nvoid up(float *d, cudaStream_t st = 0) { k<<<1, 1, 0, st>>>(d); }\n"
+    b"void f(float *d) { up(d); up(d, 0); up(d, NULL); up(d, nullptr); up(d, STREAM); k<<<1, 1>>>(d); }\n",
+    # no default; casts and a parenthesized macro
+    b"#define NO_STREAM ((cudaStream_t)0)\nvoid up(float *d, cudaStream_t st) { k<<<1, 1, 0, st>>>(d); }\n"
+    b"void f(float *d) { up(d, NO_STREAM); up(d, (cudaStream_t)0); up(d, cudaStreamLegacy); k<<<1, 1>>>(d); }\n",
+    # a local variable initialized with the legacy stream and never written
+    b"void up(float *d, cudaStream_t st) { k<<<1, 1, 0, st>>>(d); }\n"
+    b"void f(float *d) { cudaStream_t s = 0; cudaStream_t t{}; up(d, s); up(d, t); k<<<1, 1>>>(d); }\n",
+    # forwarded to another wrapper, and recursion
+    b"void inner(float *d, cudaStream_t st, int n) { if (n) inner(d, st, n - 1); k<<<1, 1, 0, st>>>(d); }\n"
+    b"void outer(float *d, cudaStream_t st = 0) { inner(d, st, 2); }\nvoid f(float *d) { outer(d); k<<<1, 1>>>(d); }\n",
+    # the default given by the prototype; a template; a method called through an object
+    b"void up(float *d, cudaStream_t st = NULL);\nvoid f(float *d) { up(d); k<<<1, 1>>>(d); }\n"
+    b"void up(float *d, cudaStream_t st) { k<<<1, 1, 0, st>>>(d); }\n",
+    b"template <typename T> void up(T *d, cudaStream_t st = 0) { cudaMemsetAsync(d, 0, 4, st); }\n"
+    b"void f(float *d) { up<float>(d); up(d, 0); k<<<1, 1>>>(d); }\n",
+    b"struct B { float *d; void clear(cudaStream_t st = 0) { cudaMemsetAsync(d, 0, 4, st); } };\n"
+    b"void f(float *d) { B b{d}; b.clear(); (&b)->clear(0); k<<<1, 1>>>(d); }\n",
+    # file-scope streams that are the legacy stream
+    b"static cudaStream_t g = 0;\ncudaStream_t h{};\nconst cudaStream_t c = nullptr;\nstatic CUstream z;\n"
+    b"void f(float *d) { cudaMemsetAsync(d, 0, 4, g); cudaMemsetAsync(d, 0, 4, h); k<<<1, 1, 0, c>>>(d); k<<<1, 1>>>(d); }\n",
+    # cuBLAS and Thrust through such a parameter
+    b"void bind(cublasHandle_t h, cudaStream_t s = 0) { cublasSetStream(h, s); }\n"
+    b"void srt(int *b, int *e, cudaStream_t s = 0) { thrust::sort(thrust::cuda::par.on(s), b, e); }\n"
+    b"void f(cublasHandle_t h, int *b, int *e) { bind(h); srt(b, e); cublasSetStream(h, 0); }\n",
+])
+def test_streams_that_only_hold_the_legacy_stream_are_no_other_stream(code):
+    assert analyse(KERNEL + code, None, "t.cu") == []
+    assert scan(KERNEL + code) == []
+
+
+@pytest.mark.parametrize("extra, reason", [
+    # one call passes what may be another stream: a parameter of a function nobody here calls
+    (b"static void up(float *d, cudaStream_t st = 0) { cudaMemsetAsync(d, 0, 4, st); }\n"
+     b"void entry(float *d, cudaStream_t s) { up(d); up(d, s); }\n", "receives a stream"),
+    # the function's address is taken, or a macro calls it: its callers are not all in sight
+    (b"void up(float *d, cudaStream_t st = 0) {}\nvoid (*fp)(float *, cudaStream_t) = &up;\n"
+     b"void g(float *d) { up(d); }\n", "receives a stream"),
+    (b"cudaStream_t pick();\nvoid up(float *d, cudaStream_t st = 0) {}\n#define UP(d, s) up(d, s)\n"
+     b"void g(float *d) { up(d); UP(d, pick()); }\n", "receives a stream"),
+    # the parameter is written; the default is no null stream; a macro that is another stream
+    (b"cudaStream_t pick();\nvoid up(float *d, cudaStream_t st = 0) { if (!st) st = pick(); }\n"
+     b"void g(float *d) { up(d); }\n", "receives a stream"),
+    (b"cudaStream_t pick();\nvoid up(float *d, cudaStream_t st = pick()) {}\nvoid g(float *d) { up(d); up(d, 0); }\n",
+     "receives a stream"),
+    (b"cudaStream_t pick();\n#define WORK pick()\nvoid up(float *d, cudaStream_t st) {}\n"
+     b"void g(float *d) { up(d, WORK); }\n", "receives a stream"),
+    # a variable passed where it may be written (a reference parameter), or assigned
+    (b"void get(cudaStream_t &s);\nvoid up(float *d, cudaStream_t st) {}\n"
+     b"void g(float *d) { cudaStream_t s = 0; get(s); up(d, s); }\n", "receives a stream"),
+    # overloads are pooled by name: one of them gets another stream
+    (b"cudaStream_t pick();\nvoid up(float *d, cudaStream_t st) {}\nvoid up(double *d, cudaStream_t st) {}\n"
+     b"void g(float *d, double *e) { up(d, 0); up(e, pick()); }\n", "receives a stream"),
+    # forwarded, but the inner wrapper is also called with another stream
+    (b"cudaStream_t pick();\nvoid inner(float *d, cudaStream_t st) {}\n"
+     b"void outer(float *d, cudaStream_t st = 0) { inner(d, st); }\nvoid g(float *d) { outer(d); inner(d, pick()); }\n",
+     "receives a stream"),
+    # never called here: its callers are elsewhere
+    (b"void up(float *d, cudaStream_t st = 0) {}\n", "receives a stream"),
+    # file-scope streams: assigned, declared elsewhere, or left for another translation unit to set
+    (b"static cudaStream_t g = 0;\nvoid init(cudaStream_t x) { g = x; }\n", "file-scope stream"),
+    (b"static cudaStream_t g2 = 0;\nvoid init2() { cudaStreamCreateWithFlags(&g2, cudaStreamNonBlocking); }\n",
+     "file-scope stream"),
+    (b"extern cudaStream_t g;\n", "file-scope stream"),
+    (b"cudaStream_t g;\n", "file-scope stream"),
+])
+def test_lookalikes_of_legacy_only_streams_still_meet_another_stream(extra, reason):
+    code = KERNEL + b"void f(float *d) { k<<<1, 1>>>(d); }\n" + extra
+    assert any(reason in r for r in analyse(code, None, "t.cu"))
+    assert [f.rule_id for f in scan(code)] == ["CM102"]
+
+
 def test_project_headers_are_followed(tmp_path):
     (tmp_path / "include").mkdir()
     (tmp_path / "src").mkdir()

@@ -13,10 +13,11 @@ receives a stream parameter (its flags are unknown), a stream held in a struct/c
 variable, any use of `cudaStreamPerThread`, or host threads (`std::thread`, `std::async`, `pthread_create`,
 `#pragma omp parallel`), whose work all meets on the one legacy stream. Comments and string literals do not count.
 
-Semantic mode knows more about one of these reasons: a stream parameter whose every call in the translation unit
-passes the legacy stream (`0`, `NULL`, a macro or variable that is 0, `cudaStreamLegacy`, or the parameter's
-default argument left in place) is the legacy stream itself, not another one, so it is no reason there
-(`FileFacts.null_stream_params`, the same whole-TU view that makes libclang read such an argument as null).
+A stream parameter or file-scope stream that only ever holds the legacy stream is that stream, not another one,
+and no reason: in both modes when the file's own text proves it (`legacy_params.py`: every call passes `0`, `NULL`,
+`nullptr`, `cudaStreamLegacy`, a macro or variable that is one of these, or leaves a null default; a file-scope
+stream initialized null and never written), and in semantic mode also when libclang's whole-TU view does
+(`FileFacts.null_stream_params`, the view that makes libclang read such an argument as null).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from ..parse import walk
 from ..core.linestart import directive, line_start_matches
 from ..parse.treesitter import parse_header
 from .context import FileContext, normalize
+from .legacy_params import legacy_only
 from ..read.source import read_regular
 
 STREAM_TYPES = {"cudaStream_t", "CUstream", "::cudaStream_t", "::CUstream"}
@@ -141,21 +143,42 @@ def _parameter_name_offset(param: ts.Node) -> int | None:
 
 def _declaration_reasons(root: ts.Node, data: bytes, where: str, null_params: frozenset[int] = frozenset()) -> list[str]:
     out = []
+    legacy: frozenset[int] | None = None  # legacy_params.legacy_only, computed when a declaration needs it
+
+    def exempt(offsets: list[int | None]) -> bool:
+        """Every declared name is the legacy stream (semantic mode's facts, or the file's own text)."""
+        nonlocal legacy
+        if not offsets or any(o is None for o in offsets):
+            return False
+        if all(o in null_params for o in offsets):
+            return True
+        if legacy is None:
+            legacy = legacy_only(root, data)
+        return all(o in null_params or o in legacy for o in offsets)
+
     for pat, x, tn in walk.field_matches(root, DECLARATION_PATTERNS):
         t = normalize(tn.text.decode("utf-8", "replace"))
         if t not in STREAM_TYPES:
             continue
         line = tn.start_point[0] + 1
         if pat.tag == "p":
-            if _is_definition_parameter(x) and _parameter_name_offset(x) not in null_params:
+            if _is_definition_parameter(x) and not exempt([_parameter_name_offset(x)]):
                 out.append(f"{where}:{line} receives a stream as a parameter")
         elif pat.tag == "f":
             out.append(f"{where}:{line} holds a stream in a field")
         elif pat.tag == "d":
             d = x
-            if d.parent is not None and d.parent.type in ("translation_unit", "declaration_list"):
+            if d.parent is not None and d.parent.type in ("translation_unit", "declaration_list") \
+                    and not exempt([_variable_name_offset(v) for v in d.children_by_field_name("declarator")]):
                 out.append(f"{where}:{line} declares a file-scope stream")
     return out
+
+
+def _variable_name_offset(d: ts.Node) -> int | None:
+    """Byte offset of the name a file-scope declarator declares as a stream object (None: a pointer, array...)."""
+    if d.type == "init_declarator":
+        d = d.child_by_field_name("declarator")
+    return d.start_byte if d is not None and d.type == "identifier" else None
 
 
 def _search_if(rx: re.Pattern[str], code: str, *words: str) -> re.Match[str] | None:

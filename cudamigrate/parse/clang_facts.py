@@ -136,6 +136,8 @@ class _Extractor:
         self.files: dict[str, FileFacts] = {}
         self.written: set[tuple] = set()
         self.calls_to: dict[tuple, list] = {}
+        self.fn_refs: dict[tuple, int] = {}  # function declaration -> DeclRefExprs naming it (calls included)
+        self.fn_escaped: set[tuple] = set()  # functions whose address is taken (`&f`, `&S::m`)
         self.pending: list[tuple] = []  # (call cursor, is_launch, config cursor)
         self.stream_params: list = []  # PARM_DECL cursors of a stream type in project code
         self.sys_cache: dict[str, bool] = {}
@@ -173,6 +175,7 @@ class _Extractor:
         self.k_mref = K.MEMBER_REF_EXPR.value
         self.k_unexposed = K.UNEXPOSED_EXPR.value
         self.k_vars = {K.VAR_DECL.value, K.PARM_DECL.value}
+        self.k_funcs = {K.FUNCTION_DECL.value, K.CXX_METHOD.value, K.FUNCTION_TEMPLATE.value}
         self.k_parm = K.PARM_DECL.value
         self.k_write_ok = {getattr(K, n).value for n in _WRITE_PARENTS_OK}
         self.t_dependent = ci.TypeKind.DEPENDENT.value
@@ -378,6 +381,13 @@ class _Extractor:
                 ref = c.referenced
                 if ref is not None and ref._kind_id in k_vars and parent_kind not in k_write_ok:
                     self.written.add(self.decl_key(ref))
+                elif ref is not None and ref._kind_id in self.k_funcs:
+                    # every mention of a function: more mentions than calls, or one under `&`, and the function
+                    # may be called through a pointer with any argument (param_value then knows nothing)
+                    fkey = self.decl_key(ref)
+                    self.fn_refs[fkey] = self.fn_refs.get(fkey, 0) + 1
+                    if parent_kind not in (k_call, k_unexposed):
+                        self.fn_escaped.add(fkey)
                 self.record_ref(c, ref)
             elif k == k_tref:
                 self.record_ref(c, c.referenced)
@@ -764,9 +774,10 @@ class _Extractor:
                 break
         if idx is None:
             return None
-        sites = self.calls_to.get(self.decl_key(fn), [])
-        if not sites:
-            return None
+        fkey = self.decl_key(fn)
+        sites = self.calls_to.get(fkey, [])
+        if not sites or fkey in self.fn_escaped or self.fn_refs.get(fkey, 0) > len(sites):
+            return None  # never called here, or also called through a pointer
         values = set()
         for call in sites:
             args = list(call.get_arguments())
