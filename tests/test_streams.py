@@ -200,6 +200,28 @@ def test_lookalikes_of_legacy_only_streams_still_meet_another_stream(extra, reas
     assert [f.rule_id for f in scan(code)] == ["CM102"]
 
 
+def test_legacy_only_analysis_is_linear_and_survives_cycles():
+    """3,000 wrappers each forwarding its stream to the next, called 3,000 times with a local `= 0`: one pass and a
+    worklist, not a fixpoint that re-reads every call per removal (that took 3 s here); initializers that name each
+    other prove nothing and do not recurse forever."""
+    import time
+
+    from cudamigrate.match.legacy_params import legacy_only
+    from cudamigrate.parse.treesitter import parse
+
+    n = 3000
+    src = [f"void w{i}(float *d, cudaStream_t s) {{ cudaStream_t t = s; w{i + 1}(d, t); }}" for i in range(n - 1)]
+    src += [f"void w{n - 1}(float *d, cudaStream_t s) {{ k<<<1, 1, 0, s>>>(d); }}",
+            "void f(float *d) { cudaStream_t z = 0; " + "w0(d, z); " * n + "}",
+            "void g(float *d) { cudaStream_t a = b; cudaStream_t b = a; w0(d, LAST); }"]
+    for last, legacy in ((b"0", n), (b"a", 0)):
+        data = (KERNEL + "\n".join(src).encode()).replace(b"LAST", last)
+        root = parse(data).root_node
+        t0 = time.process_time()
+        assert len(legacy_only(root, data)) == legacy
+        assert time.process_time() - t0 < 3.0
+
+
 def test_project_headers_are_followed(tmp_path):
     (tmp_path / "include").mkdir()
     (tmp_path / "src").mkdir()

@@ -33,8 +33,10 @@ that tree-sitter mode proves legacy-only.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 import tree_sitter as ts
 
@@ -49,21 +51,38 @@ _API_PREFIX = re.compile(r"^(cuda|cu[A-Z]|cublas|cufft|cusparse|cusolver|curand|
 _STRIP = re.compile(r'^[ \t]*#[ \t]*include[^\n]*|//[^\n]*|/\*.*?\*/|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\\\n]*(?:\\.[^\'\\\n]*)*\'', re.S | re.M)
 
 
+MAX_OVERLOADS = 32
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+Deps = frozenset  # offsets of the candidates a value needs to be legacy-only too
+_NONE: frozenset[int] = frozenset()
+
+
 def _text(n: ts.Node | None) -> str:
     return n.text.decode("utf-8", "replace") if n is not None and n.text is not None else ""
 
 
-def _walk(node: ts.Node) -> Iterator[ts.Node]:
+def _walk(node: ts.Node) -> Iterator[tuple[ts.Node, ts.Node | None]]:
+    """Every node under `node` in pre-order with the innermost function_definition around it (a cursor walk)."""
     cur = node.walk()
+    depth = 0
+    fns: list[tuple[int, ts.Node]] = []  # (depth, function_definition) of the definitions entered
     while True:
         n = cur.node
         if n is not None:
-            yield n
+            yield n, fns[-1][1] if fns else None
+            if n.type == "function_definition":
+                fns.append((depth, n))
         if cur.goto_first_child():
+            depth += 1
             continue
         while not cur.goto_next_sibling():
             if not cur.goto_parent():
                 return
+            depth -= 1
+            while fns and fns[-1][0] >= depth:
+                fns.pop()
+        while fns and fns[-1][0] >= depth:
+            fns.pop()  # a sibling of the definition: outside it
 
 
 def _strip_outer_parens(t: str) -> str:
@@ -191,18 +210,21 @@ class LegacyOnly:
         self.functions: dict[str, list[_Function]] = {}
         self.calls: dict[str, list[ts.Node]] = {}
         self.idents: dict[str, list[ts.Node]] = {}
+        self.idents_in: dict[tuple[int, str], list[ts.Node]] = {}  # (innermost function_definition id, name) -> uses
         self.file_vars: dict[str, ts.Node] = {}  # name -> init_declarator/declarator node of a file-scope stream
         self.file_var_names: dict[str, int] = {}  # name -> how many file-scope declarations of it
         self.params_of: dict[int, dict[str, _Candidate]] = {}  # function_definition id -> name -> candidate
         self.candidates: dict[int, _Candidate] = {}  # offset -> candidate
+        self._local_memo: dict[tuple[str, int], Deps | None | Literal[False]] = {}
         self._collect()
 
     # -- one pass over the tree
     def _collect(self) -> None:
-        for n in _walk(self.root):
+        for n, fn in _walk(self.root):
             t = n.type
             if t in ("identifier", "field_identifier"):
                 self.idents.setdefault(_text(n), []).append(n)
+                self.idents_in.setdefault((fn.id if fn is not None else -1, _text(n)), []).append(n)
             elif t == "preproc_def":
                 name, value = n.child_by_field_name("name"), n.child_by_field_name("value")
                 self.macros.setdefault(_text(name), []).append(normalize(_text(value)) if value is not None else "")
@@ -244,29 +266,39 @@ class LegacyOnly:
             return False
         return True
 
-    def _local_null(self, name: str, fn: ts.Node, live: set[int]) -> bool | None:
-        """A stream variable of `fn` named `name`: null-initialized and never written there (True/False); None
-        when `fn` declares no variable of that name."""
+    def _local_deps(self, name: str, fn: ts.Node, depth: int) -> Deps | None | Literal[False]:
+        """A stream variable of `fn` named `name`, null-initialized and never written there: the candidates its
+        initializer needs (`_deps`); None when it is not such a variable; False when `fn` declares no variable of
+        that name (the name is looked up further out)."""
+        memo_key = (name, fn.id)
+        if memo_key in self._local_memo:
+            return self._local_memo[memo_key]
+        self._local_memo[memo_key] = None  # a cycle through initializers (`a = b, b = a`) proves nothing
+        got = self._local_deps_uncached(name, fn, depth)
+        self._local_memo[memo_key] = got
+        return got
+
+    def _local_deps_uncached(self, name: str, fn: ts.Node, depth: int) -> Deps | None | Literal[False]:
         body = fn.child_by_field_name("body")
         if body is None:
-            return None
+            return False
         decls = []
-        for n in self.idents.get(name, []):
+        for n in self.idents_in.get((fn.id, name), []):
             if n.start_byte < body.start_byte or n.end_byte > body.end_byte:
                 continue
             decl = _declaration_of_name(n)
             if decl is not None:
                 decls.append((n, decl))
             elif _is_write(n) or self._passed_by_reference(n):
-                return False
+                return None
         if not decls:
-            return None
-        if len(decls) != 1 or not _is_stream_type(decls[0][1]):
             return False
+        if len(decls) != 1 or not _is_stream_type(decls[0][1]):
+            return None
         n = decls[0][0]
         init = n.parent.child_by_field_name("value") if n.parent is not None and n.parent.type == "init_declarator" \
             else None
-        return init is not None and self._null(init, fn, live)
+        return None if init is None else self._deps(init, fn, depth + 1)
 
     def _passed_by_reference(self, ident: ts.Node) -> bool:
         """`f(x)` where `f` may take `x` by reference: an API takes streams by value; a function of this file whose
@@ -292,29 +324,32 @@ class LegacyOnly:
                 return True
         return False
 
-    def _null(self, expr: ts.Node, fn: ts.Node | None, live: set[int]) -> bool:
-        """Is `expr` (evaluated in function `fn`) the legacy stream, assuming the candidates in `live` are?"""
+    def _deps(self, expr: ts.Node, fn: ts.Node | None, depth: int = 0) -> Deps | None:
+        """Is `expr` (evaluated in function `fn`) the legacy stream? None: no (or unknown); else the candidates
+        (offsets) that must all be legacy-only for it to be (empty: it is, whatever they are)."""
+        if depth > 16:
+            return None
         e = _unparen(expr)
         txt = normalize(_text(e))
         if txt in NULL_STREAMS or (e.type == "initializer_list" and e.named_child_count == 0):
-            return True
+            return _NONE
         if e.type == "cast_expression":
             v = e.child_by_field_name("value")
-            return v is not None and _is_stream_cast(e) and self._null(v, fn, live)
+            return self._deps(v, fn, depth + 1) if v is not None and _is_stream_cast(e) else None
         if e.type != "identifier":
-            return False
+            return None
         if fn is not None:
             cands = self.params_of.get(fn.id, {})
             if txt in cands:
-                return cands[txt].offset in live
-            local = self._local_null(txt, fn, live)
-            if local is not None:
-                return local
+                return frozenset((cands[txt].offset,))
+            local = self._local_deps(txt, fn, depth)
+            if local is not False:
+                return local  # a variable of the function (None: not one that only holds the legacy stream)
         var = self.file_vars.get(txt)
         if var is not None:
             off = _name_offset(var)
-            return off is not None and off in live
-        return self._macro_null(txt, 0)
+            return frozenset((off,)) if off is not None and off in self.candidates else None
+        return _NONE if self._macro_null(txt, 0) else None
 
     # -- candidates and their values
     def _function_is_plain(self, name: str, fns: list[_Function], text_count: int) -> bool:
@@ -337,12 +372,14 @@ class LegacyOnly:
         return seen == text_count
 
     def _build(self, text: str) -> None:
+        words = Counter(_WORD.findall(text))
         for name, fns in self.functions.items():
             defs = [f for f in fns if f.definition is not None]
             if not defs or not any(_is_stream_type(p) for f in defs for p in f.params):
                 continue
-            count = len(re.findall(r"(?<![\w$])" + re.escape(name) + r"(?![\w$])", text))
-            plain = self._function_is_plain(name, fns, count)
+            count = words.get(name, 0)
+            # many same-named definitions (generated overloads): each would check every call; not worth proving
+            plain = len(fns) <= MAX_OVERLOADS and self._function_is_plain(name, fns, count)
             calls = self.calls.get(name, [])
             for f in defs:
                 assert f.definition is not None
@@ -395,19 +432,39 @@ class LegacyOnly:
         if body is None:
             return True
         return any(body.start_byte <= n.start_byte < body.end_byte and (_is_write(n) or self._passed_by_reference(n))
-                   for n in self.idents.get(name, []))
+                   for n in self.idents_in.get((fn.id, name), []))
 
     def offsets(self, text: str) -> frozenset[int]:
+        """The greatest set of candidates whose every value is the legacy stream given that the set's members are:
+        each value is judged once (the candidates it needs), then a removal is propagated to what needs it."""
         self._build(text)
-        live = {off for off, c in self.candidates.items() if c.known}
-        changed = True
-        while changed:
-            changed = False
-            for off in sorted(live):
-                c = self.candidates[off]
-                if not all(self._null(e, fn, live) for e, fn in c.values):
-                    live.discard(off)
-                    changed = True
+        needs: dict[int, set[int]] = {}
+        dead: list[int] = []
+        for off, c in self.candidates.items():
+            deps: set[int] = set()
+            ok = c.known
+            for e, fn in c.values if ok else ():
+                d = self._deps(e, fn)
+                if d is None:
+                    ok = False
+                    break
+                deps |= d
+            if ok:
+                needs[off] = deps
+            else:
+                dead.append(off)
+        needed_by: dict[int, list[int]] = {}
+        for off, deps in needs.items():
+            for d in deps:
+                needed_by.setdefault(d, []).append(off)
+        live = set(needs)
+        while dead:
+            off = dead.pop()
+            live.discard(off)
+            for user in needed_by.pop(off, ()):
+                if user in live:
+                    live.discard(user)
+                    dead.append(user)
         return frozenset(live)
 
 
