@@ -49,8 +49,6 @@ _CALLEE_WRAPPERS = ("qualified_identifier", "template_function", "field_expressi
 # APIs and library calls take a stream by value: passing a local stream to them is a read
 _API_PREFIX = re.compile(r"^(cuda|cu[A-Z]|cublas|cufft|cusparse|cusolver|curand|npp|nccl|thrust|cub)|^on$")
 _STRIP = re.compile(r'^[ \t]*#[ \t]*include[^\n]*|//[^\n]*|/\*.*?\*/|"[^"\\\n]*(?:\\.[^"\\\n]*)*"|\'[^\'\\\n]*(?:\\.[^\'\\\n]*)*\'', re.S | re.M)
-
-
 MAX_OVERLOADS = 32
 _WORD = re.compile(r"[A-Za-z_$][\w$]*")
 Deps = frozenset  # offsets of the candidates a value needs to be legacy-only too
@@ -396,20 +394,21 @@ class LegacyOnly:
                         continue
                     defaults = [d for g in fns if i < len(g.params) and g.params[i].type == "optional_parameter_declaration"
                                 for d in [g.params[i].child_by_field_name("default_value")] if d is not None]
+                    defaulted = False
                     for call in calls:
                         args = call.child_by_field_name("arguments")
                         argv = [a for a in args.named_children if a.type != "comment"] if args is not None else []
-                        caller = _enclosing_function(call)
                         if i < len(argv):
-                            cand.values.append((argv[i], caller))
+                            cand.values.append((argv[i], _enclosing_function(call)))
                         elif defaults:
-                            cand.values.extend((d, None) for d in defaults)
+                            defaulted = True
                         else:
                             cand.known = False
                             break
+                    if defaulted:
+                        cand.values.extend((d, None) for d in defaults)
         for name, d in self.file_vars.items():
-            decl = d.parent if d.type == "init_declarator" else None
-            decl = decl or d.parent
+            decl = d.parent
             off = _name_offset(d)
             if off is None or decl is None:
                 continue
