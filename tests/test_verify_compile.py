@@ -194,3 +194,36 @@ def test_a_wrong_verify_value_in_the_configuration_is_one_line_and_exit_2(tmp_pa
     r = run("--select", "CM9901", str(src))
     assert r.exit_code == 2 and '`verify` must be "auto", "off" or "require"' in err(r)
     assert BROKEN not in src.read_text()
+
+
+# --------------------------------------------------------------------------- consistency groups
+GROUP_RULES = Path(__file__).parent / "data" / "verify_group_rules"
+GROUP_CHECKER = """import sys
+src = next(a for a in sys.argv[1:] if a.endswith(".cpp"))
+text = open(src).read()
+for i, line in enumerate(text.splitlines(), 1):
+    if "blur_v2(" in line and "void blur_v2" not in text:
+        print(f"{src}:{i}:3: error: 'blur_v2' was not declared in this scope")
+        sys.exit(1)
+"""
+
+
+def test_a_rollback_takes_its_whole_consistency_group_in_every_file(tmp_path):
+    """A grouped fix (all files or none) that breaks one unit is rolled back in the other file too: a migration
+    is never left half applied across files (before, only the breaking unit's finding was withdrawn)."""
+    (tmp_path / "checker.py").write_text(GROUP_CHECKER)
+    a, b = tmp_path / "a.cpp", tmp_path / "b.cpp"
+    a.write_text("void blur_v2(int);\nvoid f() { legacy_blur(1); }\n")
+    b.write_text("void g() { legacy_blur(2); }\n")
+    db = [{"directory": str(tmp_path), "file": str(p), "arguments": [sys.executable, str(tmp_path / "checker.py"), str(p)]}
+          for p in (a, b)]
+    (tmp_path / "compile_commands.json").write_text(json.dumps(db))
+    before = a.read_text(), b.read_text()
+    report = tmp_path / "verify.json"
+    r = CliRunner().invoke(main, ["fix", "--rules-dir", str(GROUP_RULES), "--select", "CM9902", "--no-cache",
+                                  "--no-semantic", "--verify-report", str(report), str(a), str(b)],
+                           catch_exceptions=False)
+    assert (a.read_text(), b.read_text()) == before, err(r)  # a.cpp alone would compile: it is rolled back too
+    got = json.loads(report.read_text())
+    assert sorted(x["path"].rsplit("/", 1)[-1] for x in got["rollbacks"]) == ["a.cpp", "b.cpp"]
+    assert "of the same consistency group 'legacy_blur'" in err(r)
