@@ -197,7 +197,6 @@ def test_a_wrong_verify_value_in_the_configuration_is_one_line_and_exit_2(tmp_pa
 
 
 # --------------------------------------------------------------------------- consistency groups
-GROUP_RULES = Path(__file__).parent / "data" / "verify_group_rules"
 GROUP_CHECKER = """import sys
 src = next(a for a in sys.argv[1:] if a.endswith(".cpp"))
 text = open(src).read()
@@ -220,10 +219,26 @@ def test_a_rollback_takes_its_whole_consistency_group_in_every_file(tmp_path):
     (tmp_path / "compile_commands.json").write_text(json.dumps(db))
     before = a.read_text(), b.read_text()
     report = tmp_path / "verify.json"
-    r = CliRunner().invoke(main, ["fix", "--rules-dir", str(GROUP_RULES), "--select", "CM9902", "--no-cache",
+    r = CliRunner().invoke(main, ["fix", "--rules-dir", str(RULES), "--select", "CM9902", "--no-cache",
                                   "--no-semantic", "--verify-report", str(report), str(a), str(b)],
                            catch_exceptions=False)
     assert (a.read_text(), b.read_text()) == before, err(r)  # a.cpp alone would compile: it is rolled back too
     got = json.loads(report.read_text())
     assert sorted(x["path"].rsplit("/", 1)[-1] for x in got["rollbacks"]) == ["a.cpp", "b.cpp"]
     assert "of the same consistency group 'legacy_blur'" in err(r)
+
+
+def test_a_rollback_never_brings_back_a_group_the_run_withheld(tmp_path):
+    """b.cpp's two-argument call cannot be rewritten, so the run withholds the `legacy_blur` group in every file.
+    A rollback in a.cpp (CM9901) fixes that file again; without the run's withheld groups it would rename
+    legacy_blur there alone (half applied across files)."""
+    src = _fake_project(tmp_path, "void f() {\n  legacy_blur(1);\n  cudaGetLastError();\n}\n")
+    b = tmp_path / "b.cpp"
+    b.write_text("void g() {\n  legacy_blur(1, 2);\n}\n")
+    db = json.loads((tmp_path / "compile_commands.json").read_text())
+    db.append({**db[0], "file": str(b), "arguments": [*db[0]["arguments"][:-1], str(b)]})
+    (tmp_path / "compile_commands.json").write_text(json.dumps(db))
+    r = run("--select", "CM9901,CM9902", "--no-cache", "--no-semantic", str(src), str(b))
+    assert "CM9901: fix rolled back" in err(r)
+    assert src.read_text() == "void f() {\n  legacy_blur(1);\n  cudaGetLastError();\n}\n", err(r)
+    assert "fix withheld in every file" in err(r)

@@ -116,8 +116,10 @@ class Verifier:
 
     def __init__(self, engine: Engine, index: ProjectIndex, run_files: list[Path], *, unsafe: bool,
                  display_only: frozenset[str] = frozenset(), db_path: Path | None = None, jobs: int | None = None,
-                 use_cache: bool = True, nvcc: str | None = None, log: Callable[[str], None] | None = None):
+                 use_cache: bool = True, nvcc: str | None = None, log: Callable[[str], None] | None = None,
+                 groups: frozenset[str] = frozenset()):
         self.engine, self.index, self.unsafe, self.display_only = engine, index, unsafe, display_only
+        self.groups = groups  # consistency groups the run withheld in every file: a re-fix never applies them
         self.run_files = [Path(os.path.realpath(p)) for p in run_files]
         self.commands = load_database(db_path)
         self.nvcc = nvcc if nvcc is not None else nvcc_path()
@@ -211,7 +213,7 @@ class Verifier:
             f = self.files[path]
             self._fixes[key] = fix_bytes(self.engine, Path(f.outcome.path), f.original, f.outcome.display,
                                          unsafe=self.unsafe, display_only=self.display_only,
-                                         exclude=frozenset(excluded))
+                                         groups=self.groups, exclude=frozenset(excluded))
         return self._fixes[key]
 
     # ------------------------------------------------------------------ the run
