@@ -52,6 +52,9 @@ class Match:
     range: tuple[int, int] | None = None  # absolute report range override
     sem: Any = None  # semantic mode: libclang's facts about this call (semantic.CallFact)
     ident_range: tuple[int, int] | None = None  # absolute: the bare identifier, without `::` qualification
+    # locations that explain the finding (findings.model.Related); a path of "" stands for the scanned file, which
+    # the engine names as the finding does
+    related: list = field(default_factory=list)
 
     def abs(self, node: ts.Node) -> tuple[int, int]:
         return self.unit.abs(node)
