@@ -242,3 +242,22 @@ def test_a_rollback_never_brings_back_a_group_the_run_withheld(tmp_path):
     assert "CM9901: fix rolled back" in err(r)
     assert src.read_text() == "void f() {\n  legacy_blur(1);\n  cudaGetLastError();\n}\n", err(r)
     assert "fix withheld in every file" in err(r)
+
+
+def test_compile_verification_reads_are_no_scan_dependencies(tmp_path):
+    """Verification compiles in temporary directories; recorded as reads of the process, they made the system
+    temp directory's listing a dependency of every later cached scan in that process (the language server, a
+    test run), so any compiler's temporary file anywhere in /tmp threw the whole result cache away."""
+    import tempfile
+
+    from cudamigrate.pipeline.result_cache import install_read_recorder, recorded_reads
+
+    install_read_recorder()
+    src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n  cudaGetLastError();\n}\n")
+    opened0, listed0 = recorded_reads()
+    r = run("--select", "CM501,CM9901", "--no-cache", "--no-semantic", str(src))
+    assert "1 edit(s) rolled back" in err(r)
+    opened, listed = recorded_reads()
+    tmp = os.path.realpath(tempfile.gettempdir())
+    new = {p for p in (opened - opened0) | (listed - listed0) if os.path.realpath(p).startswith(tmp)}
+    assert not {p for p in new if "cudamigrate-" in p or os.path.realpath(p) == tmp}, sorted(new)
