@@ -32,7 +32,9 @@ What it does:
    PLATFORM_HEADERS; a user's own deprecated function; an error with no CUDA name) is listed apart and not
    counted;
 5. runs `cudamigrate scan --format json` on the same tree and calls a site covered when a finding of the
-   same file overlaps the statement that holds the site; apart from that, a site is "covered only by a fix
+   same file overlaps the statement that holds the site, or, counted in a column of its own ("only a related
+   location"), when a finding's related location (in any file: the uses of a texture reference listed by its
+   finding at the declaration) is on the statement; apart from those, a site is "covered only by a fix
    edit" when a finding on another line has a fix that edits the statement, and "covered through its cause"
    when its diagnostic names a user type whose definition in the tree carries a finding;
 6. prints markdown (by library, by rule, every uncovered site, the non-CUDA diagnostics) and, with
@@ -441,6 +443,7 @@ class Site:
     via_instantiation: bool = False
     via_macro: bool = False       # covered by a finding on the #define of a macro the statement uses
     rules: list[str] = dataclasses.field(default_factory=list)        # findings on the site's statement
+    related_rules: list[str] = dataclasses.field(default_factory=list)  # else: a related location on it
     fix_rules: list[str] = dataclasses.field(default_factory=list)    # else: fixes that edit the statement
     cause_rules: list[str] = dataclasses.field(default_factory=list)  # else: findings on a named user type
     cause_types: list[str] = dataclasses.field(default_factory=list)  # that user type (its definition in the tree)
@@ -597,7 +600,7 @@ def match_causes(sites: list[Site], by_file: dict[str, list[dict]], root: Path) 
     from a finding on the statement: the finding is on the cause, not on the line the compiler reports."""
     want = {s.key: {t for msg in s.messages for q in re.findall(r'"([^"]+)"|\'([^\']+)\'', msg) for t in
                     re.findall(r"[A-Za-z_]\w*", q[0] or q[1]) if t not in _NOT_TYPES}
-            for s in sites if not s.rules and not s.fix_rules}
+            for s in sites if not s.rules and not s.related_rules and not s.fix_rules}
     names = set().union(*want.values()) if want else set()
     if not names:
         return
@@ -620,12 +623,18 @@ def match_causes(sites: list[Site], by_file: dict[str, list[dict]], root: Path) 
 
 def match_findings(sites: list[Site], findings: list[dict], root: Path) -> None:
     """Record on each site the rules of the findings that overlap its statement (same file), and, apart,
-    the rules whose fix edits the statement from a finding reported on another line (a texture reference's
-    finding is on its declaration; its fix rewrites the bind and fetch calls too)."""
+    the rules of findings one of whose related locations is on the statement (any file: a texture reference's
+    finding is on its declaration and lists each use as a related location), and the rules whose fix edits the
+    statement from a finding reported on another line (its fix rewrites the bind and fetch calls too)."""
     by_file: dict[str, list[dict]] = collections.defaultdict(list)
     macro_rules: dict[str, set[str]] = collections.defaultdict(set)   # macro name -> rules flagging its #define
+    related: dict[str, list[tuple[int, int, str]]] = collections.defaultdict(list)  # relpath -> (line, end, rule)
     for f in findings:
         by_file[f["relpath"]].append(f)
+        for r in f.get("related") or ():
+            # a report path is the scanned tree's name, then its path in the tree (oracle.load_scan)
+            rel = r["path"].split("/", 1)[1] if "/" in r["path"] else r["path"]
+            related[rel].append((r["line"], r.get("end_line") or r["line"], f["rule"]))
         m = re.match(r"\s*#\s*define\s+(\w+)", f.get("snippet", ""))
         if m:
             macro_rules[m.group(1)].add(f["rule"])
@@ -644,6 +653,8 @@ def match_findings(sites: list[Site], findings: list[dict], root: Path) -> None:
             s.rules = sorted(set().union(*(macro_rules[w] for w in words & macro_rules.keys())))
             s.via_macro = bool(s.rules)
         if not s.rules:
+            s.related_rules = sorted({rule for line, end, rule in related.get(s.relpath, ()) if line <= hi and end >= lo})
+        if not s.rules and not s.related_rules:
             span = set(range(lo, hi + 1))
             s.fix_rules = sorted({f["rule"] for f in fl
                                   if (f.get("fix") or {}).get("edits") and edit_lines(data, f["fix"]["edits"]) & span})
@@ -845,10 +856,11 @@ def summarise(sites: list[Site]) -> dict:
         c = by_lib[s.library]
         c["sites"] += 1
         c["deprecation" if s.severities == {"warning"} else "error"] += 1
-        c["covered" if s.rules else "fix_only" if s.fix_rules else "via_cause" if s.cause_rules else "uncovered"] += 1
-        for r in s.rules or s.fix_rules or s.cause_rules:
+        c["covered" if s.rules else "related_only" if s.related_rules else "fix_only" if s.fix_rules
+          else "via_cause" if s.cause_rules else "uncovered"] += 1
+        for r in s.rules or s.related_rules or s.fix_rules or s.cause_rules:
             by_rule[r] += 1
-        if not s.rules and not s.fix_rules and not s.cause_rules:
+        if not s.rules and not s.related_rules and not s.fix_rules and not s.cause_rules:
             for a in s.apis:
                 uncovered_apis[s.library][a] += 1
     total: collections.Counter = collections.Counter()
@@ -870,16 +882,17 @@ def render(d: dict) -> str:
         out += [f"Compile regressions after fix (compiled before, not after): **{len(d['regressions'])}**"
                 + ("" if not d["regressions"] else ": " + ", ".join(f"`{r}`" for r in d["regressions"][:30])), ""]
     out += ["| library | sites | deprecation warnings | error sites | finding on the statement | "
-            "only a fix edit from another line's finding | covered through its cause | not covered | recall | "
-            "recall with fix edits | recall with fix edits and causes |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+            "only a related location | only a fix edit from another line's finding | covered through its cause | "
+            "not covered | recall | recall with fix edits | recall with fix edits and causes |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     rows = [(lib, c, False) for lib, c in s["by_library"].items()] + [("all", t, True)]
     for lib, c, bold in rows:
         b = "**" if bold else ""
         n, cov, fo, vc = c.get("sites", 0), c.get("covered", 0), c.get("fix_only", 0), c.get("via_cause", 0)
-        out.append(f"| {b}{lib}{b} | {b}{n}{b} | {c.get('deprecation', 0)} | {c.get('error', 0)} | {b}{cov}{b} | {fo} | "
-                   f"{vc} | {b}{c.get('uncovered', 0)}{b} | {b}{pct(cov, n)}{b} | {pct(cov + fo, n)} | "
-                   f"{pct(cov + fo + vc, n)} |")
+        ro = c.get("related_only", 0)   # covered: the finding names the site as one of its related locations
+        out.append(f"| {b}{lib}{b} | {b}{n}{b} | {c.get('deprecation', 0)} | {c.get('error', 0)} | {b}{cov}{b} | {ro} | "
+                   f"{fo} | {vc} | {b}{c.get('uncovered', 0)}{b} | {b}{pct(cov + ro, n)}{b} | {pct(cov + ro + fo, n)} | "
+                   f"{pct(cov + ro + fo + vc, n)} |")
     if s["by_rule"]:
         out += ["", "Sites covered, by rule (a site may be covered by several): "
                 + ", ".join(f"{r} {n}" for r, n in s["by_rule"].items())]
@@ -888,18 +901,24 @@ def render(d: dict) -> str:
         out += ["", f"Covered through a finding on the `#define` of a macro the statement uses ({len(vm)}): "
                 + ", ".join(f"`{x['relpath']}:{x['line']}` ({'/'.join(x['apis'])}: {'/'.join(x['rules'])})"
                             for x in vm[:40]) + (" …" if len(vm) > 40 else "")]
-    fo = [x for x in d["sites"] if not x["rules"] and x["fix_rules"]]
+    ro = [x for x in d["sites"] if not x["rules"] and x.get("related_rules")]
+    if ro:
+        out += ["", f"Covered only by a related location of a finding on another line ({len(ro)}): "
+                + ", ".join(f"`{x['relpath']}:{x['line']}` ({'/'.join(x['apis'])}: {'/'.join(x['related_rules'])})"
+                            for x in ro[:40]) + (" …" if len(ro) > 40 else "")]
+    fo = [x for x in d["sites"] if not x["rules"] and not x.get("related_rules") and x["fix_rules"]]
     if fo:
         out += ["", f"Covered only by a fix edit from a finding on another line ({len(fo)}): "
                 + ", ".join(f"`{x['relpath']}:{x['line']}` ({'/'.join(x['apis'])}: {'/'.join(x['fix_rules'])})"
                             for x in fo[:40]) + (" …" if len(fo) > 40 else "")]
-    vc = [x for x in d["sites"] if not x["rules"] and not x["fix_rules"] and x.get("cause_rules")]
+    vc = [x for x in d["sites"] if not x["rules"] and not x.get("related_rules") and not x["fix_rules"] and x.get("cause_rules")]
     if vc:
         out += ["", f"Covered through its cause: the diagnostic names a user type whose definition carries a finding "
                 f"({len(vc)}): " + ", ".join(f"`{x['relpath']}:{x['line']}` ({'/'.join(x['apis'])}: type "
                                              f"`{'/'.join(x['cause_types'])}`, {'/'.join(x['cause_rules'])})"
                                              for x in vc[:40]) + (" …" if len(vc) > 40 else "")]
-    unc = [x for x in d["sites"] if not x["rules"] and not x["fix_rules"] and not x.get("cause_rules")]
+    unc = [x for x in d["sites"] if not x["rules"] and not x.get("related_rules") and not x["fix_rules"]
+           and not x.get("cause_rules")]
     if s["uncovered_apis"]:
         out += ["", "Not covered, by API (sites):", "", "| library | API (sites) |", "|---|---|"]
         for lib, apis in s["uncovered_apis"].items():
@@ -1017,6 +1036,7 @@ def main(argv: list[str] | None = None) -> int:
         "summary": summarise(sites),
         "sites": [{"relpath": s.relpath, "line": s.line, "library": s.library, "apis": sorted(s.apis),
                    "kinds": sorted(s.kinds), "severities": sorted(s.severities), "rules": s.rules,
+                   "related_rules": s.related_rules,
                    "fix_rules": s.fix_rules, "cause_rules": s.cause_rules, "cause_types": s.cause_types,
                    "via_macro": s.via_macro,
                    "via_instantiation": s.via_instantiation, "units": sorted(s.units)[:5],

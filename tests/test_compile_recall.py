@@ -154,6 +154,36 @@ def test_fix_edit_on_another_line_is_counted_apart(tmp_path, catalog):
     assert (s.rules, s.fix_rules) == ([], ["CM601"])
 
 
+def test_a_related_location_on_the_statement_counts_as_covered_in_a_column_of_its_own(tmp_path, catalog):
+    """A texture reference's finding is at its declaration; nvcc reports each use, here one read through a macro
+    in the same file and one bind in another file: both are the finding's related locations (no fix edit, a
+    manual finding), so both sites are covered, and the table counts them apart."""
+    (tmp_path / "t.cu").write_text("texture<float> t;\n#define F(i) tex1Dfetch(t, i)\n__global__ void k(float *o) {\n"
+                                   "  o[0] = F(0);\n}\n")
+    (tmp_path / "m.cu").write_text('#include "t.cu"\nvoid b(float *d) {\n  cudaBindTexture(0, t,\n      d, 4);\n}\n')
+    sites = [recall.Site("t.cu", 4, apis={"tex1Dfetch"}, libraries={"cudart"}),
+             recall.Site("m.cu", 4, apis={"cudaBindTexture"}, libraries={"cudart"}),
+             recall.Site("m.cu", 2, apis={"cudaX"}, libraries={"cudart"})]
+    related = [{"path": "tree/t.cu", "line": 4, "column": 10, "end_line": 4, "end_column": 14, "message": "m"},
+               {"path": "tree/m.cu", "line": 3, "column": 22, "end_line": 3, "end_column": 23, "message": "m"}]
+    recall.match_findings(sites, [{"rule": "CM601", "relpath": "t.cu", "line": 1, "end_line": 1, "fix": None,
+                                   "related": related}], tmp_path)
+    assert [(s.rules, s.related_rules, s.fix_rules) for s in sites] == [
+        ([], ["CM601"], []), ([], ["CM601"], []), ([], [], [])]
+    summary = recall.summarise(sites)
+    assert summary["total"] == {"sites": 3, "error": 3, "related_only": 2, "uncovered": 1}
+    d = {"tree": "tree", "fixed": False, "nvcc": "nvcc", "findings": 1, "regressions": None, "summary": summary,
+         "units": {"total": 2, "ok": 0, "failed": 2, "failed_before_host": 2, "not_compiled": 0},
+         "other_diagnostics": [],
+         "sites": [{"relpath": s.relpath, "line": s.line, "library": s.library, "apis": sorted(s.apis),
+                    "kinds": ["undefined"], "rules": s.rules, "related_rules": s.related_rules, "fix_rules": [],
+                    "cause_rules": [], "messages": ["e"]} for s in sites]}
+    md = recall.render(d)
+    assert "| finding on the statement | only a related location | only a fix edit" in md
+    assert "| **all** | **3** | 0 | 3 | **0** | 2 | 0 | 0 | **1** | **66.7 %** | 66.7 % | 66.7 % |" in md
+    assert "Covered only by a related location of a finding on another line (2): `t.cu:4`" in md
+
+
 def test_compile_database_flags_drop_outputs_and_diagnostic_suppression():
     e = {"file": "/p/a.cu", "directory": "/p",
          "arguments": ["/usr/local/cuda/bin/nvcc", "-I/p/inc", "-w", "-Wno-deprecated-declarations", "-arch=sm_90",

@@ -122,3 +122,41 @@ def test_from_a_subdirectory(repo, tmp_path):
     r = run("fix", "--commit-per-rule", ".", cwd=repo / "src")
     assert r.exit_code == 1 and len(r.stdout.splitlines()) >= 2, r.stderr
     assert tree(repo) == tree(single) and git(repo, "status", "--porcelain") == ""
+
+
+def test_per_rule_commits_are_compile_verified(tmp_path, monkeypatch):
+    """--commit-per-rule proves its edits like `fix`: a finding whose edit breaks a unit (the test-only CM9901)
+    is rolled back before anything is written, and no commit holds it, not even an intermediate one."""
+    import json
+    import sys
+
+    monkeypatch.delenv("CUDAMIGRATE_VERIFY", raising=False)  # conftest turns verification off elsewhere
+    for k, v in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@example.com"), ("GIT_COMMITTER_NAME", "t"),
+                 ("GIT_COMMITTER_EMAIL", "t@example.com")):
+        monkeypatch.setenv(k, v)
+    d = tmp_path / "repo"
+    d.mkdir()
+    broken = "cudaGetLastErrorBroken"
+    (d / "checker.py").write_text(
+        "import sys\nsrc = next(a for a in sys.argv[1:] if a.endswith('.cpp'))\n"
+        "for i, line in enumerate(open(src), 1):\n"
+        f"    if '{broken}' in line:\n"
+        f"        print(f'{{src}}:{{i}}:3: error: \\'{broken}\\' was not declared in this scope')\n"
+        "        sys.exit(1)\n")
+    src = d / "a.cpp"
+    src.write_text("void f() {\n  cudaThreadSynchronize();\n  cudaGetLastError();\n}\n")
+    (d / "compile_commands.json").write_text(json.dumps(
+        [{"directory": str(d), "file": str(src), "arguments": [sys.executable, str(d / "checker.py"), str(src)]}]))
+    git(d, "init", "-q")
+    git(d, "add", "-A")
+    git(d, "commit", "-qm", "init")
+    rules = ROOT / "tests" / "data" / "verify_rules"
+    r = run("fix", "--rules-dir", str(rules), "--select", "CM501,CM9901", "--no-cache", "--no-semantic",
+            "--commit-per-rule", ".", cwd=d)
+    assert "CM9901: fix rolled back" in r.stderr and "1 edit(s) rolled back" in r.stderr, r.stderr
+    assert src.read_text() == "void f() {\n  cudaDeviceSynchronize();\n  cudaGetLastError();\n}\n"
+    subjects = git(d, "log", "--format=%s").splitlines()
+    assert len(subjects) == 2 and subjects[0].startswith("cudamigrate: CM501"), subjects
+    init = git(d, "rev-list", "--max-parents=0", "HEAD").strip()
+    assert broken not in git(d, "log", "-p", f"{init}..HEAD")
+    assert git(d, "status", "--porcelain") == ""

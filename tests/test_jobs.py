@@ -69,3 +69,36 @@ def test_plan_html_and_explain_show_the_grouping(tmp_path):
     assert "One job with 23 other CM1085 finding(s) in the switch at line 3" in html
     r = run_cli("explain", "CM1085")
     assert "Estimate:" in r.output and "are one job" in r.output
+
+
+def test_nested_constructs_give_the_innermost_whatever_the_order_of_findings():
+    """One sweep over the constructs (findings/jobs.innermost) gives what an upward walk from each finding gave:
+    the innermost switch, function or macro holding it, for findings listed in any order."""
+    code = ("#include <cuda.h>\n"
+            f"int top = {LABELS[0]};\n"
+            "int f(CUresult e) {\n"
+            f"  if (e == {LABELS[1]}) return 1;\n"
+            "  switch (e) {\n"
+            f"  case {LABELS[2]}: switch (e) {{ case {LABELS[0]}: return 2; }} return 3;\n"
+            "  }\n"
+            f"  return e == {LABELS[2]};\n"
+            "}\n"
+            f"#define M(e) ((e) == {LABELS[1]})\n"
+            f"int g(CUresult e) {{ return e == {LABELS[0]}; }}\n")
+    fs = _findings(code)
+    want = {2: None, 4: "function f at line 3", 6: "switch at line 5", 8: "function f at line 3",
+            10: "macro M at line 10", 11: "function g at line 11"}
+    got = {f.line: f.context.get("job") for f in fs}
+    assert {k: v for k, v in got.items() if k != 6} == {k: v for k, v in want.items() if k != 6}
+    inner = sorted((f.column, f.context.get("job"), f.context.get("job_at")) for f in fs if f.line == 6)
+    assert [j for _, j, _ in inner] == ["switch at line 5", "switch at line 6"], inner
+    assert inner[1][2] == code.index("switch (e) { case")  # the inner switch, told apart by its start byte
+    again = _findings(code)
+    for f in again:
+        f.context.pop("job", None), f.context.pop("job_at", None)
+    from cudamigrate.findings.jobs import mark_jobs
+    from cudamigrate.parse.treesitter import parse
+    root = parse(code.encode()).root_node
+    mark_jobs(list(reversed(again)), root, lambda b: code.encode()[:b].count(b"\n") + 1)
+    assert sorted((f.line, f.column, f.context.get("job")) for f in again) == sorted(
+        (f.line, f.column, f.context.get("job")) for f in fs)

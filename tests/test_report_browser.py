@@ -122,6 +122,19 @@ def test_details_show_source_fix_explanation_and_suppression(example, tmp_path):
         shutil.copy(png, keep)
 
 
+def test_details_list_related_locations(example, tmp_path):
+    """A texture reference's finding (at its declaration) lists each use, with its line, in its details."""
+    d, report, doc = example
+    f = next(x for x in doc["findings"] if x["rule"] == "CM601" and x["related"])
+    page = load(report.as_uri() + "#rule=CM601&open=1", tmp_path / "profile")
+    _clean(page)
+    text = "".join(parse_rows(page.dom).detail_text)
+    assert f"Related locations ({len(f['related'])})" in text
+    r = f["related"][0]
+    assert f"{r['path']}:{r['line']}:{r['column']}" in text
+    assert r["message"].replace("`", "") in text  # inline code: the backticks become <code>
+
+
 def test_hostile_source_does_not_execute(tmp_path):
     report, _ = evil_report(tmp_path)
     page = load(report.as_uri() + "#open=1", tmp_path / "profile")

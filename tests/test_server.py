@@ -102,6 +102,26 @@ async def test_changes_are_rescanned_and_hover_explains_the_rule(client: Languag
     assert hover is not None and "CM501" in hover.contents.value and "Suppress with" in hover.contents.value
 
 
+TEXTURE = ("texture<float, 1> texIn;\n"
+           "__global__ void k(float *out) {\n"
+           "    out[0] = /* \U0001F600 */ tex1Dfetch(texIn, 0);\n"
+           "}\n"
+           "void run(float *d) { cudaBindTexture(0, texIn, d, 64 * sizeof(float)); }\n")
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_texture_reference_diagnostic_relates_each_use(client: LanguageClient):
+    """CM601 at the declaration carries every use as relatedInformation, in the client's (UTF-16) units."""
+    uri, diags = await _open(client, "tex.cu", TEXTURE)
+    diag = next(d for d in diags if d.code == "CM601")
+    assert diag.range.start.line == 0
+    rel = diag.related_information or []
+    assert [(r.location.uri, r.location.range.start.line, r.location.range.start.character,
+             r.location.range.end.character, r.message) for r in rel] == [
+        (uri, 2, 33, 38, "texture reference `texIn` used here (read by `tex1Dfetch`)"),  # 😀: 2 UTF-16 units
+        (uri, 4, 40, 45, "texture reference `texIn` used here (bound by `cudaBindTexture`)")]
+
+
 @pytest.mark.asyncio(loop_scope="function")
 async def test_project_configuration_applies(client: LanguageClient):
     root = client.root  # type: ignore[attr-defined]

@@ -194,3 +194,70 @@ def test_a_wrong_verify_value_in_the_configuration_is_one_line_and_exit_2(tmp_pa
     r = run("--select", "CM9901", str(src))
     assert r.exit_code == 2 and '`verify` must be "auto", "off" or "require"' in err(r)
     assert BROKEN not in src.read_text()
+
+
+# --------------------------------------------------------------------------- consistency groups
+GROUP_CHECKER = """import sys
+src = next(a for a in sys.argv[1:] if a.endswith(".cpp"))
+text = open(src).read()
+for i, line in enumerate(text.splitlines(), 1):
+    if "blur_v2(" in line and "void blur_v2" not in text:
+        print(f"{src}:{i}:3: error: 'blur_v2' was not declared in this scope")
+        sys.exit(1)
+"""
+
+
+def test_a_rollback_takes_its_whole_consistency_group_in_every_file(tmp_path):
+    """A grouped fix (all files or none) that breaks one unit is rolled back in the other file too: a migration
+    is never left half applied across files (before, only the breaking unit's finding was withdrawn)."""
+    (tmp_path / "checker.py").write_text(GROUP_CHECKER)
+    a, b = tmp_path / "a.cpp", tmp_path / "b.cpp"
+    a.write_text("void blur_v2(int);\nvoid f() { legacy_blur(1); }\n")
+    b.write_text("void g() { legacy_blur(2); }\n")
+    db = [{"directory": str(tmp_path), "file": str(p), "arguments": [sys.executable, str(tmp_path / "checker.py"), str(p)]}
+          for p in (a, b)]
+    (tmp_path / "compile_commands.json").write_text(json.dumps(db))
+    before = a.read_text(), b.read_text()
+    report = tmp_path / "verify.json"
+    r = CliRunner().invoke(main, ["fix", "--rules-dir", str(RULES), "--select", "CM9902", "--no-cache",
+                                  "--no-semantic", "--verify-report", str(report), str(a), str(b)],
+                           catch_exceptions=False)
+    assert (a.read_text(), b.read_text()) == before, err(r)  # a.cpp alone would compile: it is rolled back too
+    got = json.loads(report.read_text())
+    assert sorted(x["path"].rsplit("/", 1)[-1] for x in got["rollbacks"]) == ["a.cpp", "b.cpp"]
+    assert "of the same consistency group 'legacy_blur'" in err(r)
+
+
+def test_a_rollback_never_brings_back_a_group_the_run_withheld(tmp_path):
+    """b.cpp's two-argument call cannot be rewritten, so the run withholds the `legacy_blur` group in every file.
+    A rollback in a.cpp (CM9901) fixes that file again; without the run's withheld groups it would rename
+    legacy_blur there alone (half applied across files)."""
+    src = _fake_project(tmp_path, "void f() {\n  legacy_blur(1);\n  cudaGetLastError();\n}\n")
+    b = tmp_path / "b.cpp"
+    b.write_text("void g() {\n  legacy_blur(1, 2);\n}\n")
+    db = json.loads((tmp_path / "compile_commands.json").read_text())
+    db.append({**db[0], "file": str(b), "arguments": [*db[0]["arguments"][:-1], str(b)]})
+    (tmp_path / "compile_commands.json").write_text(json.dumps(db))
+    r = run("--select", "CM9901,CM9902", "--no-cache", "--no-semantic", str(src), str(b))
+    assert "CM9901: fix rolled back" in err(r)
+    assert src.read_text() == "void f() {\n  legacy_blur(1);\n  cudaGetLastError();\n}\n", err(r)
+    assert "fix withheld in every file" in err(r)
+
+
+def test_compile_verification_reads_are_no_scan_dependencies(tmp_path):
+    """Verification compiles in temporary directories; recorded as reads of the process, they made the system
+    temp directory's listing a dependency of every later cached scan in that process (the language server, a
+    test run), so any compiler's temporary file anywhere in /tmp threw the whole result cache away."""
+    import tempfile
+
+    from cudamigrate.pipeline.result_cache import install_read_recorder, recorded_reads
+
+    install_read_recorder()
+    src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n  cudaGetLastError();\n}\n")
+    opened0, listed0 = recorded_reads()
+    r = run("--select", "CM501,CM9901", "--no-cache", "--no-semantic", str(src))
+    assert "1 edit(s) rolled back" in err(r)
+    opened, listed = recorded_reads()
+    tmp = os.path.realpath(tempfile.gettempdir())
+    new = {p for p in (opened - opened0) | (listed - listed0) if os.path.realpath(p).startswith(tmp)}
+    assert not {p for p in new if "cudamigrate-" in p or os.path.realpath(p) == tmp}, sorted(new)

@@ -75,7 +75,9 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
             engine.semantic_provider = db.facts_for
         if diff or dry_run:
             raise click.UsageError("--commit-per-rule/--commit-per-family write and commit; not with --diff/--dry-run")
-        _commit_per(engine, spec, files, commit_by, unsafe_fixes, show_fixes, exit_zero, display_only)
+        _commit_per(engine, spec, files, commit_by, unsafe_fixes, show_fixes, exit_zero, display_only,
+                    lambda computed, groups: _verify_computed(engine, files, computed, groups, kw, cfg, paths,
+                                                              unsafe_fixes, display_only, db))
     write = not (diff or dry_run)
     for e in kw["walk_errors"]:
         _err(e)
@@ -92,7 +94,8 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
             clean_stale(d)
     # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
     fixed = fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db)
-    outcomes, verified = verify_fixes(engine, unique, fixed, kw, cfg, paths, unsafe_fixes, display_only, db)
+    outcomes, verified = verify_fixes(engine, unique, fixed, kw, cfg, paths, unsafe_fixes, display_only, db,
+                                      fixed.blocked)
     for outcome in outcomes:
         record_fix(outcome, write, tally)
     for line in fixed.withheld:
@@ -178,8 +181,28 @@ def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
     return ids
 
 
+def _verify_computed(engine: Engine, files: list[Path], computed: list, groups: frozenset[str], kw: dict[str, Any],
+                     cfg: Any, paths: tuple[Path, ...], unsafe: bool, display_only: frozenset[str], db: Any):
+    """Compile verification for --commit-per-rule: the settled (path, FixResult) pairs as `fix` outcomes through the
+    same Verifier (rollback lines and the summary on stderr), back as pairs plus the rolled-back findings per file."""
+    from ..pipeline.runner import FixOutcome, display_path
+    from .fix_report import verify_fixes
+
+    outcomes = [FixOutcome(display_path(p), str(p), res) for p, res in computed]
+    done, summary = verify_fixes(engine, files, outcomes, kw, cfg, paths, unsafe, display_only, db, groups)
+    if summary is None:
+        return computed, {}
+    if summary.units or summary.unverified:
+        click.echo(summary.line(), err=True)
+    rolled: dict[str, set[tuple[str, str]]] = {}
+    for r in summary.rollbacks:
+        rolled.setdefault(r.path, set()).add((r.rule_id, r.fingerprint))
+    out = [(p, o.result if o.result is not None else res) for (p, res), o in zip(computed, done, strict=True)]
+    return out, {p: frozenset(rolled.get(display_path(p), ())) for p, _ in computed}
+
+
 def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, unsafe: bool, show_fixes: bool,
-                exit_zero: bool, display_only: frozenset[str] = frozenset()) -> None:
+                exit_zero: bool, display_only: frozenset[str] = frozenset(), verify=None) -> None:
     """`fix --commit-per-rule/--commit-per-family`: commit, report, exit (see cudamigrate/fix/commits.py)."""
     from .fix_report import list_fix_outcome
     from ..fix.commits import CommitError, commit_per_group
@@ -188,7 +211,8 @@ def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, un
 
     try:
         res = commit_per_group(engine, files, display_path, by, unsafe,
-                               lambda p: load_source(p, spec.max_bytes or DEFAULT_MAX_BYTES).data, _err, display_only)
+                               lambda p: load_source(p, spec.max_bytes or DEFAULT_MAX_BYTES).data, _err, display_only,
+                               verify)
     except CommitError as exc:
         _err(str(exc))
         sys.exit(EXIT_ERROR)

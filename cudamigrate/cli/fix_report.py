@@ -109,10 +109,11 @@ def list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
 
 def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome], kw: dict[str, Any], cfg: Any,
                  paths: tuple[Path, ...], unsafe: bool, display_only: frozenset[str],
-                 facts: Any = None) -> tuple[Iterable[FixOutcome], Any]:
+                 facts: Any = None, groups: frozenset[str] = frozenset()) -> tuple[Iterable[FixOutcome], Any]:
     """Compile verification (cudamigrate/verify/rollback.py) of the computed fixes, before anything is written:
     (the outcomes, repaired, and the summary), or the outcomes untouched and None when verification is off or,
-    in `auto` mode, no compiler is known. `require` without a compiler: one line, exit 2."""
+    in `auto` mode, no compiler is known. `require` without a compiler: one line, exit 2. `groups`: the
+    consistency groups the run withheld (FixRun.blocked), which a rollback's re-fix must leave out too."""
     from ..parse.clang import find_compile_db
     from ..verify.rollback import Verifier, resolve_mode
 
@@ -128,7 +129,7 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
         db_path = kw.get("compile_commands") or find_compile_db(list(paths) or [Path(".")])
     assert engine.project is not None
     v = Verifier(engine, engine.project, files, unsafe=unsafe, display_only=display_only, db_path=db_path,
-                 jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"))
+                 jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"), groups=groups)
     if not v.available():
         if mode == "require":
             err("cannot verify fixes: no nvcc on PATH and no compile_commands.json (--require-verify); nothing written")
@@ -137,7 +138,8 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
     done = list(outcomes)
     engine.semantic_provider = facts.facts_for if facts is not None else None  # rollbacks refix as `fix` did
     try:
-        summary = v.run(done)
+        with unrecorded():  # compiles in temporary directories (and /tmp's listing): no scan result depends on them
+            summary = v.run(done)
     finally:
         engine.semantic_provider = None
     for r in summary.rollbacks:

@@ -36,28 +36,72 @@ def _name(node: Any) -> str:
     return d.text.decode("utf-8", "replace") if d is not None and d.text else ""
 
 
+def constructs(root: Any) -> list[tuple[int, int, Any]]:
+    """(start byte, end byte, node) of every switch, function and macro definition in the tree `root`, in
+    pre-order (outer before inner): one cursor walk, so that grouping costs O(nodes + findings log findings)
+    whatever the nesting (an upward walk per finding was quadratic, cubic with tree-sitter's own `parent`,
+    in statements nested thousands deep)."""
+    out: list[tuple[int, int, Any]] = []
+    cur = root.walk()
+    while True:
+        node = cur.node
+        if node is not None and node.type in CONSTRUCTS:
+            out.append((node.start_byte, node.end_byte, node))
+        if cur.goto_first_child():
+            continue
+        while not cur.goto_next_sibling():
+            if not cur.goto_parent():
+                return out
+
+
+def _label(node: Any, line_of) -> tuple[str, int]:
+    kind = CONSTRUCTS[node.type]
+    name = _name(node) if kind != "switch" else ""
+    return f"{kind} {name} at line {line_of(node.start_byte)}".replace("  ", " "), node.start_byte
+
+
+def innermost(spans: list[tuple[int, int, Any]], ranges: list[tuple[int, int]]) -> list[Any]:
+    """For each byte range [start, end) of `ranges`, the innermost of the nested `spans` (pre-order, as
+    `constructs` gives them) that holds it, or None: one sweep with a stack of the open spans."""
+    order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
+    out: list[Any] = [None] * len(ranges)
+    stack: list[tuple[int, int, Any]] = []
+    k = 0
+    for i in order:
+        start, end = ranges[i]
+        end = max(start, end)
+        while k < len(spans) and spans[k][0] <= start:
+            while stack and stack[-1][1] <= spans[k][0]:
+                stack.pop()
+            stack.append(spans[k])
+            k += 1
+        while stack and stack[-1][1] <= start and stack[-1][0] < start:
+            stack.pop()  # closed before this range: later ranges start no earlier
+        for s in reversed(stack):  # the stack is a chain of nested spans, innermost last
+            if s[0] <= start and end <= s[1]:
+                out[i] = s[2]
+                break
+    return out
+
+
 def construct_at(root: Any, start: int, end: int, line_of) -> tuple[str, int] | None:
     """(label, start byte) of the innermost switch, function or macro definition holding bytes [start, end)
     of the tree `root` (`line_of(byte)` gives 1-based lines), or None outside any. The start byte tells two
     constructs on one line apart."""
-    node = root.descendant_for_byte_range(start, max(start, end))
-    while node is not None:
-        kind = CONSTRUCTS.get(node.type)
-        if kind is not None:
-            name = _name(node) if kind != "switch" else ""
-            return f"{kind} {name} at line {line_of(node.start_byte)}".replace("  ", " "), node.start_byte
-        node = node.parent
-    return None
+    node = innermost(constructs(root), [(start, end)])[0]
+    return None if node is None else _label(node, line_of)
 
 
 def mark_jobs(findings: list[Finding], root: Any, line_of) -> None:
     """Set `context["job"]` (its label) and `context["job_at"]` (its start byte) of each hand-work finding
     to its construct (see module docstring)."""
-    for f in findings:
-        if f.applicability in HAND_WORK and "job" not in f.context:
-            found = construct_at(root, f.start_byte, f.end_byte, line_of)
-            if found is not None:
-                f.context["job"], f.context["job_at"] = found
+    todo = [f for f in findings if f.applicability in HAND_WORK and "job" not in f.context]
+    if not todo:
+        return
+    nodes = innermost(constructs(root), [(f.start_byte, f.end_byte) for f in todo])
+    for f, node in zip(todo, nodes, strict=True):
+        if node is not None:
+            f.context["job"], f.context["job_at"] = _label(node, line_of)
 
 
 def job_key(f: Finding) -> tuple[str, ...]:

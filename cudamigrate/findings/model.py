@@ -39,6 +39,32 @@ class Fix:
     edits: list[Edit] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Related:
+    """A location that explains a finding without being one: a use of what the finding is about (the reads and
+    binds of a texture reference whose finding is at its declaration). What SARIF calls a related location,
+    clang a note, LSP related information. Lines and columns as in `Finding` (1-based, columns in code points;
+    the end is optional); `path` as reports display it (the finding's own path for a location in its file).
+    Not part of a finding's identity: fingerprints, baselines and suppressions never look at it."""
+
+    path: str
+    line: int
+    column: int
+    end_line: int | None = None
+    end_column: int | None = None
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "column": self.column, "end_line": self.end_line,
+                "end_column": self.end_column, "message": self.message}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Related":
+        return cls(str(d["path"]), int(d["line"]), int(d["column"]),
+                   None if d.get("end_line") is None else int(d["end_line"]),
+                   None if d.get("end_column") is None else int(d["end_column"]), str(d.get("message") or ""))
+
+
 @dataclass
 class Cost:
     impact: str  # build-break | runtime-break | removal | deprecated | performance | hygiene
@@ -75,6 +101,9 @@ class Finding:
     # the consistency group, `family:symbol` (rules with `fix.consistency`): findings that must all be fixed, in
     # every file of the run, or none of them (a type rename, a texture reference); see fix/consistency.py
     group: str = ""
+    # locations that explain the finding (the uses of a texture reference reported at its declaration); shown
+    # as notes, SARIF relatedLocations and LSP relatedInformation; not part of the identity (`compute_fingerprint`)
+    related: tuple[Related, ...] = ()
 
     @property
     def applicability(self) -> str:

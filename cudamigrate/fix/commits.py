@@ -12,7 +12,10 @@ instead of a single mixed diff. Guarantees:
   selected), and the last commit writes the target contents exactly, so
   interactions between rules end up in the last commit, never lost;
 - groups are committed in plan order: build breaks first, then deprecations,
-  performance and hygiene.
+  performance and hygiene;
+- the final tree is compile-verified like `fix` (the caller's `verify` hook, cudamigrate/verify/rollback.py):
+  a finding whose edit makes a unit worse is rolled back before anything is written, and left out of every
+  commit, not only the last.
 """
 
 from __future__ import annotations
@@ -133,10 +136,16 @@ class CommitResult:
     remaining: list[Finding]
 
 
+Verify = Callable[[list[tuple[Path, FixResult]], frozenset[str]],
+                  tuple[list[tuple[Path, FixResult]], dict[Path, frozenset[tuple[str, str]]]]]
+
+
 def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path], str], by: str, unsafe: bool,
                      load: Callable[[Path], bytes], log: Callable[[str], None],
-                     display_only: frozenset[str] = frozenset()) -> CommitResult:
-    """Fix `files` as one `fix` run would, committing group by group (see the module docstring)."""
+                     display_only: frozenset[str] = frozenset(), verify: Verify | None = None) -> CommitResult:
+    """Fix `files` as one `fix` run would, committing group by group (see the module docstring). `verify(computed,
+    withheld groups)` gives the results repaired by compile verification and, per file, the findings it rolled
+    back (rule id, fingerprint), which every commit leaves out."""
     root = repo_root(files)
     ensure_clean(root)
     originals: dict[Path, bytes] = {}
@@ -158,6 +167,9 @@ def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path]
 
     # all or nothing per consistency group, across every file (fix/consistency.py), as `fix` does
     computed, withheld_groups, withheld = consistency.settle(computed, lambda it: it[1], refix)
+    excluded: dict[Path, frozenset[tuple[str, str]]] = {}
+    if verify is not None:
+        computed, excluded = verify(computed, withheld_groups)
     for p, res in computed:
         for e in res.errors:
             log(e)
@@ -183,7 +195,7 @@ def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path]
         changed: list[Path] = []
         for p, data in originals.items():
             new = targets[p] if last else fix_bytes(sub, p, data, display(p), unsafe=unsafe, display_only=display_only,
-                                                    groups=withheld_groups).fixed
+                                                    groups=withheld_groups, exclude=excluded.get(p, frozenset())).fixed
             if new != current[p]:
                 # checked write: refused (WriteRefused) if someone changed the file since it was read
                 write_checked(p, new, Snapshot.of(os.stat(os.path.realpath(p)), current[p]))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import tree_sitter as ts
 
@@ -52,6 +52,9 @@ class Match:
     range: tuple[int, int] | None = None  # absolute report range override
     sem: Any = None  # semantic mode: libclang's facts about this call (semantic.CallFact)
     ident_range: tuple[int, int] | None = None  # absolute: the bare identifier, without `::` qualification
+    # locations that explain the finding (findings.model.Related); a path of "" stands for the scanned file, which
+    # the engine names as the finding does
+    related: list = field(default_factory=list)
 
     def abs(self, node: ts.Node) -> tuple[int, int]:
         return self.unit.abs(node)
@@ -484,11 +487,32 @@ def identifier_nodes(ctx: FileContext, words: Iterable[str], types: frozenset[st
     for unit in ctx.units:
         root = unit.root
         off = root.start_byte
-        for mo in rx.finditer(root.text):
-            s, e = mo.span()
-            node = root.descendant_for_byte_range(s + off, e + off)
-            if node is not None and node.type in types and node.start_byte == s + off and node.end_byte == e + off:
+        spans = [(s + off, e + off) for s, e in (mo.span() for mo in rx.finditer(root.text))]
+        for (s, e), node in zip(spans, smallest_nodes(root, spans), strict=True):
+            if node.type in types and node.start_byte == s and node.end_byte == e:
                 yield unit, node
+
+
+def smallest_nodes(root: ts.Node, spans: list[tuple[int, int]]) -> Iterator[ts.Node]:
+    """For each byte range of `spans` (in document order), the smallest node of `root` spanning it: what
+    `root.descendant_for_byte_range` gives, found by one cursor that climbs only as far as the next range
+    needs and descends from there. A descent from the root per range costs the nesting depth each time:
+    quadratic in statements nested thousands deep (issue 24's 100 KB shapes)."""
+    cur = root.walk()
+    for s, e in spans:
+        while True:  # climb to the nearest node holding the range (the root holds everything it can)
+            n = cur.node
+            if n is None or (n.start_byte <= s and e <= n.end_byte) or not cur.goto_parent():
+                break
+        gap = False
+        while cur.goto_first_child_for_byte(s) is not None:
+            n = cur.node
+            if n is None or not (n.start_byte <= s and e <= n.end_byte):
+                gap = n is not None and n.start_byte <= s  # a child ends inside the range: ask the tree itself
+                cur.goto_parent()
+                break
+        node = root.descendant_for_byte_range(s, e) if gap else cur.node
+        yield node if node is not None else root
 
 
 def identifier_hits(ctx: FileContext, keywords: Iterable[str]) -> Iterable[tuple[Unit, ts.Node]]:

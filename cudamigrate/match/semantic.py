@@ -34,7 +34,7 @@ from ..parse.treesitter import query
 from ..core.registry import Registry, boolean, scalar, strings
 from .arg_spelling import ConditionError, arg_is as _arg_is
 from .context import named_children, node_text, normalize_name
-from .matchers import LAUNCH_PARAMS, Match, call_of, climb_name
+from .matchers import LAUNCH_PARAMS, Match, call_of, climb_name, smallest_nodes
 # --------------------------------------------------------------------------- feeding the matchers
 
 
@@ -211,13 +211,14 @@ class SemanticContext:
         out = []
         data = ctx.source.data
         root = ctx.main.root
-        for fact in self.facts.expansions:
-            if fact.use_range is None:  # every expansion fact has one (clang_facts sets it with the fact)
-                continue
-            s, e = fact.use_range
-            if e <= s or e > len(data):
-                continue
-            node = root.descendant_for_byte_range(s, e)
+        facts = [f for f in self.facts.expansions  # every expansion fact has a use_range (clang_facts sets it)
+                 if f.use_range is not None and f.use_range[0] < f.use_range[1] <= len(data)]
+        order = sorted(range(len(facts)), key=lambda i: facts[i].use_range or (0, 0))
+        found = smallest_nodes(root, [facts[i].use_range or (0, 0) for i in order])
+        nodes = dict(zip(order, found, strict=True))  # one cursor over the ranges in document order
+        for i, fact in enumerate(facts):
+            s, e = fact.use_range or (0, 0)
+            node = nodes[i]
             while node is not None and node.parent is not None and (node.end_byte - node.start_byte) < (e - s):
                 node = node.parent
             for rule in rules:

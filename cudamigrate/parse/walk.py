@@ -161,6 +161,15 @@ def walk_typed_nodes(root: ts.Node, types: frozenset[str]) -> list[ts.Node]:
                 return out
 
 
+def captured(q: ts.Query, root: ts.Node, name: str) -> list[ts.Node]:
+    """The nodes a query captures as `name` under `root`, in document order. A QueryCursor's captures are not
+    always in that order (several patterns; trees with errors), and a matcher that stops at the first capture
+    that decides something must see the same first capture whatever else the run holds (bench/fuzz.py found a
+    manual reason that changed between a file scanned alone and in a batch)."""
+    got = ts.QueryCursor(q).captures(root).get(name, [])
+    return sorted(got, key=lambda n: (n.start_byte, -n.end_byte))
+
+
 def query_typed_nodes(root: ts.Node, types: frozenset[str]) -> list[ts.Node]:
     """typed_nodes by a query; sorted, as a query's captures of several patterns are not in document order."""
     got = ts.QueryCursor(query(" ".join(f"({t}) @n" for t in sorted(types)))).captures(root).get("n", [])

@@ -64,7 +64,7 @@ from typing import Any, Iterable
 
 from ..read.source import read_regular
 
-SCHEMA = 2
+SCHEMA = 3  # 3: findings carry `related` locations (a pickle of 2 lacks them): older caches are dropped
 DEFAULT_MAX_MB = 256
 REPLAYS_KEPT = 32  # whole-run replays kept (trees, options and report formats in use)
 CACHE_ENV = "CUDAMIGRATE_CACHE_DIR"

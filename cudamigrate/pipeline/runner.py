@@ -462,8 +462,9 @@ def fix_files(engine: Engine, spec: EngineSpec, files: list[Path], unsafe: bool,
             engine.semantic_provider = None
         return replace(out, result=res)
 
-    outcomes, _, withheld = consistency.settle(outcomes, lambda o: o.result, refix)
-    return FixRun(outcomes, consistency.report(withheld, [o.result for o in outcomes if o.result is not None]))
+    outcomes, blocked, withheld = consistency.settle(outcomes, lambda o: o.result, refix)
+    return FixRun(outcomes, consistency.report(withheld, [o.result for o in outcomes if o.result is not None]),
+                  blocked)
 
 
 @dataclass
@@ -472,6 +473,7 @@ class FixRun:
 
     outcomes: list[FixOutcome]
     withheld: list[str]
+    blocked: frozenset[str] = frozenset()  # the groups withheld: every later re-fix of a file leaves them out too
 
     def __iter__(self) -> Iterator[FixOutcome]:
         return iter(self.outcomes)

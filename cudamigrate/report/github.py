@@ -1,4 +1,5 @@
-"""GitHub Actions workflow commands: one `::warning file=…,line=…::message` annotation per finding.
+"""GitHub Actions workflow commands: one `::warning file=…,line=…::message` annotation per finding (its related
+locations as `note: path:line:col: message` lines of the message).
 
 Escaping follows @actions/core (toolkit `command.ts`): in the message `%`, CR and LF
 become %25, %0D, %0A; in property values `:` and `,` also become %3A and %2C.
@@ -35,7 +36,8 @@ def render(run: Run) -> str:
                  "title": f"{f.rule_id} {f.rule_name}"}
         if f.end_line == f.line:
             props["endColumn"] = f.end_column
-        out.append(command(LEVELS.get(f.severity, "warning"), props, f"{f.message}{mark}"))
+        notes = "".join(f"\nnote: {r.path}:{r.line}:{r.column}: {r.message}" for r in f.related)  # (%0A in the log)
+        out.append(command(LEVELS.get(f.severity, "warning"), props, f"{f.message}{mark}{notes}"))
     for e in run.errors:
         out.append(command("error", {"title": "cudamigrate"}, e))
     return "".join(line + "\n" for line in out)

@@ -7,7 +7,9 @@ that no byte sequence can end the block (`<`, `>`, `&`, U+2028, U+2029 become
 A Content-Security-Policy allows no network access and only the page's own
 script (by hash), so the file works from file:// and stays inert even if some
 escaping were wrong. The table pages (100 rows at a time) and builds a
-finding's details only when opened, which keeps 50,000 findings usable.
+finding's details only when opened, which keeps 50,000 findings usable. A finding's
+related locations (the uses of a texture reference reported at its declaration)
+are listed in its details with their lines.
 """
 
 from __future__ import annotations
@@ -129,6 +131,19 @@ def roi_why(f: Finding, job_size: int = 1) -> str:
             + job)
 
 
+RELATED_TEXT = 200  # characters of a related location's line shown
+
+
+def _line_text(sources: dict[str, bytes], parsed: dict[str, tuple[list[int], list[str]]], path: str,
+               line: int) -> str | None:
+    """The text of a related location's line (bounded), when the run read its file."""
+    if path not in parsed:
+        data = sources.get(path, b"")
+        parsed[path] = _lines_of(data) if data else ([0], [])
+    lines = parsed[path][1]
+    return lines[line - 1][:RELATED_TEXT] if 0 < line <= len(lines) else None
+
+
 def build_data(run: Run) -> dict[str, Any]:
     from .plan import impact_of, plan_order
 
@@ -180,13 +195,15 @@ def build_data(run: Run) -> dict[str, Any]:
             rule_index[f.rule_id], file_index[f.path], f.line, f.column, f.end_line, f.end_column,
             f.severity, f.applicability, c.roi if c else 0, c.effort_minutes if c else 0,
             impact_of(f) if c else "", mi, list(fl) if fl else None, ti, f.fingerprint, wi,
+            [[r.path, r.line, r.column, messages.setdefault(r.message, len(messages)),
+              _line_text(run.sources, parsed, r.path, r.line)] for r in f.related],
         ])
     src = {str(file_index[p]): _segments(parsed[p][1], wanted[p]) for p in files if parsed[p][1]}
     return {
         "version": __version__,
         "target": run.target_str,
         "fields": ["rule", "file", "line", "col", "endLine", "endCol", "severity", "applicability", "roi",
-                   "effortMinutes", "impact", "message", "fix", "fixTitle", "fingerprint", "roiWhy"],
+                   "effortMinutes", "impact", "message", "fix", "fixTitle", "fingerprint", "roiWhy", "related"],
         "rules": rules_out,
         "files": files,
         "messages": list(messages),  # string table for message and fixTitle

@@ -44,6 +44,7 @@ def document(run: Run) -> dict:
             } if f.fix else None,
             "context": f.context,
             "fingerprint": f.fingerprint,
+            "related": [r.to_dict() for r in f.related],
         }
         findings.append(d)
     return {

@@ -6,7 +6,9 @@ offset and length of the same range. Fixes are the finding's byte edits turned
 into `deletedRegion`/`insertedContent` replacements; their line/column form is
 computed from the scanned bytes (`Run.sources`), so both forms agree.
 `partialFingerprints["cudamigrate/v1"]` is the finding's fingerprint, which
-does not change when lines shift above the finding.
+does not change when lines shift above the finding. A finding's related locations
+(the uses of a texture reference reported at its declaration) are its
+`relatedLocations`, each with an `id` and a message.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import quote
 
 from .. import __version__
-from ..findings.model import Finding
+from ..findings.model import Finding, Related
 from ..read.source import displayable
 from ..rules.schema import Rule
 from .model import Run
@@ -128,6 +130,17 @@ def region(pos: Positions | None, start: int, end: int) -> dict:
     return r
 
 
+def related_location(ident: int, x: Related) -> dict:
+    """A related location (SARIF 2.1.0 §3.27.22): `id` unique within its result, the region and its message."""
+    reg: dict = {"startLine": x.line, "startColumn": x.column}
+    if x.end_line is not None:
+        reg["endLine"] = x.end_line
+    if x.end_column is not None and x.end_line is not None:
+        reg["endColumn"] = x.end_column
+    return {"id": ident, "physicalLocation": {"artifactLocation": artifact_location(x.path), "region": reg},
+            "message": {"text": x.message}}
+
+
 def result(f: Finding, rule_index: dict[str, int], pos: Positions | None) -> dict:
     reg: dict = {"startLine": f.line, "startColumn": f.column, "endLine": f.end_line, "endColumn": f.end_column,
            "byteOffset": f.start_byte, "byteLength": f.end_byte - f.start_byte}
@@ -146,6 +159,8 @@ def result(f: Finding, rule_index: dict[str, int], pos: Positions | None) -> dic
         "partialFingerprints": {"cudamigrate/v1": f.fingerprint} if f.fingerprint else {},
         "properties": {"applicability": f.applicability},
     }
+    if f.related:
+        r["relatedLocations"] = [related_location(i, x) for i, x in enumerate(f.related)]
     if f.cost:
         r["properties"].update(roi=f.cost.roi, impact=f.cost.impact, effort_minutes=f.cost.effort_minutes)
         r["rank"] = max(0.0, min(100.0, round(10 * f.cost.roi, 1)))  # SARIF: 0..100

@@ -1,4 +1,5 @@
-"""Human output, ruff style: `path:line:col: ID [*] message`.
+"""Human output, ruff style: `path:line:col: ID [*] message`, then the source line and, indented like clang's
+notes, the finding's related locations (`path:line:col: note: message`).
 
 Control characters from file names and source lines (ESC/OSC sequences, bidi overrides) are shown escaped
 (`\\x1b`), so printing a report can never drive the terminal."""
@@ -28,6 +29,8 @@ def render(run: Run, show_source: bool = True, sort: str = "plan") -> str:
         lines.append(printable(f"{f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message} (roi {fmt_roi(roi)})"))
         if show_source and f.snippet.strip():
             lines.append(f"    | {printable(f.snippet.rstrip())}")
+        for r in f.related:  # clang's notes: where else the finding shows (a texture reference's uses)
+            lines.append(printable(f"    {r.path}:{r.line}:{r.column}: note: {r.message}"))
     s = run.summary()
     if run.findings:
         app = s["by_applicability"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -603,6 +603,8 @@ class Engine:
                 context["fix_blocked"] = blocked
             f = finding_for(r, display, ctx.source, start, end, displayable(message), fix, c, context)
             f.group = group
+            if m.related:
+                f.related = tuple(replace(x, path=display) if not x.path else x for x in m.related)
             out.append(f)
         out.sort(key=sort_key)
         assign_fingerprints(out, data)

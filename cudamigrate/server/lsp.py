@@ -1,22 +1,25 @@
 """The protocol side of `cudamigrate server`: pygls (a maintained LSP implementation: JSON-RPC framing,
 document sync with incremental changes, position encodings) wired to `analysis`.
 
-Diagnostics are published on open, change and save; code actions offer each finding's fix (safe, unsafe,
-suggested edit) and a suppression comment; hover shows the rule's `explain` text. A document the project's
+Diagnostics are published on open, change and save, with each finding's related locations (the uses of a
+texture reference reported at its declaration) as `relatedInformation`; code actions offer each finding's fix
+(safe, unsafe, suggested edit) and a suppression comment; hover shows the rule's `explain` text. A document the project's
 configuration excludes gets no diagnostics, as `scan` would report none.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
-from pygls.uris import to_fs_path
+from pygls.uris import from_fs_path, to_fs_path
 from pygls.workspace import TextDocument
 from pygls.workspace.position_codec import ServerTextPosition, ServerTextRange
 
 from .. import __version__
+from ..findings.model import Finding
 from .analysis import Action, Analysis, Engines, analyse, fix_actions, offset, position, suppression_action
 
 SOURCE = "cudamigrate"
@@ -48,6 +51,23 @@ def _range(doc: TextDocument, data: bytes, start: int, end: int) -> types.Range:
     return doc.range_to_client_units(ServerTextRange(ServerTextPosition(sl, sc), ServerTextPosition(el, ec)))
 
 
+def _related(ls: CudamigrateServer, doc: TextDocument, f: Finding) -> list[types.DiagnosticRelatedInformation]:
+    """The finding's related locations (a texture reference's uses) as LSP related information: in this document
+    (the finding's own path) or in another file, whose text (open in the editor or on disk) gives the client's
+    column units."""
+    out = []
+    for r in f.related:
+        other = doc if r.path == f.path else ls.workspace.get_text_document(from_fs_path(os.path.abspath(r.path)) or r.path)
+        start = ServerTextPosition(r.line - 1, r.column - 1)
+        end = ServerTextPosition((r.end_line or r.line) - 1, (r.end_column or r.column) - 1)
+        try:
+            rng = other.range_to_client_units(ServerTextRange(start, end))
+        except (OSError, IndexError, ValueError):  # a file gone since the scan: its positions as they are
+            rng = types.Range(types.Position(start.line, start.character), types.Position(end.line, end.character))
+        out.append(types.DiagnosticRelatedInformation(types.Location(other.uri, rng), r.message))
+    return out
+
+
 def _publish(ls: CudamigrateServer, uri: str) -> None:
     doc = ls.workspace.get_text_document(uri)
     a = analyse(ls.engines, _path(uri), doc.source)
@@ -57,7 +77,7 @@ def _publish(ls: CudamigrateServer, uri: str) -> None:
     diags = [types.Diagnostic(
         range=_range(doc, a.data, f.start_byte, f.end_byte), message=f"{_MARK[f.applicability]} {f.message}",
         severity=_SEVERITY.get(f.severity, types.DiagnosticSeverity.Warning), code=f.rule_id, source=SOURCE,
-        data={"fingerprint": f.fingerprint}) for f in a.findings]
+        data={"fingerprint": f.fingerprint}, related_information=_related(ls, doc, f) or None) for f in a.findings]
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version))
 
 

@@ -6,7 +6,8 @@ A case is a directory under `fixtures/` holding
   after.<ext>    the exact text `cudamigrate fix` must produce from before.<ext>
   ok.<ext>       lookalikes that must produce no finding
   fixture.yaml   optional settings (see `Case`)
-  findings.txt   the findings of before.*, one `line:col ID message` per line: the messages are pinned
+  findings.txt   the findings of before.*, one `line:col ID message` per line (then its related locations,
+                 `  note line:col message`): the messages are pinned
                  (rewritten by `cudamigrate test ID --update`; review the diff)
 
 A hand-written rule's cases are named after its file: `rules/removals/CM501-cudathread-to-cudadevice.yaml`
@@ -187,9 +188,16 @@ def fix_case_file(engine: Engine, case: Case, path: Path) -> bytes:
 
 
 def snapshot_text(findings: list[Finding]) -> str:
-    """One `line:col ID message` line per finding, in report order (a newline in a message is written `\\n`)."""
-    return "".join(f"{f.line}:{f.column} {f.rule_id} {f.message.replace(chr(10), chr(92) + 'n')}\n"
-                   for f in findings)
+    """One `line:col ID message` line per finding, in report order (a newline in a message is written `\\n`),
+    each followed by its related locations, `  note line:col message` (`  note path:line:col message` in another
+    file)."""
+    out = []
+    for f in findings:
+        out.append(f"{f.line}:{f.column} {f.rule_id} {f.message.replace(chr(10), chr(92) + 'n')}\n")
+        for r in f.related:
+            where = f"{r.line}:{r.column}" if r.path == f.path else f"{r.path}:{r.line}:{r.column}"
+            out.append(f"  note {where} {r.message.replace(chr(10), chr(92) + 'n')}\n")
+    return "".join(out)
 
 
 def _check_findings(case: Case, eng: Engine) -> list[str]:

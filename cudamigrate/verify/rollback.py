@@ -116,8 +116,10 @@ class Verifier:
 
     def __init__(self, engine: Engine, index: ProjectIndex, run_files: list[Path], *, unsafe: bool,
                  display_only: frozenset[str] = frozenset(), db_path: Path | None = None, jobs: int | None = None,
-                 use_cache: bool = True, nvcc: str | None = None, log: Callable[[str], None] | None = None):
+                 use_cache: bool = True, nvcc: str | None = None, log: Callable[[str], None] | None = None,
+                 groups: frozenset[str] = frozenset()):
         self.engine, self.index, self.unsafe, self.display_only = engine, index, unsafe, display_only
+        self.groups = groups  # consistency groups the run withheld in every file: a re-fix never applies them
         self.run_files = [Path(os.path.realpath(p)) for p in run_files]
         self.commands = load_database(db_path)
         self.nvcc = nvcc if nvcc is not None else nvcc_path()
@@ -211,7 +213,7 @@ class Verifier:
             f = self.files[path]
             self._fixes[key] = fix_bytes(self.engine, Path(f.outcome.path), f.original, f.outcome.display,
                                          unsafe=self.unsafe, display_only=self.display_only,
-                                         exclude=frozenset(excluded))
+                                         groups=self.groups, exclude=frozenset(excluded))
         return self._fixes[key]
 
     # ------------------------------------------------------------------ the run
@@ -243,8 +245,10 @@ class Verifier:
             with ThreadPoolExecutor(self.jobs) as pool:
                 after.update(zip(again, self._compile_all(pool, again), strict=True))
         else:
+            gone: set[str] = set()
             for u in [u for u in units if worse(before[u], after[u])]:  # give up on this unit: all its edits
-                self._roll_back_all(u, after[u], before[u])
+                gone |= self._roll_back_all(u, after[u], before[u])
+            for u in [u for u in units if gone & set(self.deps(u))]:  # and their groups' files' units
                 after[u] = self.compile(u, self.changes(u))
         self.summary.worse = sum(1 for u in units if worse(before[u], after[u]))
         self.summary.now_build = sum(1 for u in units if not before[u].ok and after[u].ok)
@@ -315,8 +319,7 @@ class Verifier:
             return self._roll_back_all(unit, current, before)
         touched = set()
         for it, why in blamed:
-            self._exclude(it, unit, why)
-            touched.add(it.file)
+            touched |= self._exclude(it, unit, why)
         return touched
 
     def _roll_back_all(self, unit: str, after: CompileResult, before: CompileResult) -> set[str]:
@@ -324,8 +327,7 @@ class Verifier:
         why = first[0].text() if first else after.first_error
         touched = set()
         for it in self._items(unit):
-            self._exclude(it, unit, why)
-            touched.add(it.file)
+            touched |= self._exclude(it, unit, why) | {it.file}
         for d in self.deps(unit):  # what a later pass made of them: the original bytes
             f = self.files.get(d)
             if f is not None and self.refix(d, f.excluded).fixed != f.original:
@@ -333,14 +335,31 @@ class Verifier:
                 touched.add(d)
         return touched
 
-    def _exclude(self, it: _Item, unit: str, why: str) -> None:
+    def _exclude(self, it: _Item, unit: str, why: str) -> set[str]:
+        """Roll back one finding; when it belongs to a consistency group (fix/consistency.py: a texture
+        reference, a renamed type), roll back every applied finding of that group in every file of the run too,
+        so that no migration is left half applied across files. Returns the files whose fix changed."""
         f = self.files[it.file]
         if it.key in f.excluded:
-            return
+            return set()
         f.excluded.add(it.key)
         shown = why.replace(os.path.dirname(it.file) + "/", "")
         self.summary.rollbacks.append(Rollback(f.outcome.display, it.line, it.rule_id, self.display(unit), shown,
                                                it.fingerprint))
+        touched = {it.file}
+        group = next((a.group for a in f.result.applied if (a.rule_id, a.fingerprint) == it.key and a.group), "")
+        if not group:
+            return touched
+        blame = f"rolled back with {f.outcome.display}:{it.line} ({it.rule_id}), of the same consistency group " \
+                f"{group.split(':', 1)[-1]!r}: {shown}"
+        for path, other in self.files.items():
+            for a in other.result.applied:
+                if a.group == group and (a.rule_id, a.fingerprint) not in other.excluded:
+                    other.excluded.add((a.rule_id, a.fingerprint))
+                    self.summary.rollbacks.append(Rollback(other.outcome.display, a.line, a.rule_id,
+                                                           self.display(unit), blame, a.fingerprint))
+                    touched.add(path)
+        return touched
 
     def _finish(self) -> None:
         """Each file with rollbacks gets the fix without them; the rolled-back findings become manual."""

@@ -8,11 +8,11 @@ shard counted twice shows as duplicated findings rather than silently inflated t
 The inputs become a `report.model.Run` again and are rendered by the ordinary renderers:
 
 * from JSON, every field a finding's JSON carries comes back as it was (rule, place, message, snippet,
-  cost, fix edits, context, fingerprint), so a merged JSON report equals a single run's; the byte offsets
+  cost, fix edits, context, fingerprint, related locations), so a merged JSON report equals a single run's; the byte offsets
   JSON does not carry are recomputed from line and column against the file on disk (as SARIF and HTML
   need them), and are 0 when the file cannot be read;
 * from SARIF, what SARIF records (rule, region with byte offsets, message, fixes, applicability, ROI,
-  impact, effort minutes, fingerprint); the cost's scores come from the effort class, and `context` is
+  impact, effort minutes, fingerprint, related locations); the cost's scores come from the effort class, and `context` is
   empty. Merge JSON reports when a JSON report must match a single run exactly.
 
 Paths in the reports are relative to the directory each shard ran in; merge in the same checkout, so the
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..findings.model import Cost, Edit, Finding, Fix
+from ..findings.model import Cost, Edit, Finding, Fix, Related
 from ..report.model import Run
 from ..rules.schema import Rule
 
@@ -105,7 +105,8 @@ def finding_from_json(d: dict[str, Any], sources: Sources) -> Finding:
                    line=d["line"], column=d["column"], end_line=d["end_line"], end_column=d["end_column"],
                    start_byte=start, end_byte=max(start, end), message=d["message"], snippet=d["snippet"], fix=fix,
                    cost=cost, deprecated_in=d.get("deprecated_in"), removed_in=d.get("removed_in"),
-                   context=dict(d.get("context") or {}), fingerprint=d.get("fingerprint") or "")
+                   context=dict(d.get("context") or {}), fingerprint=d.get("fingerprint") or "",
+                   related=tuple(Related.from_dict(x) for x in d.get("related") or ()))
 
 
 def _sarif_path(loc: dict[str, Any]) -> str:
@@ -152,7 +153,17 @@ def finding_from_sarif(r: dict[str, Any], rules: list[dict[str, Any]]) -> Findin
                    start_byte=start, end_byte=start + reg.get("byteLength", 0), message=r["message"]["text"],
                    snippet=phys.get("contextRegion", {}).get("snippet", {}).get("text", ""), fix=fix, cost=cost,
                    deprecated_in=props.get("deprecated_in"), removed_in=props.get("removed_in"),
-                   fingerprint=(r.get("partialFingerprints") or {}).get("cudamigrate/v1", ""))
+                   fingerprint=(r.get("partialFingerprints") or {}).get("cudamigrate/v1", ""),
+                   related=tuple(_related_from_sarif(x) for x in r.get("relatedLocations") or ()
+                                 if (x.get("physicalLocation") or {}).get("region", {}).get("startLine")))
+
+
+def _related_from_sarif(x: dict[str, Any]) -> Related:
+    """A SARIF related location (report/sarif.py's `related_location`) as a finding's `Related`."""
+    phys = x["physicalLocation"]
+    reg = phys["region"]
+    return Related(_sarif_path(phys.get("artifactLocation", {})), reg["startLine"], reg.get("startColumn", 1),
+                   reg.get("endLine"), reg.get("endColumn"), (x.get("message") or {}).get("text", ""))
 
 
 def read_shard(path: Path, sources: Sources) -> Shard:

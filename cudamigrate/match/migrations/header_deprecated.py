@@ -23,7 +23,7 @@ from ...core.registry import Registry
 from ...rules.schema import Rule
 from .builtin_registry import BuiltinFn, builtin_schema
 from ..context import FileContext
-from ..matchers import Match
+from ..matchers import Match, smallest_nodes
 
 BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
 BUILTIN = "header_deprecated_declaration"
@@ -53,13 +53,10 @@ def header_deprecated_declaration(rule: Rule, ctx: FileContext, options: dict[st
     unit = ctx.main
     root = unit.root
     out: list[Match] = []
-    for off, use in sorted(facts.deprecated.items()):
-        short = use.name.split("::")[-1]
-        if short in known or use.name in known:
-            continue  # a rule of this run knows this name: it reports it (with its fix and cost)
-        node = root.descendant_for_byte_range(off, use.end)
-        if node is None or use.end <= off or use.end > len(ctx.source.data):
-            continue
+    uses = [(off, use) for off, use in sorted(facts.deprecated.items())
+            if use.name.split("::")[-1] not in known and use.name not in known  # a rule of this run reports it
+            and off < use.end <= len(ctx.source.data)]
+    for (off, use), node in zip(uses, smallest_nodes(root, [(off, use.end) for off, use in uses]), strict=True):
         out.append(_match(rule, unit, node, off, use))
     return out
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import tree_sitter as ts
 
+from ...parse.walk import captured
 from ...parse.treesitter import query
 from ...rules.schema import Rule
 from ...core.registry import Registry
@@ -96,7 +97,7 @@ def inline_ptx_unsynced_warp_op(rule: Rule, ctx: FileContext, options: dict[str,
     out: list[Match] = []
     q = query("(string_literal) @s")
     for unit in ctx.units:
-        for node in ts.QueryCursor(q).captures(unit.root).get("s", []):
+        for node in captured(q, unit.root, "s"):
             if not _is_asm_template(node):
                 continue
             text = (node.text or b"").decode("utf-8", "surrogateescape")

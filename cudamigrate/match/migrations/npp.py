@@ -27,6 +27,7 @@ from typing import Any
 import tree_sitter as ts
 
 from ...findings.model import Edit
+from ...parse.walk import captured
 from ...parse.treesitter import query
 from ...rules.schema import Rule
 from ...core.registry import Registry
@@ -159,7 +160,7 @@ def _function_local(ctx: FileContext, unit: Any, call: ts.Node) -> tuple[Edit | 
     first = None
     names = removed()
     q = query('((identifier) @id (#match? @id "^npp[is]"))')
-    for ident in ts.QueryCursor(q).captures(body).get("id", []):
+    for ident in captured(q, body, "id"):
         if names.get(node_text(ident), "none") != "none" and _role(ident) == "call":
             if first is None or ident.start_byte < first.start_byte:
                 first = ident
@@ -202,7 +203,7 @@ def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[M
     out: list[Match] = []
     q = query('((identifier) @id (#match? @id "^npp[is]"))')
     for unit in ctx.units:
-        for ident in ts.QueryCursor(q).captures(unit.root).get("id", []):
+        for ident in captured(q, unit.root, "id"):
             name = node_text(ident)
             if name not in names or name in own:
                 continue
@@ -380,7 +381,7 @@ def _type_fix(ctx: FileContext, unit: Any, decl: ts.Node, d: ts.Node, name: str,
         return [], "a macro of the file names it"
     own = ctx.defined_functions
     block = decl.parent
-    for ident in ts.QueryCursor(query("(identifier) @id")).captures(block).get("id", []):
+    for ident in captured(query("(identifier) @id"), block, "id"):
         if ident.start_byte < decl.end_byte or node_text(ident) != name:
             continue
         p = ident.parent
@@ -411,7 +412,7 @@ def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) 
     q = query('((identifier) @id (#match? @id "^npp[is]"))')
     for unit in ctx.units:
         index = None
-        for ident in ts.QueryCursor(q).captures(unit.root).get("id", []):
+        for ident in captured(q, unit.root, "id"):
             name = node_text(ident)
             if name not in sizes or name in own or _role(ident) != "call" or rows[name][2] > ctx.target:
                 continue  # (the target's NPP still declares `int *` there: nothing to change yet)

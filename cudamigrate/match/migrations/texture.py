@@ -46,6 +46,7 @@ from .builtin_registry import BuiltinFn, builtin_schema
 from ..context import FileContext, named_children, node_text, normalize
 from ..matchers import Match
 from .texture_edits import _manual, _migrate
+from .texture_related import related_uses
 from .texture_refs import (
     _other_context,
     CALL_ARGS,
@@ -147,6 +148,8 @@ def _run(rule: Rule, ctx: FileContext, kind: str, project_check: bool = True) ->
                 m.vars["reason"] = "it cannot be migrated in every file that uses it, and a partial migration would " \
                                    "not build: " + "; ".join(dict.fromkeys(blockers))
         if m is not None:
+            if project_check:  # (not when judging another file for its blockers: nothing reports that match)
+                m.related = related_uses(ctx, r, m.report_range, [o for o in refs.values() if o.local])
             out.append(m)
     if kind == "texture":
         for node, why in odd:

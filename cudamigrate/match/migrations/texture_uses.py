@@ -10,6 +10,7 @@ from typing import Any
 
 import tree_sitter as ts
 
+from ...parse.walk import captured
 from ...parse.treesitter import Unit, query
 from ...read.generated import GeneratedSpans
 from ..context import FileContext, named_children, node_text, normalize
@@ -188,7 +189,7 @@ def _project_types(root: ts.Node) -> dict[str, bool]:
     out: dict[str, bool] = {}
     q = query("(struct_specifier name: (type_identifier) @n body: (_)) (class_specifier name: (type_identifier) @n body: (_)) "
               "(union_specifier name: (type_identifier) @n body: (_)) (type_definition declarator: (type_identifier) @n)")
-    for node in ts.QueryCursor(q).captures(root).get("n", []):
+    for node in captured(q, root, "n"):
         anc, file_scope = node.parent, True
         while anc is not None:
             if anc.type in ("namespace_definition", "field_declaration_list"):

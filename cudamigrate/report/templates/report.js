@@ -185,6 +185,23 @@
     if (ctx.length) box.appendChild(codeBlock(ctx));
     else box.appendChild(el("p", "muted", "(source not available)"));
 
+    // related locations: where else the finding shows (the reads and binds of a texture reference reported at its
+    // declaration), each with its line when the run read that file
+    var rel = f[I.related] || [];
+    if (rel.length) {
+      box.appendChild(el("h4", null, "Related locations (" + rel.length + ")"));
+      var rl = el("ul", "related");
+      rel.forEach(function (x) {
+        var li = el("li");
+        li.appendChild(el("code", null, x[0] + ":" + x[1] + ":" + x[2]));
+        li.appendChild(document.createTextNode(" "));
+        Array.prototype.slice.call(md("span", null, MSG[x[3]]).childNodes).forEach(function (c) { li.appendChild(c); });
+        if (x[4] !== null && x[4] !== undefined) li.appendChild(codeBlock([{ no: x[1], text: x[4] }]));
+        rl.appendChild(li);
+      });
+      box.appendChild(rl);
+    }
+
     var d = f[I.fix];
     box.appendChild(md("h4", null, d ? "Proposed fix (" + f[I.applicability] + "): " + MSG[f[I.fixTitle]] : "Fix"));
     if (d) {
