@@ -222,10 +222,11 @@ HOST_ONLY_BEFORE = """\
 #include <cuda_runtime.h>
 
 __global__ void k(float *x) { x[0] = 1.0f; }
-static cudaStream_t g_side;  // a file-scope stream: the legacy stream meets another, so CM102 reports
+static cudaStream_t g_side;  // a file-scope stream, created below: the legacy stream meets another, so CM102 reports
 
 int main(int argc, char **argv) {
   if (argc > 99) {
+    cudaStreamCreate(&g_side);
     k<<<1, 1>>>(nullptr);  // expect: CM102
   }
   std::printf("sum=%s\\n", argc > 98 ? "x" : "%VALUE%");
