@@ -316,9 +316,9 @@ def _define_bodies(ctx) -> dict[str, tuple[int, int]]:
     out = {}
     q = query("(preproc_def name: (_) @name value: (preproc_arg) @body) "
               "(preproc_function_def name: (_) @name value: (preproc_arg) @body)")
-    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
-        b = caps["body"][0]
-        out[caps["name"][0].text.decode("utf-8", "replace")] = (b.start_byte, b.end_byte)
+    found = [(caps["body"][0], caps["name"][0]) for _, caps in ts.QueryCursor(q).matches(ctx.main.root)]
+    for b, name in sorted(found, key=lambda bn: bn[0].start_byte):  # a name defined twice: the later one, in
+        out[name.text.decode("utf-8", "replace")] = (b.start_byte, b.end_byte)  # document order (not the cursor's)
     try:
         ctx._define_bodies = out
     except Exception:
