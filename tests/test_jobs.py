@@ -96,9 +96,11 @@ def test_nested_constructs_give_the_innermost_whatever_the_order_of_findings():
     again = _findings(code)
     for f in again:
         f.context.pop("job", None), f.context.pop("job_at", None)
-    from cudamigrate.findings.jobs import mark_jobs
+    from cudamigrate.findings.jobs import CONSTRUCTS, mark_jobs
     from cudamigrate.parse.treesitter import parse
+    from cudamigrate.parse.walk import typed_nodes
     root = parse(code.encode()).root_node
-    mark_jobs(list(reversed(again)), root, lambda b: code.encode()[:b].count(b"\n") + 1)
+    mark_jobs(list(reversed(again)), lambda: typed_nodes(root, frozenset(CONSTRUCTS)),
+              lambda b: code.encode()[:b].count(b"\n") + 1)
     assert sorted((f.line, f.column, f.context.get("job")) for f in again) == sorted(
         (f.line, f.column, f.context.get("job")) for f in fs)

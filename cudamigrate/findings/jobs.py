@@ -13,7 +13,7 @@ outside any such construct, and automatic fixes (whose effort is per edit and sm
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 if TYPE_CHECKING:
     from .model import Finding
@@ -36,24 +36,6 @@ def _name(node: Any) -> str:
     return d.text.decode("utf-8", "replace") if d is not None and d.text else ""
 
 
-def constructs(root: Any) -> list[tuple[int, int, Any]]:
-    """(start byte, end byte, node) of every switch, function and macro definition in the tree `root`, in
-    pre-order (outer before inner): one cursor walk, so that grouping costs O(nodes + findings log findings)
-    whatever the nesting (an upward walk per finding was quadratic, cubic with tree-sitter's own `parent`,
-    in statements nested thousands deep)."""
-    out: list[tuple[int, int, Any]] = []
-    cur = root.walk()
-    while True:
-        node = cur.node
-        if node is not None and node.type in CONSTRUCTS:
-            out.append((node.start_byte, node.end_byte, node))
-        if cur.goto_first_child():
-            continue
-        while not cur.goto_next_sibling():
-            if not cur.goto_parent():
-                return out
-
-
 def _label(node: Any, line_of) -> tuple[str, int]:
     kind = CONSTRUCTS[node.type]
     name = _name(node) if kind != "switch" else ""
@@ -61,8 +43,10 @@ def _label(node: Any, line_of) -> tuple[str, int]:
 
 
 def innermost(spans: list[tuple[int, int, Any]], ranges: list[tuple[int, int]]) -> list[Any]:
-    """For each byte range [start, end) of `ranges`, the innermost of the nested `spans` (pre-order, as
-    `constructs` gives them) that holds it, or None: one sweep with a stack of the open spans."""
+    """For each byte range [start, end) of `ranges`, the innermost of the nested `spans` ((start, end, node) in
+    document order, ancestors first) that holds it, or None: one sweep with a stack of the open spans, so that
+    grouping costs O(constructs + findings log findings) whatever the nesting (an upward walk per finding was
+    quadratic, cubic with tree-sitter's own `parent`, in statements nested thousands deep)."""
     order = sorted(range(len(ranges)), key=lambda i: ranges[i][0])
     out: list[Any] = [None] * len(ranges)
     stack: list[tuple[int, int, Any]] = []
@@ -84,21 +68,15 @@ def innermost(spans: list[tuple[int, int, Any]], ranges: list[tuple[int, int]]) 
     return out
 
 
-def construct_at(root: Any, start: int, end: int, line_of) -> tuple[str, int] | None:
-    """(label, start byte) of the innermost switch, function or macro definition holding bytes [start, end)
-    of the tree `root` (`line_of(byte)` gives 1-based lines), or None outside any. The start byte tells two
-    constructs on one line apart."""
-    node = innermost(constructs(root), [(start, end)])[0]
-    return None if node is None else _label(node, line_of)
-
-
-def mark_jobs(findings: list[Finding], root: Any, line_of) -> None:
+def mark_jobs(findings: list[Finding], constructs: Callable[[], list[Any]], line_of) -> None:
     """Set `context["job"]` (its label) and `context["job_at"]` (its start byte) of each hand-work finding
-    to its construct (see module docstring)."""
+    to its construct (see module docstring). `constructs()`: the file's nodes of the CONSTRUCTS types in document
+    order, ancestors first (the engine's `walk.typed_nodes`), asked only when a finding needs them."""
     todo = [f for f in findings if f.applicability in HAND_WORK and "job" not in f.context]
     if not todo:
         return
-    nodes = innermost(constructs(root), [(f.start_byte, f.end_byte) for f in todo])
+    spans = [(n.start_byte, n.end_byte, n) for n in constructs()]
+    nodes = innermost(spans, [(f.start_byte, f.end_byte) for f in todo])
     for f, node in zip(todo, nodes, strict=True):
         if node is not None:
             f.context["job"], f.context["job_at"] = _label(node, line_of)

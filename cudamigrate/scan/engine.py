@@ -36,7 +36,7 @@ from ..findings.suppress import Suppressions, unknown_ids
 from ..rules.templates import TemplateError, render
 from ..core.errors import internal_message, trace
 from ..core.textsafe import one_line
-from ..findings.jobs import mark_jobs
+from ..findings.jobs import CONSTRUCTS, mark_jobs
 
 
 class FileTimeout(Exception):
@@ -460,7 +460,8 @@ class Engine:
         res.findings, more = self._findings(matches, ctx, display)
         internal += more
         try:  # hand work grouped by construct, for the plan's effort (cudamigrate/jobs.py)
-            mark_jobs(res.findings, ctx.main.root, lambda b: src.position(b)[0])
+            mark_jobs(res.findings, lambda: walk.typed_nodes(ctx.main.root, frozenset(CONSTRUCTS)),
+                      lambda b: src.position(b)[0])
         except Exception as exc:
             internal.append((internal_message(display, None, exc, "grouping manual findings"), exc))
         res.suppressions = Suppressions.scan(data)
