@@ -35,7 +35,7 @@ from ...findings.model import Related
 from ...parse import walk
 from ...parse.treesitter import parse_header
 from ..context import FileContext, named_children, node_text
-from ..matchers import word_regex
+from ..matchers import smallest_nodes, word_regex
 from .texture_refs import REF_APIS, SURF_BINDS, SURF_FUNCS, TEX_BINDS, TEX_FIELDS, TEX_READS, Ref, _other_context
 from .texture_uses import _fn_name
 
@@ -119,11 +119,10 @@ def _sites(ctx: FileContext, path: Path, data: bytes, root: ts.Node, ref: Ref) -
     rx = word_regex(words)
     if rx is None:
         return out
-    text = root.text or b""
-    for mo in rx.finditer(text):
+    hits = list(rx.finditer(root.text or b""))
+    for mo, node in zip(hits, smallest_nodes(root, [mo.span() for mo in hits]), strict=True):
         s, e = mo.span()
-        node = root.descendant_for_byte_range(s, e)
-        if node is None or node.type not in _IDENT or node.start_byte != s or node.end_byte != e:
+        if node.type not in _IDENT or node.start_byte != s or node.end_byte != e:
             continue
         word = mo.group(0).decode("utf-8", "replace")
         if word == name:
