@@ -54,6 +54,10 @@ class Related:
     end_column: int | None = None
     message: str = ""
 
+    def note(self) -> str:
+        """The location as clang prints a note: `path:line:col: note: message` (text and JUnit reports)."""
+        return f"{self.path}:{self.line}:{self.column}: note: {self.message}"
+
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "line": self.line, "column": self.column, "end_line": self.end_line,
                 "end_column": self.end_column, "message": self.message}

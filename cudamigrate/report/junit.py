@@ -39,7 +39,7 @@ def render(run: Run) -> str:
                                  file=clean(f.path), line=str(f.line))
             fail = ET.SubElement(case, "failure", type=rid, message=clean(f.message))
             roi = f.cost.roi if f.cost else 0
-            notes = "".join(f"\n    {r.path}:{r.line}:{r.column}: note: {r.message}" for r in f.related)
+            notes = "".join(f"\n    {r.note()}" for r in f.related)
             fail.text = clean(f"{f.path}:{f.line}:{f.column}: {rid} {f.message}\n"
                               f"severity {f.severity}, fix {f.applicability}, roi {roi:g}\n    | {f.snippet}{notes}")
     if run.errors:

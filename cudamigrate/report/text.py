@@ -30,7 +30,7 @@ def render(run: Run, show_source: bool = True, sort: str = "plan") -> str:
         if show_source and f.snippet.strip():
             lines.append(f"    | {printable(f.snippet.rstrip())}")
         for r in f.related:  # clang's notes: where else the finding shows (a texture reference's uses)
-            lines.append(printable(f"    {r.path}:{r.line}:{r.column}: note: {r.message}"))
+            lines.append(printable(f"    {r.note()}"))
     s = run.summary()
     if run.findings:
         app = s["by_applicability"]
