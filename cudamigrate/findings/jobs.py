@@ -70,12 +70,14 @@ def innermost(spans: list[tuple[int, int, Any]], ranges: list[tuple[int, int]]) 
 
 def mark_jobs(findings: list[Finding], constructs: Callable[[], list[Any]], line_of) -> None:
     """Set `context["job"]` (its label) and `context["job_at"]` (its start byte) of each hand-work finding
-    to its construct (see module docstring). `constructs()`: the file's nodes of the CONSTRUCTS types in document
-    order, ancestors first (the engine's `walk.typed_nodes`), asked only when a finding needs them."""
+    to its construct (see module docstring). `constructs()`: the file's nodes of the CONSTRUCTS types (the
+    engine's `walk.typed_nodes`), asked only when a finding needs them. They are put in the document order,
+    ancestors first, that `innermost` needs here, whatever order they come in (a query's captures of several
+    patterns come in another; on nodes already in order the sort is one linear pass)."""
     todo = [f for f in findings if f.applicability in HAND_WORK and "job" not in f.context]
     if not todo:
         return
-    spans = [(n.start_byte, n.end_byte, n) for n in constructs()]
+    spans = sorted(((n.start_byte, n.end_byte, n) for n in constructs()), key=lambda s: (s[0], -s[1]))
     nodes = innermost(spans, [(f.start_byte, f.end_byte) for f in todo])
     for f, node in zip(todo, nodes, strict=True):
         if node is not None:
