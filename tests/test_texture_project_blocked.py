@@ -120,3 +120,33 @@ def test_assigned_channel_desc_as_an_unbraced_if_body_becomes_an_empty_statement
     assert res.returncode == 0, res.stdout + res.stderr
     out = (tmp_path / "a.cu").read_text()
     assert "  if (set)\n    ;\n  cudamigrateBindTexture(0, &texA_obj, &texA, d, f, 64, &texA_desc);" in out, out
+
+
+_SORT = """#include <cuda_runtime.h>
+texture<float4, 1, cudaReadModeElementType> tex;
+__global__ void k(float4 *o) { o[0] = tex1Dfetch(tex, 0); }
+void bind(const float4 *d, size_t n) { cudaBindTexture(0, tex, d, n); }
+"""
+# another program of the same tree: its macros' parameter is named `tex` too, and binds or reads what is passed
+_MATCH = """#include <cuda_runtime.h>
+#define BIND_TEX(tex, p, n) cudaBindTexture(0, tex, p, n)
+#define FETCH(tex, i) tex1Dfetch(tex, i)
+texture<char, 1, cudaReadModeElementType> qrytex;
+__global__ void q(char *o) { o[0] = FETCH(qrytex, 0); }
+void bind_q(const char *d, size_t n) { BIND_TEX(qrytex, d, n); }
+"""
+
+
+def test_a_macro_parameter_is_no_reference_of_another_program(tmp_path):
+    """A macro's parameter named like a reference elsewhere (`tex`) is no reference: its manual CM603 finding
+    must not withhold the migration of an unrelated `texture<> tex` in another file of the run (found on
+    Rodinia: mummergpu's BIND_TEX(tex, ...) withheld hybridsort's `tex`)."""
+    (tmp_path / "sort").mkdir()
+    (tmp_path / "match").mkdir()
+    (tmp_path / "sort" / "sort.cu").write_text(_SORT)
+    (tmp_path / "match" / "match.cu").write_text(_MATCH)
+    alone = _cli("fix", "--unsafe-fixes", "--no-verify", "--diff", "--select", RULES, str(tmp_path / "sort"))
+    both = _cli("fix", "--unsafe-fixes", "--no-verify", "--diff", "--select", RULES, str(tmp_path))
+    assert "cudaTextureObject_t tex" in alone.stdout, alone.stdout + alone.stderr
+    assert "cudaTextureObject_t tex" in both.stdout, both.stdout + both.stderr
+    assert "withheld" not in both.stdout + both.stderr

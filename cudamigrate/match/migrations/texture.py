@@ -220,8 +220,16 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
                        "as a file-scope `texture<>` in this file or the headers it includes")
             else:
                 continue
+            named = _named(ref_arg, args, fn)
+            if named and unit.in_macro and unit.macro_name and named in _macro_params(ctx, unit.macro_name):
+                # a macro's parameter is no reference: whatever its name, it must not join (and withhold) the
+                # consistency group of a reference so named elsewhere in the run; CM601 reports each passed one
+                if fn in TEX_READS:
+                    why = (f"`{fn}` in macro `{unit.macro_name}` reads its parameter `{named}`: the references passed to "
+                           f"`{unit.macro_name}` cannot be migrated automatically (CM601 reports each)")
+                named = ""
             m = Match(rule=rule, unit=unit, node=call, name=fn, written=fn)
-            m.vars.update({"function": fn, "reason": why, "reference": _named(ref_arg, args, fn)})
+            m.vars.update({"function": fn, "reason": why, "reference": named})
             out.append(m)
     for unit in ctx.units:
         for node in reference_type_names(unit.root):
