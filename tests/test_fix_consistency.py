@@ -156,3 +156,28 @@ def test_one_file_groups_are_settled_by_fix_bytes(tmp_path):
     engine, _, _ = _braced(tmp_path, group=True)
     res = fix_bytes(engine, Path("t.cu"), STATEMENT + INITIALIZER, "t.cu")
     assert not res.changed and set(res.withheld.stuck) == {"test:legacy_fn"}
+
+
+def _result(applied: list[str], remaining: list[str]):
+    from types import SimpleNamespace
+
+    def finding(group: str):
+        return SimpleNamespace(group=group)
+    return SimpleNamespace(applied=[finding(g) for g in applied], remaining=[finding(g) for g in remaining])
+
+
+def test_scoped_groups_are_apart_and_an_unscoped_use_ties_every_scope():
+    from cudamigrate.fix.consistency import broken, tied
+
+    a, b, any_ = "texture:tex@/p/a.cu", "texture:tex@/p/x@y/b.cu", "texture:tex@*"  # a path may hold the separator
+    assert tied(a, a) and tied(a, any_) and tied(any_, b)
+    assert not tied(a, b) and not tied(a, "texture:tex") and not tied(a, "texture:tey@*")
+    # `tex` of b.cu left manual does not hold back `tex` of a.cu
+    assert broken([_result([a], []), _result([], [b])]) == set()
+    # a use whose declaration is unknown holds back every scope of its name that was applied
+    assert broken([_result([a], []), _result([b], []), _result([], [any_])]) == {a, b}
+    assert broken([_result([a, "texture:tey@/p/a.cu"], [any_])]) == {a}
+    # an applied unscoped use is held back by any scope left, and the unscoped groups are as before
+    assert broken([_result([any_], [b])]) == {any_}
+    assert broken([_result(["removals:double4"], ["removals:double4"])]) == {"removals:double4"}
+    assert broken([_result(["removals:double4"], ["removals:double4@*"])]) == set()  # not a scoped group

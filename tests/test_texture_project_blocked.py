@@ -150,3 +150,44 @@ def test_a_macro_parameter_is_no_reference_of_another_program(tmp_path):
     assert "cudaTextureObject_t tex" in alone.stdout, alone.stdout + alone.stderr
     assert "cudaTextureObject_t tex" in both.stdout, both.stdout + both.stderr
     assert "withheld" not in both.stdout + both.stderr
+
+
+_BLOCKED_TEX = """#include <cuda_runtime.h>
+texture<float4, 1, cudaReadModeElementType> tex;
+texture<float4, 1, cudaReadModeElementType> &get_ref(void) { return tex; }
+__global__ void k2(float4 *o) { o[0] = tex1Dfetch(tex, 0); }
+"""
+_UNSEEN_TEX = """#include <cuda_runtime.h>
+void bind_elsewhere(const float4 *d, size_t n) { cudaBindTexture(0, tex, d, n); }
+"""
+
+
+def _two_programs(tmp_path: Path, other: str) -> Path:
+    for d, text in (("sort", _SORT), ("other", other)):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / f"{d}.cu").write_text(text)
+    return tmp_path
+
+
+def test_a_reference_is_known_by_its_declaring_file_not_its_name(tmp_path):
+    """Two programs of one run each declare their own `texture<> tex`: the one another file cannot rewrite
+    (returned by reference from a helper) does not withhold the other (consistency groups `tex@<declaring file>`)."""
+    root = _two_programs(tmp_path, _BLOCKED_TEX)
+    res = _cli("fix", "--unsafe-fixes", "--no-verify", "--select", RULES, str(root))
+    assert "Traceback" not in res.stderr, res.stderr
+    assert "cudaTextureObject_t tex" in (root / "sort" / "sort.cu").read_text(), res.stderr
+    assert (root / "other" / "other.cu").read_text() == _BLOCKED_TEX
+    again = _cli("fix", "--unsafe-fixes", "--no-verify", "--diff", "--select", RULES, str(root))
+    assert again.stdout == ""  # converged
+
+
+def test_a_use_whose_declaration_is_not_seen_holds_back_every_reference_of_its_name(tmp_path):
+    """A bind of `tex` in a file that sees no declaration of it may be of any `tex` of the run (a file included
+    after the declaration elsewhere): while it stays, no `tex` is migrated, and the note names it."""
+    root = _two_programs(tmp_path, _UNSEEN_TEX)
+    res = _cli("fix", "--unsafe-fixes", "--no-verify", "--select", RULES, str(root))
+    assert (root / "sort" / "sort.cu").read_text() == _SORT
+    note = next(ln for ln in res.stderr.splitlines() if "fix withheld" in ln)
+    stuck, uses = note.split("All")
+    assert "`tex` (declared in " in note and "sort.cu): fix withheld" in note, note
+    assert "other.cu:2:" in stuck and "sort.cu:2:" in uses and "other.cu:2:" in uses, note

@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 # rules named by id together with `fix --apply-display-only`; `manual` has no edit.
 APPLICABILITIES = ("safe", "unsafe", "display-only", "manual")
 FINGERPRINT_SPAN = 512  # bytes of a long match's start and end that its fingerprint hashes
+SCOPE = "@"  # `symbol@scope` in a consistency group (Finding.group)
+ANY_SCOPE = "*"  # `symbol@*`: every scope of the symbol
 
 
 @dataclass(frozen=True)
@@ -103,7 +105,10 @@ class Finding:
     context: dict[str, Any] = field(default_factory=dict)
     fingerprint: str = ""
     # the consistency group, `family:symbol` (rules with `fix.consistency`): findings that must all be fixed, in
-    # every file of the run, or none of them (a type rename, a texture reference); see fix/consistency.py
+    # every file of the run, or none of them (a type rename, a texture reference); see fix/consistency.py.
+    # A symbol may carry a scope, `symbol@scope` (SCOPE): the texture reference `tex` declared in one file is
+    # another symbol than a `tex` declared in another program of the run; `symbol@*` (ANY_SCOPE): a use whose
+    # declaration is not known, tied to every scope of the symbol
     group: str = ""
     # locations that explain the finding (the uses of a texture reference reported at its declaration); shown
     # as notes, SARIF relatedLocations and LSP relatedInformation; not part of the identity (`compute_fingerprint`)

@@ -11,14 +11,20 @@ some output (manual, refused by the syntax guard, in conflict with another edit,
 `--unsafe-fixes`, display-only) while another finding of the group was applied somewhere. A broken group is
 then blocked: every file that applied one of its edits is fixed again without them, until no file applies an
 edit of a blocked group. Blocking only grows, so this ends. Every use of a withheld group is then listed.
+
+A symbol may carry a scope (`symbol@scope`, findings/model.py SCOPE): texture references are file-scope objects,
+so `tex` declared in one program of the run and `tex` declared in another are two groups, and one that cannot be
+migrated does not hold the other back. A use whose declaration the rule could not see is `symbol@*`: it may be
+any of them, so while it stays, every scope of the symbol stays too (`tied`).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
 
-from ..findings.model import Finding, sort_key
+from ..findings.model import ANY_SCOPE, SCOPE, Finding, sort_key
 
 if TYPE_CHECKING:
     from .apply import FixResult
@@ -33,10 +39,11 @@ class Withheld:
     stuck: dict[str, list[str]] = field(default_factory=dict)  # group -> ["path:line:col (reason)", ...]
 
     def add(self, groups: set[str], results: Iterable["FixResult"]) -> None:
-        """Record `groups` as withheld, naming their uses that remain in `results` (before blocking)."""
-        left = [f for r in results for f in r.remaining if f.group in groups]
+        """Record `groups` as withheld, naming their uses (or those of an unscoped use tied to them) that
+        remain in `results` (before blocking)."""
+        left = sorted((f for r in results for f in r.remaining if f.group), key=sort_key)
         for g in sorted(groups):
-            self.stuck.setdefault(g, [where(f, why=True) for f in sorted(left, key=sort_key) if f.group == g])
+            self.stuck.setdefault(g, [where(f, why=True) for f in left if tied(f.group, g)])
 
     def merge(self, other: "Withheld") -> None:
         for g, uses in other.stuck.items():
@@ -63,12 +70,38 @@ def reason(f: Finding) -> str:
         f.applicability, "its fix was refused or conflicts with another edit")
 
 
+def _unscoped(group: str) -> tuple[str, str | None]:
+    """(`family:symbol`, scope or None); the first SCOPE splits (a symbol has none, a scope's path may)."""
+    base, sep, scope = group.partition(SCOPE)
+    return (base, scope) if sep and ":" in base else (group, None)
+
+
+def tied(a: str, b: str) -> bool:
+    """Whether groups `a` and `b` must be fixed together: the same group, or the same symbol where one of them
+    is `symbol@*` (its declaration unknown: it may be the other)."""
+    if a == b:
+        return True
+    (sa, pa), (sb, pb) = _unscoped(a), _unscoped(b)
+    return sa == sb and pa is not None and pb is not None and ANY_SCOPE in (pa, pb)
+
+
 def broken(results: Iterable["FixResult"]) -> set[str]:
-    """Groups with a use still in some output while another use of the group was rewritten somewhere."""
+    """Groups with a use still in some output while another use of the group (or of a group tied to it) was
+    rewritten somewhere."""
     rs = list(results)
     left = {f.group for r in rs for f in r.remaining if f.group}
     done = {f.group for r in rs for f in r.applied if f.group}
-    return left & done
+    scopes: dict[str, set[str | None]] = {}  # each symbol left, with the scopes it is left in
+    for g in left:
+        base, scope = _unscoped(g)
+        scopes.setdefault(base, set()).add(scope)
+    out = set()
+    for g in done:
+        base, scope = _unscoped(g)
+        there = scopes.get(base, set())
+        if g in left or (scope is not None and there and (ANY_SCOPE in there or scope == ANY_SCOPE and there - {None})):
+            out.add(g)
+    return out
 
 
 def applies_any(res: "FixResult", groups: frozenset[str]) -> bool:
@@ -103,10 +136,27 @@ def report(withheld: Withheld, results: Iterable["FixResult"]) -> list[str]:
     rs = list(results)
     lines = []
     for g, stuck in sorted(withheld.stuck.items()):
-        uses = sorted((f for r in rs for f in r.remaining if f.group == g), key=sort_key)
-        family, _, symbol = g.partition(":")
+        uses = sorted((f for r in rs for f in r.remaining if f.group and tied(f.group, g)), key=sort_key)
+        base, scope = _unscoped(g)
+        family, _, symbol = base.partition(":")
+        if scope == ANY_SCOPE:
+            symbol += "` (its declaration not seen"
+        elif scope is not None:
+            symbol += f"` (declared in {display_path(scope)}"
+        else:
+            symbol += "`"
+        symbol = symbol + ")" if scope is not None else symbol
         rules = ", ".join(sorted({f.rule_id for f in uses})) or family
-        lines.append(f"{rules}: `{symbol}`: fix withheld in every file, since {len(stuck)} use(s) cannot be "
+        lines.append(f"{rules}: `{symbol}: fix withheld in every file, since {len(stuck)} use(s) cannot be "
                      f"rewritten: {'; '.join(stuck)}. All {len(uses)} use(s) left unchanged: "
                      f"{', '.join(where(f) for f in uses)}")
     return lines
+
+
+def display_path(path: str) -> str:
+    """A scope's path as the user's own paths read: relative to the working directory when under it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return path
+    return path if rel.startswith("..") else rel

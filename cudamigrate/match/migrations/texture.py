@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.registry import Registry
+from ...findings.model import ANY_SCOPE, SCOPE
 from ...parse import walk
 
 from ...rules.schema import Rule
@@ -229,7 +230,9 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
                            f"`{unit.macro_name}` cannot be migrated automatically (CM601 reports each)")
                 named = ""
             m = Match(rule=rule, unit=unit, node=call, name=fn, written=fn)
-            m.vars.update({"function": fn, "reason": why, "reference": named})
+            # whose declaration this file does not see: the group of every reference of that name (`@*`)
+            m.vars.update({"function": fn, "reason": why, "reference": named,
+                           "reference_group": f"{named}{SCOPE}{ANY_SCOPE}" if named else ""})
             out.append(m)
     for unit in ctx.units:
         for node in reference_type_names(unit.root):

@@ -4,9 +4,11 @@ Part of texture.py's migration."""
 
 from __future__ import annotations
 
+import os
+
 import tree_sitter as ts
 
-from ...findings.model import Edit
+from ...findings.model import SCOPE, Edit
 from ...parse.treesitter import Unit
 from ...rules.schema import Rule
 from ..context import FileContext, named_children, node_text, normalize
@@ -354,7 +356,11 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
     else:
         unit, node = uses[0].unit, uses[0].node
     m = Match(rule=rule, unit=unit, node=node, name=ref.name, written=ref.name)
+    declared_in = ref.path if not ref.local and ref.path is not None else ctx.source.path
     m.vars.update({
+        # the consistency group: this reference, by its declaring file (fix/consistency.py: `symbol@scope`), so that
+        # an unrelated reference of the same name in another program of the run is not tied to it
+        "reference_group": f"{ref.name}{SCOPE}{os.path.abspath(declared_in)}",
         "reference": ref.name, "kind": ref.kind, "type": f"{ref.kind}<{ref.targs}>", "element": ref.elem,
         "mode": ref.mode, "local": ref.local, "reads": sum(1 for u in uses if u.what in ("read", "surf")),
         "binds": sum(1 for u in uses if u.what == "bind"),
