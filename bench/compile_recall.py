@@ -36,7 +36,9 @@ What it does:
    location"), when a finding's related location (in any file: the uses of a texture reference listed by its
    finding at the declaration) is on the statement; apart from those, a site is "covered only by a fix
    edit" when a finding on another line has a fix that edits the statement, and "covered through its cause"
-   when its diagnostic names a user type whose definition in the tree carries a finding;
+   when its diagnostic names a user type whose definition in the tree carries a finding, or when it is in a
+   template of the tree and a line that instantiated it (EDG's `detected during ... at line N`) carries a
+   finding naming the site's API (a `double4` template argument: its CM511 finding at the instantiation);
 6. prints markdown (by library, by rule, every uncovered site, the non-CUDA diagnostics) and, with
    `--json`, the same data.
 
@@ -55,6 +57,7 @@ import argparse
 import collections
 import csv
 import dataclasses
+import functools
 import hashlib
 import importlib.util
 import json
@@ -110,9 +113,31 @@ _API_SHAPE = re.compile(r"(?:thrust|cub|cuda|cooperative_groups)::\w|(?:cuda|cub
                         r"|CURAND|NVRTC|NPP|NVJPEG|NVJITLINK)_\w+$|(?:cuda|cu)[A-Z]\w*::\w+$"
                         r"|(?:tex|surf)(?:1D|2D|3D|Cubemap)\w*$")
 # headers that belong to the CUDA toolkit or its libraries (a `cannot open source file` of one is a CUDA site)
-_CUDA_HEADER = re.compile(r"^(?:thrust|cub|cuda|cooperative_groups|nv)/|^(?:cuda|cu|npp|nvrtc|nvToolsExt|nvtx|nvjpeg|nvJitLink"
-                          r"|texture_|surface_|sm_\d|device_|math_|crt/|vector_|driver_|host_|channel_"
-                          r"|builtin_types)\w*")
+# a header no CUDA toolkit on this machine has, but whose name only NVIDIA uses: the CCCL and NVTX namespaces,
+# the libraries' prefixes, the headers texture references took with them in 12.0 (when the 12.x wheels' headers
+# are not there to say so). Generic prefixes (`cuda`, `device_`, `math_`) are not here: `cudacommon.h` is a
+# project's own header (SHOC), and every real CUDA header of that kind is in `shipped_headers`.
+_CUDA_HEADER = re.compile(r"^(?:thrust|cub|cuda|cooperative_groups|nv|nvtx3)/|^(?:cublas|cufft|curand|cusolver|cusparse|npp"
+                          r"|nvrtc|nvToolsExt|nvtx|nvjpeg|nvJitLink|sm_\d+_|texture_fetch_functions|surface_functions"
+                          r"|texture_indirect_functions|surface_indirect_functions|cuda_texture_types|cuda_surface_types)\w*")
+# the last 12.x wheels' headers, where scripts/build_api_inventory.py --fetch-only keeps them
+OLD_HEADERS = Path(os.environ.get("CUDAMIGRATE_INVENTORY_HEADERS",
+                                  Path.home() / ".cache" / "cudamigrate" / "inventory-headers"))
+
+
+@functools.lru_cache(maxsize=8)
+def shipped_headers(dirs: tuple[str, ...]) -> frozenset[str]:
+    """Every header CUDA ships, by its path under an include dir: the files under the toolkit's
+    and the 13.0 wheels' include dirs (`dirs`), and under the 12.x wheels' (headers that 13.0 removed)."""
+    roots = [Path(d) for d in dirs]
+    if OLD_HEADERS.is_dir():
+        roots += [p for p in OLD_HEADERS.glob("**/include") if p.is_dir()]
+    out: set[str] = set()
+    for r in roots:
+        for p in r.rglob("*"):
+            if p.suffix in (".h", ".hpp", ".cuh", ".inl", "") and p.is_file():
+                out.add(p.relative_to(r).as_posix())  # `cuda.h`, `crt/host_config.h`, never a bare `config.h`
+    return frozenset(out)
 
 # CUDA headers that no Linux x86_64 toolkit ships: an `#include` of one fails because of the platform the tree
 # is compiled on, not because of an API change, so its diagnostic is listed apart (not counted). Each entry
@@ -164,6 +189,7 @@ _GCC = re.compile(r"^(?P<path>[^\s:][^:\n]*):(?P<line>\d+):(?:(?P<col>\d+):)? (?
                   r": (?P<msg>.*)$")
 _GCC_CTX = re.compile(r"^(?P<path>[^\s:][^:\n]*):(?P<line>\d+):(?:\d+:)?\s+required (?:from|by)\b")
 _GCC_INCL = re.compile(r"^(?:In file included from|\s+from) (?P<path>[^:\n]+):(?P<line>\d+)")
+_EDG_NOTE = re.compile(r"^(?P<path>\S[^()\n]*?)\((?P<line>\d+)\): note #\d+(?:-D)?: (?P<msg>.*)$")
 _EDG_CTX = re.compile(r'at line (?P<line>\d+) of "?(?P<path>[^"\s]+?)"?(?:\s|$|,)')
 _TOOL_ERROR = re.compile(r"^(?:ptxas|nvlink|nvcc|cicc)\b.*\berror\b|^(?:ptxas|nvcc) fatal", re.I)
 _EDG_DECLARED_AT = re.compile(r'\(declared at line \d+ of "(?P<path>[^"]+)"\)')
@@ -200,9 +226,16 @@ def parse_diagnostics(output: str) -> list[Diagnostic]:
                    "decl": decl["path"] if decl else "", "ctx": []}
             # EDG: optional detail lines, the echoed source line, a caret line, then `detected during` lines
             j = i + 1
-            while j < len(lines) and lines[j].startswith(" ") and not _EDG.match(lines[j]):
+            in_note = False
+            while j < len(lines) and (lines[j].startswith(" ") and not _EDG.match(lines[j]) or _EDG_NOTE.match(lines[j])):
                 s = lines[j]
-                if re.fullmatch(r"\s*\^\s*", s):
+                note = _EDG_NOTE.match(s)
+                if note:  # `vector_types.h(561): note #3287-D: because of a "deprecated" attribute`, its own source
+                    in_note = True  # line and caret, and then the `detected during` lines of the diagnostic
+                elif in_note and "detected during" not in s and "instantiation of" not in s \
+                        and not re.search(r"at line \d+ of", s):
+                    pass
+                elif re.fullmatch(r"\s*\^\s*", s):
                     cur["col"] = s.index("^") - 1          # EDG indents the echoed line by two spaces
                     if j > i + 1:
                         cur["src"] = lines[j - 1][2:]
@@ -329,8 +362,10 @@ def api_on_line(text: str, column: int | None, catalog: ApiCatalog) -> str:
     return (calls or before)[-1 if column is not None else 0][1]
 
 
-def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_dirs: list[str]) -> Classified:
-    """Is this diagnostic caused by a deprecated, removed or changed CUDA API, and which one?"""
+def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_dirs: list[str],
+             tree_headers: frozenset[str] = frozenset()) -> Classified:
+    """Is this diagnostic caused by a deprecated, removed or changed CUDA API, and which one? `tree_headers`:
+    the base names of the tree's own files (a missing one is the tree's header off the include path)."""
     msg = d.message
     text = source_line or d.source
 
@@ -373,7 +408,13 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
         if h.split("/")[-1] in PLATFORM_HEADERS:
             ph = PLATFORM_HEADERS[h.split("/")[-1]]
             return Classified("platform-header", h, "", False, f"{PLATFORM_REASON}: <{h}> ships for {ph.platforms}")
-        if _CUDA_HEADER.match(h) or _CUDA_HEADER.match(base) or catalog.is_api(Path(h).stem):
+        shipped = shipped_headers(tuple(cuda_include_dirs))
+        if h in shipped:
+            return Classified("missing-header", h, catalog.library(Path(h).stem, "/" + h), True)
+        if h.split("/")[-1] in tree_headers:
+            return Classified("missing-header", h, "", False,
+                              f"the tree's own header <{h}> is not on the include path (add it with -I)")
+        if _CUDA_HEADER.match(h) or _CUDA_HEADER.match(base) or catalog.listed(Path(h).stem):
             return Classified("missing-header", h, catalog.library(Path(h).stem, "/" + h), True)
         return Classified("missing-header", h, "", False, f"third-party header <{h}> not installed")
     m = (re.search(r'identifier "(?P<n>[^"]+)" is undefined', msg)
@@ -447,6 +488,8 @@ class Site:
     fix_rules: list[str] = dataclasses.field(default_factory=list)    # else: fixes that edit the statement
     cause_rules: list[str] = dataclasses.field(default_factory=list)  # else: findings on a named user type
     cause_types: list[str] = dataclasses.field(default_factory=list)  # that user type (its definition in the tree)
+    # tree lines whose template instantiation produced the diagnostic (EDG `detected during ... at line N of F`)
+    instantiations: set[tuple[str, int]] = dataclasses.field(default_factory=set)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -502,6 +545,7 @@ def collect_sites(per_unit: dict[str, tuple[list[Diagnostic], Path]], root: Path
         return prefix + " " + ls[line - 1], (column + len(prefix) + 1 if column is not None else None)
 
     tk = [os.path.realpath(i) + os.sep for i in cuda_include_dirs]
+    tree_headers = frozenset(p.name for p in root.rglob("*") if p.is_file())
     macros: dict[str, dict[str, str]] = {}
 
     def macro_bodies(relpath: str, text: str) -> str:
@@ -523,11 +567,11 @@ def collect_sites(per_unit: dict[str, tuple[list[Diagnostic], Path]], root: Path
                 continue
             relpath, line, via = loc
             text, col = statement_to(relpath, line, d.column if not via else None)
-            c = classify(dataclasses.replace(d, column=col), text, catalog, cuda_include_dirs)
+            c = classify(dataclasses.replace(d, column=col), text, catalog, cuda_include_dirs, tree_headers)
             if not c.cuda and not via and c.kind in ("conversion", "arguments", "overload", "other"):
                 body = macro_bodies(relpath, text)
                 if body:
-                    c2 = classify(dataclasses.replace(d, column=None), body, catalog, cuda_include_dirs)
+                    c2 = classify(dataclasses.replace(d, column=None), body, catalog, cuda_include_dirs, tree_headers)
                     c = c2 if c2.cuda else c
             if via and c.kind in ("missing-header", "platform-header") and not c.cuda and os.path.realpath(d.path).startswith(tuple(tk)):
                 # a CUDA header fails only because ITS OWN third-party include is missing (cudaEGL.h ->
@@ -554,6 +598,11 @@ def collect_sites(per_unit: dict[str, tuple[list[Diagnostic], Path]], root: Path
             s.severities.add(d.severity)
             s.units.add(unit)
             s.via_instantiation = s.via_instantiation or via
+            if not via:
+                for p, ln in d.context:
+                    at = tree_location(Diagnostic(p, ln, d.severity, ""), root, cwd)
+                    if at is not None:
+                        s.instantiations.add((at[0], at[1]))
             if d.message[:300] not in s.messages:
                 s.messages.append(d.message[:300])
     # an uncounted diagnostic on a line that is a site already (a cascade on the same line) says nothing more
@@ -621,6 +670,29 @@ def match_causes(sites: list[Site], by_file: dict[str, list[dict]], root: Path) 
                 s.cause_types.append(name)
 
 
+def match_instantiations(sites: list[Site], by_file: dict[str, list[dict]], root: Path) -> None:
+    """For each site still uncovered in a template of the tree, the findings on a tree line that instantiated it
+    and that name the site's API: `vecT *p` warns that `double4` is deprecated inside `bottom_scan<double,
+    double4>`, whose `RunTest<double, double4>(...)` line carries the CM511 finding whose fix removes it. Counted
+    with the causes: the finding is on the instantiation, not on the line the compiler reports."""
+    for s in sites:
+        if s.rules or s.related_rules or s.fix_rules or not s.instantiations:
+            continue
+        apis = {a.split("::")[-1] for a in s.apis if a}
+        for relpath, line in sorted(s.instantiations):
+            try:
+                lines = (root / relpath).read_bytes().decode("utf-8", "replace").splitlines()
+            except OSError:
+                continue
+            lo, hi = oracle.statement_span(lines, line) if 0 < line <= len(lines) else (line, line)
+            rules = {f["rule"] for f in by_file.get(relpath, ())
+                     if f["line"] <= hi and f.get("end_line", f["line"]) >= lo
+                     and any(re.search(rf"\b{re.escape(a)}\b", f.get("message", "")) for a in apis)}
+            if rules:
+                s.cause_rules = sorted(set(s.cause_rules) | rules)
+                s.cause_types.append(f"instantiated at {relpath}:{line}")
+
+
 def match_findings(sites: list[Site], findings: list[dict], root: Path) -> None:
     """Record on each site the rules of the findings that overlap its statement (same file), and, apart,
     the rules of findings one of whose related locations is on the statement (any file: a texture reference's
@@ -659,6 +731,7 @@ def match_findings(sites: list[Site], findings: list[dict], root: Path) -> None:
             s.fix_rules = sorted({f["rule"] for f in fl
                                   if (f.get("fix") or {}).get("edits") and edit_lines(data, f["fix"]["edits"]) & span})
     match_causes(sites, by_file, root)
+    match_instantiations(sites, by_file, root)
 
 
 # ------------------------------------------------------------------------------------- compiling
@@ -913,9 +986,12 @@ def render(d: dict) -> str:
                             for x in fo[:40]) + (" …" if len(fo) > 40 else "")]
     vc = [x for x in d["sites"] if not x["rules"] and not x.get("related_rules") and not x["fix_rules"] and x.get("cause_rules")]
     if vc:
-        out += ["", f"Covered through its cause: the diagnostic names a user type whose definition carries a finding "
-                f"({len(vc)}): " + ", ".join(f"`{x['relpath']}:{x['line']}` ({'/'.join(x['apis'])}: type "
-                                             f"`{'/'.join(x['cause_types'])}`, {'/'.join(x['cause_rules'])})"
+        def cause(t: str) -> str:
+            return t if t.startswith("instantiated at ") else f"type `{t}`"
+        out += ["", f"Covered through its cause: the diagnostic names a user type whose definition carries a finding, "
+                f"or it is in a template whose instantiating line carries a finding on its API "
+                f"({len(vc)}): " + ", ".join(f"`{x['relpath']}:{x['line']}` ({'/'.join(x['apis'])}: "
+                                             f"{', '.join(cause(t) for t in x['cause_types'])}; {'/'.join(x['cause_rules'])})"
                                              for x in vc[:40]) + (" …" if len(vc) > 40 else "")]
     unc = [x for x in d["sites"] if not x["rules"] and not x.get("related_rules") and not x["fix_rules"]
            and not x.get("cause_rules")]

@@ -353,6 +353,32 @@ def test_headers_no_linux_x86_64_toolkit_ships_are_listed_apart(catalog):
     assert recall.classify(d3, "", catalog, []).cuda
 
 
+def test_a_missing_header_is_a_cuda_site_only_if_cuda_shipped_it(tmp_path, catalog, monkeypatch):
+    """A project's own header named like CUDA's (`cudacommon.h`, SHOC) off the include path, or a generic name
+    that CUDA ships only nested (`config.h`), is not a CUDA site; a header the toolkit ships (by its path under the
+    include dir) or that the 12.x headers had (removed in 13.0) is."""
+    inc = tmp_path / "inc"
+    (inc / "crt").mkdir(parents=True)
+    (inc / "cuda_runtime_api.h").write_text("")
+    (inc / "crt" / "config.h").write_text("")
+    old = tmp_path / "old" / "nvidia" / "cuda_runtime" / "include"
+    old.mkdir(parents=True)
+    (old / "old_removed_api.h").write_text("")
+    monkeypatch.setattr(recall, "OLD_HEADERS", tmp_path / "old")
+    recall.shipped_headers.cache_clear()
+
+    def cls(h: str, tree=frozenset({"cudacommon.h", "main.cu"})):
+        d = recall.Diagnostic("/t/m.cu", 3, "error", f'cannot open source file "{h}"')
+        return recall.classify(d, "", catalog, [str(inc)], tree)
+
+    assert cls("cuda_runtime_api.h").cuda and cls("crt/config.h").cuda and cls("old_removed_api.h").cuda
+    mine = cls("cudacommon.h")
+    assert not mine.cuda and "the tree's own header" in mine.reason
+    assert not cls("config.h").cuda and not cls("cudautil.h").cuda  # a generated or third-party header
+    assert cls("nvToolsExt.h").cuda and cls("texture_fetch_functions.h").cuda  # NVIDIA's names, any machine
+    recall.shipped_headers.cache_clear()
+
+
 def test_error_naming_a_user_type_whose_definition_is_flagged_is_covered_through_its_cause(tmp_path, catalog):
     (tmp_path / "k.cuh").write_text("#pragma once\n"
                                     "template <typename T>\n"
@@ -393,3 +419,32 @@ def test_cache_hit_from_the_original_tree_is_moved_to_the_measured_copy(tmp_path
     (d,) = recall.parse_diagnostics(moved)
     assert d.path == "/w/v11.8/S/a/main.cu"
     assert recall.rebase_output(out, "", "/w/v11.8") == out
+
+
+def test_a_deprecation_inside_a_template_is_covered_by_the_finding_at_its_instantiation(tmp_path, catalog):
+    """EDG prints the `because of a "deprecated" attribute` note between the warning and its `detected during`
+    lines; the instantiating line of the tree is kept, and its finding on the same API covers the site (SHOC's
+    scan kernel: `vecT *p` with vecT=double4, the CM511 finding on `RunTest<double, double4>`)."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "k.h").write_text("template <class T, class V>\n__global__ void k(T *p) {\n  V *q = (V *)p;\n}\n")
+    (src / "m.cu").write_text('#include "k.h"\nvoid run(double *p) {\n'
+                              "  k<double, double4><<<1, 1>>>(p);\n  k<float, float4><<<1, 1>>>(0);\n}\n")
+    out = (f'{src}/k.h(3): warning #1444-D: type "double4" was declared deprecated ("use double4_16a or double4_32a")\n'
+           "    V *q = (V *)p;\n    ^\n"
+           f'{TK}/vector_types.h(561): note #3287-D: because of a "deprecated" attribute\n'
+           "  typedef struct double4 __attribute__((deprecated(\"use double4_16a\"))) double4;\n"
+           "                                     ^\n"
+           "          detected during:\n"
+           f'            instantiation of "void k<T,V>(T *) [with T=double, V=double4]" at line 3 of {src}/m.cu\n\n')
+    d = recall.parse_diagnostics(out)
+    assert d[0].column == 3 and d[0].context == ((f"{src}/m.cu", 3),)  # the note's caret is not the warning's
+    sites, _ = recall.collect_sites({"src/m.cu": (d, src)}, tmp_path, catalog, [TK])
+    assert [(s.relpath, s.line, s.instantiations) for s in sites] == [("src/k.h", 3, {("src/m.cu", 3)})]
+    unrelated = [{"rule": "CM999", "relpath": "src/m.cu", "line": 3, "end_line": 3, "message": "`float4` ..."}]
+    recall.match_findings(sites, unrelated, tmp_path)
+    assert not sites[0].cause_rules  # a finding that names another API is not the cause
+    cm511 = [{"rule": "CM511", "relpath": "src/m.cu", "line": 3, "end_line": 3,
+              "message": "`double4` is deprecated since CUDA 13.0"}]
+    recall.match_findings(sites, cm511, tmp_path)
+    assert sites[0].cause_rules == ["CM511"] and sites[0].cause_types == ["instantiated at src/m.cu:3"]
