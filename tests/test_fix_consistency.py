@@ -181,3 +181,57 @@ def test_scoped_groups_are_apart_and_an_unscoped_use_ties_every_scope():
     assert broken([_result([any_], [b])]) == {any_}
     assert broken([_result(["removals:double4"], ["removals:double4"])]) == {"removals:double4"}
     assert broken([_result(["removals:double4"], ["removals:double4@*"])]) == set()  # not a scoped group
+
+
+INCLUDER_DECLARES = FIXTURES / "texture" / "project-includer-declares"
+
+
+def test_a_header_reads_the_reference_its_includer_declares_above_the_include(tmp_path):
+    """main.cu declares texD and then includes kernels.cuh, which reads it: the read migrates with the
+    declaration, and the program builds (before: a manual CM603 read that withheld the whole reference)."""
+    proj = _copy(INCLUDER_DECLARES, tmp_path)
+    r = run_cli("fix", "--unsafe-fixes", "--no-verify", "--select", "CM601,CM602,CM603", ".", cwd=proj)
+    assert r.exit_code == 0 and "fix withheld" not in r.stderr, r.stderr
+    assert "tex2D<float>(texD, threadIdx.x + 0.5f, y + 0.5f)" in (proj / "kernels.cuh").read_text()
+    assert "__constant__ cudaTextureObject_t texD;" in (proj / "main.cu").read_text()
+    again = run_cli("fix", "--unsafe-fixes", "--no-verify", "--diff", "--select", "CM601,CM602,CM603", ".", cwd=proj)
+    assert again.stdout == ""  # converged
+    if shutil.which("nvcc"):
+        res = subprocess.run(["nvcc", "-c", "-o", str(tmp_path / "m.o"), "main.cu"], cwd=proj, capture_output=True,
+                             text=True)
+        assert res.returncode == 0, res.stderr[-3000:]
+
+
+@pytest.mark.parametrize("layout", ["declared-below", "two-includers"])
+def test_a_header_whose_includers_do_not_agree_on_a_declaration_above_the_include_stays(tmp_path, layout):
+    """Declared below the #include (the header cannot see it), or declared by two includers each (the header
+    would read two references): the header's read stays manual and the reference is withheld in every file."""
+    proj = _copy(INCLUDER_DECLARES, tmp_path)
+    main = (proj / "main.cu").read_text()
+    decl = "texture<float, 2, cudaReadModeElementType> texD;\n"
+    if layout == "declared-below":
+        main = main.replace(decl, "").replace('#include "kernels.cuh"\n', '#include "kernels.cuh"\n' + decl)
+    else:
+        (proj / "second.cu").write_text('#include <cuda_runtime.h>\n' + decl + '#include "kernels.cuh"\n')
+    (proj / "main.cu").write_text(main)
+    before = _tree(proj)
+    r = run_cli("fix", "--unsafe-fixes", "--no-verify", "--select", "CM601,CM602,CM603", ".", cwd=proj)
+    assert _tree(proj) == before, r.stderr
+    assert "kernels.cuh:4:" in next(ln for ln in r.stderr.splitlines() if "fix withheld" in ln).split("All")[0]
+
+
+@pytest.mark.gpu
+def test_a_header_reading_its_includers_reference_runs_the_same_after_fix(tmp_path):
+    """The migrated program reads row 1 of the 4x2 array through the header's read (skips without a GPU)."""
+    from .conftest import gpu_available
+
+    if shutil.which("nvcc") is None or not gpu_available():
+        pytest.skip("needs nvcc and a GPU")
+    proj = _copy(INCLUDER_DECLARES, tmp_path)
+    assert run_cli("fix", "--unsafe-fixes", "--select", "CM601,CM602,CM603", ".", cwd=proj).exit_code == 0
+    exe = tmp_path / "prog"
+    res = subprocess.run(["nvcc", "-o", str(exe), "main.cu"], cwd=proj, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout == (INCLUDER_DECLARES / "expected.txt").read_text()

@@ -18,10 +18,11 @@ if TYPE_CHECKING:
     from ..context import FileContext
 
 
-def includer_refs(ctx: "FileContext", header_refs: Callable[["FileContext"], dict], other: Callable) -> dict:
+def includer_refs(ctx: "FileContext", header_refs: Callable[["FileContext", Path], dict], other: Callable) -> dict:
     """name -> the Ref every includer of `ctx`'s file sees through its own includes (none for a file nobody
-    includes). `header_refs(ctx)` gives a file's header references; `other(ctx, path)` a context for another
-    file of the run."""
+    includes). `header_refs(octx, me)` gives what an includer sees where it includes `me`: its header references,
+    and its own declarations above that `#include` (`texture<> t;` then `#include "kernels.h"`, as SHOC and
+    Rodinia do); `other(ctx, path)` a context for another file of the run."""
     project = ctx.project
     if project is None or not project.files:
         return {}
@@ -33,10 +34,10 @@ def includer_refs(ctx: "FileContext", header_refs: Callable[["FileContext"], dic
     seen: list[dict] = []
     for path in users:
         key = Path(path).resolve()
-        if key not in cache:
+        if (key, me) not in cache:
             octx = other(ctx, key)
-            cache[key] = header_refs(octx) if octx is not None else {}
-        seen.append(cache[key])
+            cache[(key, me)] = header_refs(octx, me) if octx is not None else {}
+        seen.append(cache[(key, me)])
     out = {}
     for name, ref in seen[0].items():
         paths = {str(s[name].path) if name in s and s[name].path is not None else None for s in seen}
@@ -61,3 +62,16 @@ def includers_may_declare(data: bytes, path: Path, project: Any, reference_text:
             if text is None or reference_text.search(text):
                 return True
     return False
+
+
+INCLUDE_LINE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\r\n]+)[>"]', re.M)
+
+
+def include_offset(data: bytes, path: Path, target: Path, project: Any) -> int | None:
+    """The byte offset of the first `#include` in `data` (the file `path`) that names `target`, or None."""
+    for m in INCLUDE_LINE.finditer(data):
+        name = m.group(2).decode("utf-8", "surrogateescape")
+        got = project.resolve(path, name) if m.group(1) == b'"' else project.resolve_in_run(path, name)
+        if got is not None and Path(got).resolve() == target:
+            return m.start()
+    return None
