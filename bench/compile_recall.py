@@ -70,7 +70,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 _HERE = Path(__file__).resolve().parent
 oracle: Any    # bench/oracle_cuda_samples.py (not a package): its compile cache and helpers
@@ -815,15 +815,29 @@ def rebase_output(output: str, compiled_root: str, root: str) -> str:
     return output.replace(compiled_root.rstrip("/") + "/", root.rstrip("/") + "/")
 
 
+def dirs_signature(dirs: Iterable[str]) -> str:
+    """A digest of every file under `dirs` (path, size, mtime): what a compile against them may have read."""
+    h = hashlib.sha256()
+    for d in dirs:
+        for p in sorted(Path(d).rglob("*")):
+            if p.is_file():
+                st = p.stat()
+                h.update(f"{p}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()
+
+
 class RecallCompiler(oracle.Compiler):
     """The oracle's content-keyed compile cache, keeping nvcc's whole output (the oracle keeps only the first
     error) and taking per-unit flags."""
 
     def __init__(self, cache: Path, timeout: int, nvcc_version: str, root_flags: dict[str, list[str]],
-                 search: dict[str, list[Path]], cwd: dict[str, Path]):
+                 search: dict[str, list[Path]], cwd: dict[str, Path], extra_include: Iterable[str] = ()):
         self.cache, self.timeout = cache, timeout
         self.includes: list[str] = []
-        self.salt = json.dumps(["compile_recall/1", nvcc_version])
+        # the headers of `-I` dirs given on the command line are outside the tree's closure: a changed stub
+        # header there must not reuse an output compiled against the old one
+        extra = list(extra_include)
+        self.salt = json.dumps(["compile_recall/1", nvcc_version] + ([dirs_signature(extra)] if extra else []))
         self.flags, self.search, self.cwd = root_flags, search, cwd
         cache.mkdir(parents=True, exist_ok=True)
 
@@ -1083,7 +1097,7 @@ def main(argv: list[str] | None = None) -> int:
     wheel_inc = cuda_include_dirs(a.wheel_include)
     units, flags, search, cwd = plan_units(root, a.only, a.compile_commands, a.include, wheel_inc)
     nvcc_version = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd)
+    comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd, a.include)
     print(f"{len(units)} units, {len(findings)} findings; compiling with {a.jobs} jobs ...", file=sys.stderr)
     jobs = [(measured, r) for r in units] + ([(root, r) for r in units] if a.fixed else [])
     res = comp.many(jobs, a.jobs, "nvcc", t0 + 60 * a.budget_minutes if a.budget_minutes else None)

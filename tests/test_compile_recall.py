@@ -448,3 +448,23 @@ def test_a_deprecation_inside_a_template_is_covered_by_the_finding_at_its_instan
               "message": "`double4` is deprecated since CUDA 13.0"}]
     recall.match_findings(sites, cm511, tmp_path)
     assert sites[0].cause_rules == ["CM511"] and sites[0].cause_types == ["instantiated at src/m.cu:3"]
+
+
+def test_a_changed_header_in_an_include_dir_outside_the_tree_is_not_served_from_the_cache(tmp_path):
+    """SHOC needs a generated config.h from a stub dir given with -I: editing it must change the cache key."""
+    tree, stub = tmp_path / "tree", tmp_path / "stub"
+    tree.mkdir()
+    stub.mkdir()
+    (tree / "a.cu").write_text('#include "config.h"\n')
+    (stub / "config.h").write_text("")
+
+    def key() -> str:
+        comp = recall.RecallCompiler(tmp_path / "cache", 60, "13.0", {"a.cu": []}, {"a.cu": [tree]}, {}, [str(stub)])
+        return comp.key(tree, "a.cu")
+
+    first = key()
+    assert key() == first
+    (stub / "config.h").write_text("#define HAVE_GETTIMEOFDAY 1\n")
+    assert key() != first
+    plain = recall.RecallCompiler(tmp_path / "cache", 60, "13.0", {"a.cu": []}, {"a.cu": [tree]}, {})
+    assert plain.salt == json.dumps(["compile_recall/1", "13.0"])  # no -I: the keys of existing caches hold
