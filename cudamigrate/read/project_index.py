@@ -164,6 +164,17 @@ class ProjectIndex:
         key = self._key(path)
         if data is None and key in self._includes:
             return self._includes[key]
+        out: list[Path] = []
+        for _, inc in self.include_sites(key, data):
+            if inc is not None and inc not in out:
+                out.append(inc)
+        self._includes[key] = out
+        return out
+
+    def include_sites(self, path: Path, data: bytes | None = None) -> list[tuple[int, Path | None]]:
+        """(byte offset of the directive, the project header it names or None) of each `#include` of `path`,
+        in order."""
+        key = self._key(path)
         data = self.read(key) if data is None else data
         found: list[tuple[int, Path | None]] = []
         for at, m in line_start_matches(LOCAL_INCLUDE, data or b""):
@@ -171,12 +182,7 @@ class ProjectIndex:
         if self.files and b"<" in (data or b""):
             for at, m in line_start_matches(ANGLE_INCLUDE, data or b""):
                 found.append((at, self.resolve_in_run(key, m.group(1).decode("utf-8", "replace"))))
-        out: list[Path] = []
-        for _, inc in sorted(found, key=lambda x: x[0]):
-            if inc is not None and inc not in out:
-                out.append(inc)
-        self._includes[key] = out
-        return out
+        return sorted(found, key=lambda x: x[0])
 
     def reachable(self, path: Path, data: bytes | None = None) -> list[Path]:
         """Project headers reached from `path` through `#include "..."`, breadth-first, without `path`. The last

@@ -6,11 +6,13 @@ every file that includes it having included `textures.cuh` first. Scanned on its
 and nothing would build. When every file of the run that includes the header sees one and the same declaration
 of the name through its own includes, that declaration is the one the header reads, and the header's uses
 migrate with it. Files that disagree (two declarations, or none) leave the name unknown here, as before.
+An includer's own declarations above its `#include` of the header count too (`Includer.seen_by`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -18,11 +20,31 @@ if TYPE_CHECKING:
     from ..context import FileContext
 
 
-def includer_refs(ctx: "FileContext", header_refs: Callable[["FileContext", Path], dict], other: Callable) -> dict:
-    """name -> the Ref every includer of `ctx`'s file sees through its own includes (none for a file nobody
-    includes). `header_refs(octx, me)` gives what an includer sees where it includes `me`: its header references,
-    and its own declarations above that `#include` (`texture<> t;` then `#include "kernels.h"`, as SHOC and
-    Rodinia do); `other(ctx, path)` a context for another file of the run."""
+@dataclass(frozen=True)
+class Includer:
+    """What one file that includes headers declares for them to read, computed once per file of the run:
+    the references its own includes declare, its file-scope declarations (as references of that file, with
+    their offsets) and its `#include` directives (offset, the resolved project header or None)."""
+
+    headers: dict[str, Any]
+    own: tuple[tuple[int, Any], ...]
+    sites: tuple[tuple[int, Path | None], ...]
+
+    def seen_by(self, header: Path) -> dict[str, Any]:
+        """The references `header` can read where this file includes it: its headers' ones, and its own
+        declarations above that `#include` (`texture<> t;` then `#include "kernels.h"`, as SHOC and Rodinia do)."""
+        at = next((o for o, inc in self.sites if inc == header), None)
+        out = dict(self.headers)
+        for off, r in self.own:
+            if at is not None and off < at:
+                out.setdefault(r.name, r)
+        return out
+
+
+def includer_refs(ctx: "FileContext", includer: Callable[["FileContext"], Includer], other: Callable) -> dict:
+    """name -> the Ref every includer of `ctx`'s file sees where it includes it (none for a file nobody
+    includes). `includer(octx)` describes a file that includes it (`Includer`); `other(ctx, path)` a context
+    for another file of the run."""
     project = ctx.project
     if project is None or not project.files:
         return {}
@@ -34,10 +56,10 @@ def includer_refs(ctx: "FileContext", header_refs: Callable[["FileContext", Path
     seen: list[dict] = []
     for path in users:
         key = Path(path).resolve()
-        if (key, me) not in cache:
+        if key not in cache:
             octx = other(ctx, key)
-            cache[(key, me)] = header_refs(octx, me) if octx is not None else {}
-        seen.append(cache[(key, me)])
+            cache[key] = includer(octx) if octx is not None else None
+        seen.append(cache[key].seen_by(me) if cache[key] is not None else {})
     out = {}
     for name, ref in seen[0].items():
         paths = {str(s[name].path) if name in s and s[name].path is not None else None for s in seen}
@@ -62,16 +84,3 @@ def includers_may_declare(data: bytes, path: Path, project: Any, reference_text:
             if text is None or reference_text.search(text):
                 return True
     return False
-
-
-INCLUDE_LINE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\r\n]+)[>"]', re.M)
-
-
-def include_offset(data: bytes, path: Path, target: Path, project: Any) -> int | None:
-    """The byte offset of the first `#include` in `data` (the file `path`) that names `target`, or None."""
-    for m in INCLUDE_LINE.finditer(data):
-        name = m.group(2).decode("utf-8", "surrogateescape")
-        got = project.resolve(path, name) if m.group(1) == b'"' else project.resolve_in_run(path, name)
-        if got is not None and Path(got).resolve() == target:
-            return m.start()
-    return None

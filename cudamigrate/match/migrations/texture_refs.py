@@ -17,7 +17,7 @@ from ...parse import walk
 from ...parse.treesitter import Unit, parse, parse_header
 from ...read.source import read_regular
 from ..context import FileContext, named_children, node_text, normalize
-from .texture_includers import READ_CALL, include_offset, includer_refs, includers_may_declare
+from .texture_includers import READ_CALL, Includer, includer_refs, includers_may_declare
 
 # reference-form read functions -> number of arguments after the reference
 TEX_READS = {
@@ -441,23 +441,20 @@ def _compute_scope(ctx: FileContext):
     for n, r in headers.items():
         by_name.setdefault(n, r)
     if READ_CALL.search(ctx.source.data):  # a header reading references that its includers declare
-        for n, r in includer_refs(ctx, _seen_at_include, _other_context).items():
+        for n, r in includer_refs(ctx, _includer, _other_context).items():
             by_name.setdefault(n, r)
     return local, odd, by_name, helpers
 
-def _seen_at_include(octx: FileContext, header: Path) -> dict[str, Ref]:
-    """What a file that includes `header` declares for it to read: the references of its own headers, and its
-    file-scope declarations above the `#include` of `header`, as references of that file (not local to the
-    header: the declaration stays where it is, and migrates there)."""
-    out = dict(_header_refs(octx)[0])
-    at = include_offset(octx.source.data, octx.source.path.resolve(), header, octx.project)
-    if at is None:
-        return out
-    for r in _declarations(octx.main.root, octx.main)[0]:
-        if r.decl is not None and octx.main.abs(r.decl)[0] < at and r.name not in out:
-            out[r.name] = replace(r, decl=None, declarator=None, unit=None, same_elsewhere=[],
-                                              path=octx.source.path.resolve())
-    return out
+def _includer(octx: FileContext) -> Includer:
+    """A file that includes headers, as `includer_refs` needs it: its header references, its own file-scope
+    declarations as references of that file (not local to the header that reads them: each declaration stays
+    where it is, and migrates there), and its `#include` directives."""
+    path = octx.source.path.resolve()
+    own = tuple((octx.main.abs(r.decl)[0], replace(r, decl=None, declarator=None, unit=None, same_elsewhere=[], path=path))
+                for r in _declarations(octx.main.root, octx.main)[0] if r.decl is not None)
+    sites = tuple((at, Path(inc).resolve() if inc is not None else None)
+                  for at, inc in octx.project.include_sites(path, octx.source.data))
+    return Includer(_header_refs(octx)[0], own, sites)
 
 
 def _other_context(ctx: FileContext, path: Path) -> FileContext | None:
