@@ -229,19 +229,15 @@ def parse_diagnostics(output: str) -> list[Diagnostic]:
             in_note = False
             while j < len(lines) and (lines[j].startswith(" ") and not _EDG.match(lines[j]) or _EDG_NOTE.match(lines[j])):
                 s = lines[j]
-                note = _EDG_NOTE.match(s)
-                if note:  # `vector_types.h(561): note #3287-D: because of a "deprecated" attribute`, its own source
-                    in_note = True  # line and caret, and then the `detected during` lines of the diagnostic
-                elif in_note and "detected during" not in s and "instantiation of" not in s \
-                        and not re.search(r"at line \d+ of", s):
-                    pass
-                elif re.fullmatch(r"\s*\^\s*", s):
-                    cur["col"] = s.index("^") - 1          # EDG indents the echoed line by two spaces
-                    if j > i + 1:
-                        cur["src"] = lines[j - 1][2:]
+                if _EDG_NOTE.match(s):  # `vector_types.h(561): note #3287-D: because of a "deprecated" attribute`:
+                    in_note = True      # its own source line and caret follow, then the diagnostic's context
                 elif "detected during" in s or "instantiation of" in s or re.search(r"at line \d+ of", s):
                     for cm in _EDG_CTX.finditer(s):
                         cur["ctx"].append((cm["path"], int(cm["line"])))
+                elif not in_note and re.fullmatch(r"\s*\^\s*", s):
+                    cur["col"] = s.index("^") - 1          # EDG indents the echoed line by two spaces
+                    if j > i + 1:
+                        cur["src"] = lines[j - 1][2:]
                 j += 1
             i = j
             flush()
@@ -675,15 +671,18 @@ def match_instantiations(sites: list[Site], by_file: dict[str, list[dict]], root
     and that name the site's API: `vecT *p` warns that `double4` is deprecated inside `bottom_scan<double,
     double4>`, whose `RunTest<double, double4>(...)` line carries the CM511 finding whose fix removes it. Counted
     with the causes: the finding is on the instantiation, not on the line the compiler reports."""
+    texts: dict[str, list[str]] = {}
     for s in sites:
         if s.rules or s.related_rules or s.fix_rules or not s.instantiations:
             continue
         apis = {a.split("::")[-1] for a in s.apis if a}
         for relpath, line in sorted(s.instantiations):
-            try:
-                lines = (root / relpath).read_bytes().decode("utf-8", "replace").splitlines()
-            except OSError:
-                continue
+            if relpath not in texts:
+                try:
+                    texts[relpath] = (root / relpath).read_bytes().decode("utf-8", "replace").splitlines()
+                except OSError:
+                    texts[relpath] = []
+            lines = texts[relpath]
             lo, hi = oracle.statement_span(lines, line) if 0 < line <= len(lines) else (line, line)
             rules = {f["rule"] for f in by_file.get(relpath, ())
                      if f["line"] <= hi and f.get("end_line", f["line"]) >= lo

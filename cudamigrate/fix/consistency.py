@@ -139,15 +139,10 @@ def report(withheld: Withheld, results: Iterable["FixResult"]) -> list[str]:
         uses = sorted((f for r in rs for f in r.remaining if f.group and tied(f.group, g)), key=sort_key)
         base, scope = _unscoped(g)
         family, _, symbol = base.partition(":")
-        if scope == ANY_SCOPE:
-            symbol += "` (its declaration not seen"
-        elif scope is not None:
-            symbol += f"` (declared in {display_path(scope)}"
-        else:
-            symbol += "`"
-        symbol = symbol + ")" if scope is not None else symbol
+        declared = ("" if scope is None else " (its declaration not seen)" if scope == ANY_SCOPE
+                  else f" (declared in {display_path(scope)})")
         rules = ", ".join(sorted({f.rule_id for f in uses})) or family
-        lines.append(f"{rules}: `{symbol}: fix withheld in every file, since {len(stuck)} use(s) cannot be "
+        lines.append(f"{rules}: `{symbol}`{declared}: fix withheld in every file, since {len(stuck)} use(s) cannot be "
                      f"rewritten: {'; '.join(stuck)}. All {len(uses)} use(s) left unchanged: "
                      f"{', '.join(where(f) for f in uses)}")
     return lines
