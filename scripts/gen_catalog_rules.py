@@ -806,7 +806,10 @@ def build_groups(rows: list[dict], skip: set[str], explicit: bool = True) -> tup
             elif key.startswith("cublas:cublasCreate"):
                 match = {"include": {"paths": ["cublas_api.h"]}}
                 where = {"all": [{"file_lacks_include": r"(^|/)cublas_v2\.h$"},
-                                 {"file_matches": r"\bcublas(?!Lt)\w+(?<!_v2)\s*\("}]}
+                                 # a call `cublasX(`, X not starting `Lt` and not ending `_v2`, written for RE2
+                                 # (no lookaround): `\bcublas(?!Lt)\w+(?<!_v2)\s*\(`, same language
+                                 {"file_matches": r"\bcublas(?:L|(?:[^\WL]|L[^\Wt])(?:\w*(?:[^\W2]|[^\Wv]2|[^\W_]v2)|2)?"
+                                                  r"|(?:[^\WL_]|L[^\Wt_])v2)\s*\("}]}
                 app = "safe"
                 edits = [{"replace": "name", "with": "{% if vars.system %}<cublas_v2.h>{% else %}\"cublas_v2.h\"{% endif %}"}]
             elif key.startswith("thrust:<thrust/...>"):

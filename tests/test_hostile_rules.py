@@ -77,8 +77,12 @@ def test_rule_with_the_issue_regex_scans_a_100kb_string(tmp_path):
 
 
 @pytest.mark.parametrize("pattern,why", [
-    (r"(?=x)(a|aa)*b", "single characters"),
-    (r"(?<!y)(\w+\s?)*$", "single characters"),
+    (r"(?=x)(a|aa)*b", "lookaround"),
+    (r"(?<!y)(\w+\s?)*$", "lookaround"),
+    (r"(?=a)a*a*a*a*b", "lookaround"),  # polynomial backtracking in Python's re: minutes on 300 characters
+    (r"\bcu(?!Lt)\w+(?<!_v2)\(", "lookaround"),  # single-character repeats only, accepted before
+    ("a{0,65535}" * 6, "invalid repetition size"),
+    ("(?=a)" + "a{0,65535}" * 6 + "b", "lookaround"),  # a minute on 100 characters in Python's re, accepted before
     (r"(a)\1", "backreferences"),
     (r"a++", "not supported by RE2"),
 ])
@@ -88,6 +92,29 @@ def test_patterns_the_linear_engine_cannot_run_are_refused_at_load(tmp_path, pat
     text = HEAD + f"message: m\nmatch: {{call: {{names: [cudaFree]}}}}\nwhere: {{text_matches: '{pattern}'}}\n"
     rs, _ = _load(tmp_path, text)
     assert not rs.rules and "text_matches" in rs.errors[0] and why in rs.errors[0], rs.errors
+
+
+def test_the_largest_repeats_re2_accepts_run_in_linear_time():
+    """Six `a{0,1000}` (RE2's largest count) and a lookaround-free `a*a*a*a*b`: one 100 KB search each."""
+    from cudamigrate.core.rule_regex import rule_regex
+
+    for pattern in ("a{0,1000}" * 6 + "b", r"a*a*a*a*b"):
+        check_regex(pattern)
+        assert rule_regex(pattern).search("a" * 100_000) is None
+
+
+def test_a_lookaround_rule_in_a_rules_dir_is_one_exit_2_line(tmp_path):
+    """Reached through `rules-dirs` in the configuration: the run names the rule file and the reason, exit 2."""
+    from .helpers import run_cli
+
+    (tmp_path / "myrules").mkdir()
+    (tmp_path / "myrules" / "CM9100-hostile.yaml").write_text(
+        HEAD + "message: m\nmatch: {call: {names: [cudaFree]}}\nwhere: {text_matches: '(?=a)a*a*a*a*b'}\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.cudamigrate]\nrules-dirs = ["myrules"]\n')
+    (tmp_path / "a.cu").write_text("void f(void* p) { cudaFree(p); }\n")
+    r = run_cli("scan", "a.cu", cwd=tmp_path)
+    lines = [ln for ln in r.stderr.splitlines() if "CM9100-hostile.yaml" in ln]
+    assert r.exit_code == 2 and len(lines) == 1 and "lookaround" in lines[0], r.stderr
 
 
 def test_shipped_regexes_pass_the_check():

@@ -6,10 +6,11 @@ pulled in through `rules-dirs` could hang CI. RE2 (the `google-re2` wheel, maint
 time linear in the text for every pattern it compiles; a hand-written detector of "catastrophic" shapes
 always misses some (overlapping alternatives, `(\\w|\\d)*`, ...).
 
-RE2 has no lookaround and no backreferences. A rule regex that needs lookaround is the one exception: it runs
-on Python's `re`, and is accepted only when every repeat in it repeats a single character (a literal, a class,
-`.`, `\\w`): no repeated group, no alternation under a repeat, at most `MAX_FALLBACK_REPEATS` unbounded
-repeats. Such a pattern cannot backtrack exponentially. Backreferences are refused.
+A pattern RE2 cannot compile is refused when the rule loads, with the reason: lookaround, backreferences,
+possessive repeats, repeat counts over 1,000. There is no fallback to Python's `re`: the last one (lookaround
+patterns that repeat only single characters) still let `(?=a)a*a*a*a*b` run for minutes on 300 characters
+(polynomial backtracking) and six `a{0,65535}` for a minute on 100. A rule that needs "not followed by"
+states it as data instead (`name_not_matches`, `file_not_matches`, `not:`).
 """
 
 from __future__ import annotations
@@ -23,16 +24,12 @@ import re2  # type: ignore[import-untyped]
 try:  # Python 3.11+
     import re._parser as sre_parse  # type: ignore[import-not-found]
     from re._constants import (  # type: ignore[import-not-found]
-        ANY, ASSERT, ASSERT_NOT, BRANCH, CATEGORY, GROUPREF, GROUPREF_EXISTS, IN, LITERAL, MAX_REPEAT, MIN_REPEAT,
-        NOT_LITERAL, SUBPATTERN)
+        ASSERT, ASSERT_NOT, BRANCH, GROUPREF, GROUPREF_EXISTS, MAX_REPEAT, MIN_REPEAT, SUBPATTERN)
 except ImportError:  # pragma: no cover
     import sre_parse
-    from sre_constants import (ANY, ASSERT, ASSERT_NOT, BRANCH, CATEGORY, GROUPREF, GROUPREF_EXISTS, IN, LITERAL,
-                               MAX_REPEAT, MIN_REPEAT, NOT_LITERAL, SUBPATTERN)
+    from sre_constants import (ASSERT, ASSERT_NOT, BRANCH, GROUPREF, GROUPREF_EXISTS, MAX_REPEAT, MIN_REPEAT,
+                               SUBPATTERN)
 
-MAX_FALLBACK_REPEATS = 4
-_UNBOUNDED = 1 << 16
-_SINGLE = {ANY, IN, LITERAL, NOT_LITERAL, CATEGORY}
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False  # a refused pattern is reported once, as a load error, not on stderr by RE2
 
@@ -50,81 +47,65 @@ class RuleRegexError(ValueError):
     pass
 
 
-def _repeats(items: Any, out: list[tuple[int, Any]]) -> None:
-    """Every repeat (its max count and body), every backreference (max -1) and every lookaround (max -2, its
-    body) in a parsed pattern."""
+def _constructs(items: Any, out: set[str]) -> None:
+    """The constructs RE2 lacks that a parsed pattern uses: `lookaround`, `backreference`."""
     for op, av in items:
         if op in (MAX_REPEAT, MIN_REPEAT):
-            out.append((av[1], av[2]))
-            _repeats(av[2], out)
+            _constructs(av[2], out)
         elif op == SUBPATTERN:
-            _repeats(av[-1], out)
+            _constructs(av[-1], out)
         elif op == BRANCH:
             for b in av[1]:
-                _repeats(b, out)
+                _constructs(b, out)
         elif op in (ASSERT, ASSERT_NOT):
-            out.append((-2, av[1]))
-            _repeats(av[1], out)
+            out.add("lookaround")
+            _constructs(av[1], out)
         elif op in (GROUPREF, GROUPREF_EXISTS):
-            out.append((-1, None))
+            out.add("backreference")
 
 
-def _fallback_problem(pattern: str, re2_error: str = "") -> str | None:
-    """Why `pattern` may not run on Python's `re` (None: it may): see the module docstring."""
+def _refusal(pattern: str, re2_error: str) -> str:
+    """Why RE2 refused `pattern`, in the rule author's terms (one line)."""
     try:
         parsed = sre_parse.parse(pattern)
     except (re.error, RecursionError, OverflowError) as exc:
         return f"invalid regex: {exc}"
-    reps: list[tuple[int, Any]] = []
-    _repeats(parsed, reps)
-    if any(mx == -1 for mx, _ in reps):
+    found: set[str] = set()
+    _constructs(parsed, found)
+    if "backreference" in found:
         return "backreferences are not supported (rule regexes run on RE2, which matches in linear time)"
-    if not any(mx == -2 for mx, _ in reps):
-        return f"not supported by RE2, the linear-time engine rule regexes run on: {re2_error or 'unknown construct'}"
-    for mx, body in reps:
-        if mx > 1 and not (len(body) == 1 and body[0][0] in _SINGLE):
-            return ("a regex with lookaround runs on Python's re and may repeat only single characters "
-                    "(no repeated group or alternation): rewrite it without lookaround, or without the repeated group")
-    if sum(1 for mx, _ in reps if mx >= _UNBOUNDED) > MAX_FALLBACK_REPEATS:
-        return f"a regex with lookaround may hold at most {MAX_FALLBACK_REPEATS} unbounded repeats"
-    return None
+    if "lookaround" in found:
+        return ("lookaround ((?=, (?!, (?<=, (?<!) is not supported (rule regexes run on RE2, which matches in "
+                "linear time): state \"not followed by\" as a condition (name_not_matches, file_not_matches, not:)")
+    return f"not supported by RE2, the linear-time engine rule regexes run on: {re2_error or 'unknown construct'}"
+
+
+def _re2_error(exc: Exception) -> str:
+    return exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
 
 
 def check_rule_regex(pattern: str) -> None:
-    """Raise RuleRegexError (one line) when `pattern` cannot run in bounded time: see the module docstring."""
+    """Raise RuleRegexError (one line) when RE2 cannot compile `pattern`: see the module docstring."""
     try:
         re2.compile(pattern, _OPTIONS)
-        return
     except re2.error as exc:
-        re2_error = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
-    try:
-        re.compile(pattern)
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise RuleRegexError(f"invalid regex: {exc}") from None
-    problem = _fallback_problem(pattern, re2_error)
-    if problem is not None:
-        raise RuleRegexError(problem)
+        raise RuleRegexError(_refusal(pattern, _re2_error(exc))) from None
 
 
 @lru_cache(maxsize=4096)
 def rule_regex(pattern: str | bytes, flags: str = "", anchor_end: bool = False) -> Pattern:
-    """The compiled form of a rule's regex: RE2, or Python's `re` for an accepted lookaround pattern.
-    `flags`: inline flags (`m`: ^/$ at each line, `s`: `.` matches newlines); `anchor_end`: the match must end
-    at the end of the text (Python's `\\Z`, RE2's `\\z`)."""
+    """The RE2 form of a rule's regex (checked when the rule loaded; an unchecked one RE2 refuses raises
+    RuleRegexError). `flags`: inline flags (`m`: ^/$ at each line, `s`: `.` matches newlines); `anchor_end`:
+    the match must end at the end of the text (RE2's `\\z`)."""
     text = pattern.decode("utf-8", "surrogateescape") if isinstance(pattern, bytes) else pattern
+    src = (f"(?{flags})" if flags else "") + (f"(?:{text})\\z" if anchor_end else text)
     try:
-        src = (f"(?{flags})" if flags else "") + (f"(?:{text})\\z" if anchor_end else text)
-        compiled = re2.compile(src.encode() if isinstance(pattern, bytes) else src, _OPTIONS)
-        return compiled
-    except re2.error:
-        pass
-    problem = _fallback_problem(text)
-    if problem is not None:  # rules are checked at load time; a pattern reaching here unchecked is refused
-        raise RuleRegexError(problem)
-    src = (f"(?{flags})" if flags else "") + (f"(?:{text})\\Z" if anchor_end else text)
-    return re.compile(src.encode() if isinstance(pattern, bytes) else src)
+        return re2.compile(src.encode() if isinstance(pattern, bytes) else src, _OPTIONS)
+    except re2.error as exc:
+        raise RuleRegexError(_refusal(text, _re2_error(exc))) from None
 
 
 def engine_of(pattern: str) -> str:
-    """`re2` or `re`: which engine runs a (checked) rule regex; what the tests and `rules` docs report."""
-    return "re" if isinstance(rule_regex(pattern), re.Pattern) else "re2"
+    """The engine that runs a (checked) rule regex: always `re2`; what the tests and `rules` docs report."""
+    rule_regex(pattern)
+    return "re2"

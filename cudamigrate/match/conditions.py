@@ -57,7 +57,8 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
         names, arg, same = list(spec.get("names", [])), spec.get("arg"), spec.get("same_as")
         if spec.get("name_matches"):
             rx = rule_regex(spec["name_matches"])
-            names += [n for n in ctx.calls if rx.search(n) and n not in names]
+            nrx = rule_regex(spec["name_not_matches"]) if spec.get("name_not_matches") else None
+            names += [n for n in ctx.calls if rx.search(n) and not (nrx and nrx.search(n)) and n not in names]
     want = None
     if same is not None:
         node = m.arg(same)
@@ -139,8 +140,10 @@ def _pair(yes: str, no: str, schema: Schema, doc: str, has: Callable[[Any, Match
 def _calls_schema() -> Schema:
     return either((lambda v: isinstance(v, list), string_list()),
                   (lambda v: True, mapping({"names": string_list(nonempty=False), "arg": integer(),
-                                            "same_as": scalar("NAME|INDEX"), "name_matches": regex()},
-                                           form="{names: [...], arg: N, same_as: ARG, name_matches: REGEX}")))
+                                            "same_as": scalar("NAME|INDEX"), "name_matches": regex(),
+                                            "name_not_matches": regex()},
+                                           form="{names: [...], arg: N, same_as: ARG, name_matches: REGEX, "
+                                                "name_not_matches: REGEX}")))
 
 
 CONDITIONS.add("arg", scalar("NAME|INDEX"), lambda val, m, ctx: True,
@@ -181,7 +184,7 @@ _pair("file_has_call", "file_lacks_call", _calls_schema(),
       "a local `h` of one function is not another function's `h`; `&h`, `&(h)`, `(&h)`, `h`, `(h)`, `this->h` "
       "and a member `h` are one handle, `&*p`, `*p` and `p` another; a local passed to a helper defined in "
       "the file counts when the helper's parameter reaches one of the names. `name_matches: REGEX` adds "
-      "every called name that matches.",
+      "every called name that matches, except those `name_not_matches: REGEX` matches (RE2 has no lookahead).",
       lambda val, m, ctx: _calls_with_arg(m, ctx, val, None))
 
 
