@@ -10,6 +10,12 @@ Cases (issue 15's targets in brackets):
                                                                                 [< 2 s for 100 KB, issue 24]
   nest-calls   CALLS legacy-stream calls inside 5 x CALLS nested parentheses   [< 2 s for 100 KB, issue 24]
   fuzz-slow    the slowest inputs bench/fuzz.py saved (--fuzz-dir), scanned    [< 2 s each]
+  handles      CALLS x `cublasHandle_t h; cublasCreate(&h);` in one function  [< 2 s CPU at 100 KB, every
+               pair's CM210 and CM212 reported (issue 34: 250 pairs took 11.9 s, 500 lost 866 of 1,000)]
+  repeat:F     every rule family F: for each fixture before.cu of the family, the body of its function with
+               the most `// expect:` lines repeated in that one function up to --repeat-kb (the construct each
+               rule looks for, N times in one scope: handles, streams, textures, guards, graph calls, NPP,
+               Thrust...); one line per fixture, its CPU time and findings   [< 2 s CPU at 100 KB, issue 34]
 Each case runs in a fresh process so that its peak memory (max RSS) is its own; `time` is wall time, `cpu`
 the process's CPU time (the figure to compare on a loaded machine).
 """
@@ -64,6 +70,60 @@ def nest_calls(calls: int) -> bytes:
             + ";\n}\n").encode()
 
 
+def handles(calls: int) -> bytes:
+    """CALLS cuBLAS handles created and never destroyed in one function: 2 x CALLS findings (CM210, CM212)."""
+    body = "".join("  cublasHandle_t h; cublasCreate(&h);\n" for _ in range(calls))
+    return f"#include <cublas_v2.h>\nvoid f() {{\n{body}}}\n".encode()
+
+
+def repeated_scope(data: bytes, kb: int) -> bytes:
+    """`data` (a fixture) with the body of its function holding the most `// expect:` lines (else the largest)
+    repeated inside that function until the file reaches `kb` KB: the constructs a rule looks for, many times
+    in one scope. The fixture's other text (includes, types, globals, other functions) is kept once."""
+    from cudamigrate.parse.treesitter import parse
+
+    root = parse(data).root_node
+    best, score = None, (-1, -1)
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "function_definition":
+            body = n.child_by_field_name("body")
+            if body is not None and body.end_byte - body.start_byte > 2:
+                sc = (data[body.start_byte:body.end_byte].count(b"// expect:"), body.end_byte - body.start_byte)
+                if sc > score:
+                    best, score = body, sc
+            continue
+        stack.extend(n.children)
+    if best is None:
+        return data
+    inner = data[best.start_byte + 1:best.end_byte - 1].rstrip(b" ") + b"\n"
+    copies = max(1, (kb * 1000 - len(data)) // len(inner))
+    return data[:best.start_byte + 1] + inner * copies + data[best.end_byte - 1:]
+
+
+def family_fixtures(family: str) -> list[Path]:
+    """Every fixture before.cu of a rule family (fixtures/<family>/<case>/before.cu), in name order."""
+    return sorted((ROOT / "fixtures" / family).glob("*/before.cu"))
+
+
+def _repeat_child(family: str, kb: int) -> None:
+    """One process per family: rules load once, then each fixture's repeated shape is scanned and timed."""
+    sys.path.insert(0, str(ROOT))
+    from cudamigrate.scan.engine import Engine, Options
+    from cudamigrate.knowledge.load import load_rules
+
+    eng = Engine(load_rules([ROOT / "rules"]).rules, Options())
+    for before in family_fixtures(family):
+        data = repeated_scope(before.read_bytes(), kb)
+        c0 = time.process_time()
+        res = eng.scan_bytes(Path("bench" + before.suffix), data, "bench" + before.suffix)
+        cpu = time.process_time() - c0
+        over = " OVER 2 s" if cpu >= 2 else ""
+        print(f"repeat:{family:9s} {before.parent.name[:44]:44s} input={len(data) / 1e3:.0f}KB "
+              f"findings={len(res.findings):<5d} cpu={cpu:5.2f}s errors={len(res.errors)}{over}", flush=True)
+
+
 def fix_many(findings: int) -> bytes:
     return ("void f() {\n" + "".join("  cudaThreadSynchronize();\n" for _ in range(findings)) + "}\n").encode()
 
@@ -80,7 +140,7 @@ def _child(case: str, size: int) -> None:
         data = Path(case[5:]).read_bytes()
     else:
         data = {"nesting": nesting, "nesting-mixed": nesting_mixed, "long-line": long_line, "fix-many": fix_many,
-                "legacy-many": legacy_many, "nest-calls": nest_calls}[case](size)
+                "legacy-many": legacy_many, "nest-calls": nest_calls, "handles": handles}[case](size)
     path = Path(f"bench.{'cu'}")
     t0 = time.perf_counter()
     c0 = time.process_time()
@@ -109,10 +169,14 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small sizes only (a smoke run)")
     ap.add_argument("--fuzz-dir", type=Path, help="also scan every .cu bench/fuzz.py --save wrote here")
     ap.add_argument("--only", help="run only the cases whose name starts with this")
+    ap.add_argument("--repeat-kb", type=int, default=100, help="size of each repeat:FAMILY shape (KB)")
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.child:
-        _child(a.child[0], int(a.child[1]))
+        if a.child[0].startswith("repeat:"):
+            _repeat_child(a.child[0][7:], int(a.child[1]))
+        else:
+            _child(a.child[0], int(a.child[1]))
         return
     plan = []
     for d in ([100, 200] if a.quick else [500, 1000, 2000, a.depth]):
@@ -126,6 +190,11 @@ def main() -> None:
         plan.append(("legacy-many", c))
     for c in ([100] if a.quick else [400, 2500]):
         plan.append(("nest-calls", c))
+    # 500 handle pairs (the issue's count) and 100 KB of them (2,700)
+    for c in ([100] if a.quick else [500, 2700]):
+        plan.append(("handles", c))
+    families = sorted(d.name for d in (ROOT / "fixtures").iterdir() if d.is_dir() and family_fixtures(d.name))
+    plan += [(f"repeat:{f}", 10 if a.quick else a.repeat_kb) for f in families]
     if a.fuzz_dir:
         plan += [(f"file:{p}", p.stat().st_size) for p in sorted(a.fuzz_dir.glob("*.cu"))]
     if a.only:

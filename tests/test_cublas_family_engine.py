@@ -96,3 +96,16 @@ def test_legacy_header_is_switched_only_when_nothing_needs_the_legacy_declaratio
     legacy_type = scan(["CM201"], base % b"cublasStatus s = CUBLAS_STATUS_SUCCESS; (void)s;")
     assert clean[0].fix is not None and clean[0].fix.edits[0].text == "<cublas_v2.h>"
     assert legacy_call[0].fix is None and legacy_type[0].fix is None
+
+
+def test_500_handles_in_one_function_report_all_1000_findings():
+    """500 x `cublasHandle_t h; cublasCreate(&h);` in one function: every pair's CM210 and CM212. The handle
+    analysis looked each identifier up against every declaration of its name, once per handle (cubic: 250
+    pairs took 11.9 s of CPU, 500 ran out of the per-file budget with 866 findings dropped);
+    bench/bounds.py --only handles prints the figures."""
+    code = b"#include <cublas_v2.h>\nvoid f() {\n" + b"  cublasHandle_t h; cublasCreate(&h);\n" * 500 + b"}\n"
+    eng = engine_for(select=["CM210", "CM212"])
+    res = eng.scan_bytes(Path("t.cu"), code)
+    assert not res.errors, res.errors[:1]
+    assert sorted(f.rule_id for f in res.findings) == ["CM210"] * 500 + ["CM212"] * 500
+    assert len({f.line for f in res.findings}) == 500

@@ -199,9 +199,16 @@ _pair("function_has_call", "function_lacks_call", _calls_schema(),
 _pair("file_has_include", "file_lacks_include", regex(),
       "an `#include` of the file matches the regex.",
       lambda val, m, ctx: any(rule_regex(val).search(i) for i in ctx.includes))
+def _file_matches(val: Any, m: Match, ctx: FileContext) -> bool:
+    """Once per file and pattern: a search of the whole text per match made N matches cost N file lengths."""
+    memo = ctx.__dict__.setdefault("_file_matches", {})
+    if val not in memo:
+        memo[val] = rule_regex(val.encode(), "m").search(ctx.source.data) is not None
+    return bool(memo[val])
+
+
 _pair("file_matches", "file_not_matches", regex(),
-      "the file's text matches the regex (multi-line: `^` and `$` match at each line).",
-      lambda val, m, ctx: rule_regex(val.encode(), "m").search(ctx.source.data) is not None)
+      "the file's text matches the regex (multi-line: `^` and `$` match at each line).", _file_matches)
 CONDITIONS.add("name", strings(), lambda val, m, ctx: m.name in _listed(val),
                "which API matched (the name as the rule spells it).")
 CONDITIONS.add("name_matches", regex(), lambda val, m, ctx: rule_regex(val).search(m.name) is not None,

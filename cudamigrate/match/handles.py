@@ -9,6 +9,8 @@ dropped first, so `&h`, `&(h)`, `(&h)`, `h`, `(h)` and `this->h` have one key, `
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 import tree_sitter as ts
 
 from ..parse.treesitter import Unit
@@ -51,22 +53,79 @@ def _scope_node(decl: ts.Node) -> ts.Node | None:
     return cur
 
 
+def _local_declarations(ctx: FileContext, unit: Unit) -> dict[tuple[str, int], tuple[list[int], list[ts.Node]]]:
+    """(name, start of the enclosing function) -> that function's declarations of the name, by position: a
+    lookup bisects instead of scanning every declaration of the name (500 `cublasHandle_t h;` in one function
+    made every lookup, and so CM212, quadratic)."""
+    cache = ctx.__dict__.setdefault("_local_decls", {})
+    got = cache.get(id(unit))
+    if got is None:
+        groups: dict[tuple[str, int], list[ts.Node]] = {}
+        for name, entries in _index(ctx, unit).items():
+            for decl, _t, _owns, dfn in entries:
+                if dfn is not None:
+                    groups.setdefault((name, dfn), []).append(decl)
+        got = {}
+        for k, decls in groups.items():
+            decls.sort(key=lambda d: d.start_byte)  # stable: file order among equal starts, as the scan took them
+            got[k] = ([d.start_byte for d in decls], decls)
+        cache[id(unit)] = got
+    return got
+
+
 def local_declaration(ident: ts.Node, unit: Unit, ctx: FileContext) -> ts.Node | None:
-    """The function-local declaration (variable or parameter) that `ident` refers to, or None (member, global)."""
-    name = node_text(ident)
-    fn = scope_of(ident).function
-    if fn is None:
-        return None
+    """The function-local declaration (variable or parameter) that `ident` refers to, or None (member, global):
+    the last one before it in its function whose block encloses it (memoized per identifier)."""
+    memo = ctx.__dict__.setdefault("_local_decl_of", {})
+    key = (id(unit), ident.start_byte, ident.end_byte)
+    if key in memo:
+        return memo[key]
     best = None
-    for decl, _t, _owns, dfn in _index(ctx, unit).get(name, []):
-        if dfn is None or dfn != fn.start_byte or decl.start_byte > ident.start_byte:
-            continue
-        sc = _scope_node(decl)
-        if sc is not None and not (sc.start_byte <= ident.start_byte < sc.end_byte):
-            continue  # declared in a block that does not enclose this use
-        if best is None or decl.start_byte > best.start_byte:
+    fn = scope_of(ident).function
+    if fn is not None:
+        starts, decls = _local_declarations(ctx, unit).get((node_text(ident), fn.start_byte), ([], []))
+        i = bisect_right(starts, ident.start_byte)
+        while i > 0:
+            i -= 1
+            decl = decls[i]
+            sc = _scope_node(decl)
+            if sc is not None and not (sc.start_byte <= ident.start_byte < sc.end_byte):
+                continue  # declared in a block that does not enclose this use
+            while i > 0 and starts[i - 1] == decl.start_byte:  # ties: the first in file order, as before
+                i -= 1
+                prev_sc = _scope_node(decls[i])
+                if prev_sc is None or prev_sc.start_byte <= ident.start_byte < prev_sc.end_byte:
+                    decl = decls[i]
             best = decl
+            break
+    memo[key] = best
     return best
+
+
+def _uses_by_declaration(name: str, unit: Unit, ctx: FileContext) -> dict[int, list[ts.Node]]:
+    """id(declaration) -> the identifiers `name` in the unit that refer to it (one walk of the unit, one lookup
+    per identifier): what `escapes` reads instead of walking the declaration's scope once per handle."""
+    cache = ctx.__dict__.setdefault("_uses_by_decl", {})
+    key = (id(unit), name)
+    got = cache.get(key)
+    if got is None:
+        idents = ctx.__dict__.setdefault("_idents_by_name", {})
+        if id(unit) not in idents:
+            by_name: dict[str, list[ts.Node]] = {}
+            stack = [unit.root]
+            while stack:
+                n = stack.pop()
+                if n.type == "identifier":
+                    by_name.setdefault(node_text(n), []).append(n)
+                stack.extend(n.children)
+            idents[id(unit)] = by_name
+        got = {}
+        for n in idents[id(unit)].get(name, []):
+            decl = local_declaration(n, unit, ctx)
+            if decl is not None:
+                got.setdefault(id(decl), []).append(n)
+        cache[key] = got
+    return got
 
 
 def handle_key(node: ts.Node | None, unit: Unit, ctx: FileContext) -> HandleKey | None:
@@ -144,19 +203,13 @@ def escapes(node: ts.Node | None, unit: Unit, ctx: FileContext, own_call: ts.Nod
     scope = _scope_node(decl)
     if scope is None:
         return False
-    name = node_text(cur)
-    stack = [scope]
-    while stack:
-        n = stack.pop()
-        if n.type == "identifier" and node_text(n) == name and n.start_byte >= decl.end_byte:
-            if own_call.start_byte <= n.start_byte < own_call.end_byte:
-                continue
-            if local_declaration(n, unit, ctx) is not decl:
-                continue
-            if _escaping_use(n, aggregate):
-                return True
+    for n in _uses_by_declaration(node_text(cur), unit, ctx).get(id(decl), []):
+        if n.start_byte < decl.end_byte or not (scope.start_byte <= n.start_byte < scope.end_byte):
             continue
-        stack.extend(n.children)
+        if own_call.start_byte <= n.start_byte < own_call.end_byte:
+            continue
+        if _escaping_use(n, aggregate):
+            return True
     return False
 
 
