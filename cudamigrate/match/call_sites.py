@@ -25,26 +25,34 @@ def _name_of(function: ts.Node) -> str:
     return d.text.decode("utf-8", "replace") if d is not None and d.text is not None else ""
 
 
-def called_once_from_main(function: ts.Node | None, root: ts.Node) -> bool:
-    if function is None:
-        return False
-    name = _name_of(function)
-    if not name or name == "main":
-        return False
-    uses: list[ts.Node] = []
+def use_index(root: ts.Node) -> tuple[bool, dict[str, list[ts.Node]]]:
+    """(the tree defines `main`, identifier -> its uses that are not a declarator of a function): one walk
+    per tree, shared by every match (a walk per match made 1,000 matches in a 100 KB file cost 7 s)."""
+    uses: dict[str, list[ts.Node]] = {}
     has_main = False
     stack = [root]
     while stack:
         n = stack.pop()
         if n.type == "function_definition" and _name_of(n) == "main":
             has_main = True
-        if n.type == "identifier" and n.text is not None and n.text.decode("utf-8", "replace") == name:
+        if n.type == "identifier" and n.text is not None:
             p = parent_of(n)
-            if p is not None and p.type == "function_declarator":
-                pass  # the definition or a prototype
-            else:
-                uses.append(n)
+            if p is None or p.type != "function_declarator":  # not the definition or a prototype
+                uses.setdefault(n.text.decode("utf-8", "replace"), []).append(n)
         stack.extend(n.children)
+    return has_main, uses
+
+
+def called_once_from_main(function: ts.Node | None, root: ts.Node,
+                          index: tuple[bool, dict[str, list[ts.Node]]] | None = None) -> bool:
+    """See the module docstring; `index`: `use_index(root)`, when the caller keeps it for the file."""
+    if function is None:
+        return False
+    name = _name_of(function)
+    if not name or name == "main":
+        return False
+    has_main, by_name = index if index is not None else use_index(root)
+    uses = by_name.get(name, [])
     if not has_main or len(uses) != 1:
         return False
     call = parent_of(uses[0])

@@ -328,9 +328,12 @@ CONDITIONS.add("consumes_other_stream_work", boolean(), _consumes_other_stream_w
 
 
 def _called_once_from_main(val: Any, m: Match, ctx: FileContext) -> bool:
-    from .call_sites import called_once_from_main
+    from .call_sites import called_once_from_main, use_index
 
-    return called_once_from_main(scope_of(m.node).function, m.unit.root) == bool(val)
+    cache = ctx.__dict__.setdefault("_call_site_index", {})
+    if id(m.unit) not in cache:
+        cache[id(m.unit)] = use_index(m.unit.root)
+    return called_once_from_main(scope_of(m.node).function, m.unit.root, cache[id(m.unit)]) == bool(val)
 
 
 CONDITIONS.add("called_once_from_main", boolean(), _called_once_from_main,

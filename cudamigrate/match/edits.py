@@ -7,6 +7,7 @@ Operations (`EDIT_OPS`: replace, delete_arg, ...) and the targets they name (`ED
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -453,15 +454,43 @@ def _fresh_namer(m: Match, ctx: FileContext):
         while parent_of(scope) is not None and scope.type != "function_definition":
             scope = parent_of(scope)
         s, e = m.abs(scope)
-        calls = len(re.findall(rb"\b" + re.escape(m.name.encode()) + rb"\s*\(", data[s:e]))
+        calls = _calls_between(ctx, m.name, s, e)
         name = base
-        if calls > 1 or re.search(rb"\b" + re.escape(base.encode()) + rb"\b", data):
+        if calls > 1 or _spelled(ctx, base):
             line = data.count(b"\n", 0, m.report_range[0]) + 1
             name = f"{base}_{line}"
-        while name != base and re.search(rb"\b" + re.escape(name.encode()) + rb"\b", data):
+        while name != base and _spelled(ctx, name):
             name += "_"
         return name
     return fresh
+
+
+_WORD = re.compile(rb"\w+")
+
+
+def _spelled(ctx: FileContext, name: str) -> bool:
+    """Does the file spell `name` as a whole word? A set of the file's words, built once: a search of the whole
+    file per finding made a function of N fixes cost N file lengths."""
+    raw = name.encode()
+    if not _WORD.fullmatch(raw):
+        return re.search(rb"\b" + re.escape(raw) + rb"\b", ctx.source.data) is not None
+    words = ctx.__dict__.get("_words")
+    if words is None:
+        words = ctx.__dict__["_words"] = set(_WORD.findall(ctx.source.data))
+    return raw in words
+
+
+def _calls_between(ctx: FileContext, api: str, s: int, e: int) -> int:
+    """How many `api(` the text [s, e) holds (the positions found once per file and name, then bisected)."""
+    raw = api.encode()
+    if not _WORD.fullmatch(raw):
+        return len(re.findall(rb"\b" + re.escape(raw) + rb"\s*\(", ctx.source.data[s:e]))
+    memo = ctx.__dict__.setdefault("_call_spans", {})
+    spans = memo.get(raw)
+    if spans is None:
+        found = list(re.finditer(rb"\b" + re.escape(raw) + rb"\s*\(", ctx.source.data))
+        spans = memo[raw] = ([x.start() for x in found], [x.end() for x in found])  # no overlaps: both sorted
+    return max(0, bisect_right(spans[1], e) - bisect_left(spans[0], s))
 
 
 COMPAT_STATEMENTS = {"expression_statement", "declaration", "return_statement"}
