@@ -19,7 +19,8 @@ from ..core.registry import (Registry, Schema, SchemaError, boolean, condition, 
                         integer, ints, mapping, one_of, regex, scalar, string_list, strings)
 
 from .context import FileContext, base_variable, declared_types, named_children, node_text, normalize, scope_of
-from .handles import escapes, handle_key, passed_to_helper_that_calls, same_handle
+from .handles import (escapes, handle_key, passed_to_helper_that_calls, returned_handles, same_handle,
+                      same_or_element)
 from .matchers import Match
 from .arg_spelling import LITERAL_TYPES, NULL_SPELLINGS, NULL_STREAMS, ConditionError  # noqa: F401  (re-exported)
 from .arg_spelling import arg_is as _arg_is
@@ -78,6 +79,8 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
             idx = arg if arg is not None else 0
             if idx < len(args) and same_handle(handle_key(args[idx], unit, ctx), want):
                 return True
+            if idx < len(args) and any(same_or_element(k, want) for k in returned_handles(args[idx], ctx)):
+                return True  # through a getter of the file: `cublasSetStream(getCublasHandle(), s)`
     if want is not None:
         return passed_to_helper_that_calls(want, ctx, names, arg if arg is not None else 0, within)
     return False

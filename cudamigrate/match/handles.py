@@ -170,6 +170,59 @@ def same_handle(a: HandleKey | None, b: HandleKey | None) -> bool:
     return False
 
 
+def _subscript_literal(path: str) -> bool:
+    """`[0]`, `[3].blas`: the element is named by an integer literal (two such paths name distinct elements)."""
+    inner = path[1:].split("]", 1)[0]
+    return inner.isdigit()
+
+
+def same_or_element(a: HandleKey | None, b: HandleKey | None) -> bool:
+    """`same_handle`, or two elements of one array of handles unless both indices are different literals:
+    `handles[dev]` returned by a getter may be `handles[0]` (an array entry reached through a getter is
+    not a handle nothing binds)."""
+    if same_handle(a, b):
+        return True
+    if a is None or b is None or not (a[-1].startswith("[") and b[-1].startswith("[")):
+        return False
+    if _subscript_literal(a[-1]) and _subscript_literal(b[-1]):
+        return False
+    return same_handle(a[:-1] + ("",), b[:-1] + ("",))
+
+
+def returned_handles(arg: ts.Node, ctx: FileContext) -> list[HandleKey]:
+    """The handles an argument reaches through a getter defined in the file: `getCublasHandle()`, `*handlePtr()`,
+    `ctx.blas()` with `cublasHandle_t getCublasHandle() { return handles[0]; }` name `handles[0]` (what each
+    `return` of the getter names; members and globals, since a getter's locals end with it). One level."""
+    cur = strip_handle(arg)
+    if cur.type != "call_expression":
+        return []
+    fn = cur.child_by_field_name("function")
+    if fn is None:
+        return []
+    if fn.type == "field_expression":
+        fld = fn.child_by_field_name("field")
+        name = node_text(fld) if fld is not None else ""
+    else:
+        name = normalize_name(node_text(fn)).split("::")[-1]
+    memo = ctx.__dict__.setdefault("_returned_handles", {})
+    if name not in memo:
+        keys: list[HandleKey] = []
+        for d in _definitions(ctx).get(name, []):
+            body = d.child_by_field_name("body")
+            stack = [body] if body is not None else []
+            while stack:
+                n = stack.pop()
+                if n.type == "return_statement":
+                    expr = next(iter(named_children(n)), None)
+                    key = handle_key(expr, ctx.main, ctx) if expr is not None else None
+                    if key is not None and key[0] != "local":
+                        keys.append(key)
+                elif n.type != "lambda_expression":
+                    stack.extend(n.children)
+        memo[name] = keys
+    return list(memo[name])
+
+
 def _use_context(node: ts.Node) -> ts.Node:
     """Climb from a variable through `( )`, `&`, `*` and casts to the expression that consumes it."""
     cur = node
