@@ -28,6 +28,40 @@ def test_a_file_stuck_in_c_is_killed_and_the_others_go_on():
     assert out[0][1] != out[2][1]  # the killed worker was replaced
 
 
+def _wait(x):
+    time.sleep(1.5)  # wall time passes, CPU time does not: what a loaded machine does to a worker
+    return x
+
+
+def test_the_deadline_counts_cpu_time_not_wall_time():
+    """A worker that waits 1.5 s (using no CPU) past a 0.5 s deadline is not killed: on a loaded machine the
+    wall time of a file stretches, and a wall-clock kill dropped files an idle machine finished."""
+    out = list(deadline_map(_wait, ["slow"], 1, 0.5, failed=lambda it, exc: ("failed", it),
+                            timed_out=lambda it, s: ("timeout", it)))
+    assert out == ["slow"]
+
+
+def test_the_scan_budget_counts_cpu_time_not_wall_time(monkeypatch):
+    """The wall clock jumps 1,000 s at every reading during the scan: a CPU-time budget of 60 s is not spent."""
+    from pathlib import Path
+
+    import cudamigrate.scan.engine as engine_mod
+
+    from .helpers import engine_for
+
+    eng = engine_for(time_budget_s=60.0)
+    code = b"void f() {\n" + b"  cudaThreadSynchronize();\n" * 300 + b"}\n"
+    t = [time.monotonic()]
+
+    def jumping() -> float:
+        t[0] += 1000.0
+        return t[0]
+
+    monkeypatch.setattr(engine_mod.time, "monotonic", jumping)
+    res = eng.scan_bytes(Path("t.cu"), code)
+    assert not res.errors and len([f for f in res.findings if f.rule_id == "CM501"]) == 300
+
+
 def test_a_worker_that_dies_gives_that_file_an_error():
     out = list(deadline_map(lambda x: os._exit(3) if x == "die" else x, ["a", "die", "b"], 1, None,
                             failed=lambda it, exc: ("failed", it), timed_out=lambda it, s: ("timeout", it)))

@@ -6,6 +6,11 @@ takes one file at a time over its own pipe; a worker still busy `deadline_s` aft
 (SIGKILL) and replaced, the file gets a one-line error, and the other files go on. Workers also ask the kernel
 to kill them when their parent dies (Linux `PR_SET_PDEATHSIG`; elsewhere a thread watches the parent's pid),
 so a `kill -9` of the main `fix` process leaves no workers behind.
+
+The deadline counts the worker's CPU time (Linux `/proc/PID/stat`), like the budget: on a loaded machine a
+worker's wall time stretches and a wall-clock kill dropped files an idle machine finished. A worker that makes
+no CPU progress (blocked) is still killed after `WALL_BACKSTOP` times its deadline of wall time; where `/proc`
+cannot be read the deadline is wall time.
 """
 
 from __future__ import annotations
@@ -22,6 +27,21 @@ from typing import Any
 
 PR_SET_PDEATHSIG = 1
 POLL_S = 1.0  # how often the fallback watcher looks at the parent's pid
+CPU_POLL_S = 0.5  # how often a busy worker's CPU time is read against its deadline
+WALL_BACKSTOP = 10.0  # wall-time kill, in deadlines, for a worker blocked without using CPU
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of process `pid` (None where /proc cannot tell: not Linux, gone)."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14 and 15 of proc(5))
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def die_with_parent(parent: int | None = None) -> None:
@@ -74,7 +94,19 @@ class _Worker:
         child.close()
         self.job: int | None = None
         self.started = 0.0
+        self.cpu_started: float | None = None
         self.limit: float | None = None
+
+    def overdue(self, now: float) -> bool:
+        """Past its deadline: CPU seconds since it took its file (wall seconds where /proc cannot tell), or
+        WALL_BACKSTOP deadlines of wall time."""
+        if self.limit is None:
+            return False
+        wall = now - self.started
+        cpu = cpu_seconds(self.proc.pid)
+        if cpu is None or self.cpu_started is None:
+            return wall >= self.limit
+        return cpu - self.cpu_started >= self.limit or wall >= self.limit * WALL_BACKSTOP
 
     def kill(self) -> None:
         try:
@@ -108,10 +140,11 @@ def deadline_map(fn: Callable[[Any], Any], items: list[Any], jobs: int,
                 if w.job is None and nxt < len(items):
                     w.conn.send((nxt, items[nxt]))
                     w.job, w.started, w.limit = nxt, time.monotonic(), limit_of(items[nxt])
+                    w.cpu_started = cpu_seconds(w.proc.pid)
                     nxt += 1
             busy = [w for w in workers if w.job is not None]
-            ends = [w.started + w.limit for w in busy if w.limit is not None]
-            timeout = max(0.0, min(ends) - time.monotonic()) if ends else None
+            # CPU deadlines are polled: how much CPU a worker gets in the next seconds is not known ahead
+            timeout = CPU_POLL_S if any(w.limit is not None for w in busy) else None
             ready = wait([w.conn for w in busy], timeout) if busy else []
             for i, w in enumerate(workers):
                 if w.job is None:
@@ -125,7 +158,7 @@ def deadline_map(fn: Callable[[Any], Any], items: list[Any], jobs: int,
                         continue
                     except (EOFError, OSError) as exc:  # the worker died (killed, out of memory)
                         results[job] = failed(items[job], RuntimeError(f"worker process died ({exc or 'EOF'})"))
-                elif w.limit is not None and time.monotonic() - w.started >= w.limit:
+                elif w.limit is not None and w.overdue(time.monotonic()):
                     results[job] = timed_out(items[job], w.limit)
                 else:
                     continue
