@@ -1070,11 +1070,23 @@ def main(argv: list[str] | None = None) -> int:
                          "and a re-run continues from the cache")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "cudamigrate-recall")
     ap.add_argument("--work", type=Path, help="work dir (default: a temp dir, removed at the end)")
+    ap.add_argument("--nvcc-release", metavar="X.Y",
+                    help="compile (and verify `--fixed`) with nvcc of this CUDA release from NVIDIA's wheels, installed "
+                         "on demand into ~/.cache/cudamigrate/toolkits (cudamigrate/core/pip_toolkit.py); pass the "
+                         "same --target-cuda in --scan-args and --fix-args")
     a = ap.parse_args(argv)
     root = a.tree.resolve()
     if not root.is_dir():
         print(f"compile_recall: {a.tree}: not a directory", file=sys.stderr)
         return 2
+    if a.nvcc_release:
+        from cudamigrate.core import pip_toolkit
+        try:
+            nvcc = pip_toolkit.install(a.nvcc_release)
+        except pip_toolkit.ToolkitError as e:
+            print(f"compile_recall: {e}", file=sys.stderr)
+            return 2
+        os.environ["PATH"] = pip_toolkit.path_with(nvcc)  # the compiles and the `fix` subprocess find this nvcc
     if shutil.which("nvcc") is None:
         print("compile_recall: nvcc not on PATH", file=sys.stderr)
         return 2

@@ -149,6 +149,7 @@ class Decl:
     args: int = 0
     min_args: int = 0
     alias_of: str = ""  # macros `#define f f_v2`: the target
+    announced: str = ""  # the doc comment's "will be deprecated in a future ... release" sentence(s)
 
 
 @dataclass
@@ -170,6 +171,9 @@ class Entry:
     new_min_args: int | None = None
     source: str = ""  # the distribution and version the 13.0 (or, for removals, 12.x) header came from
     aliases: tuple[str, ...] = ()  # macros `#define alias name` of the same header: what user code writes
+    release: str = ""  # --releases: the release whose headers made the change
+    previous: str = ""  # --releases: the release compared against
+    restored: str = ""  # --releases: a later release that declares a removed name again
 
 
 # --------------------------------------------------------------------------------------------- libclang
@@ -217,7 +221,8 @@ def _param_has_default(c) -> bool:
     return any(t.spelling == "=" for t in c.get_tokens())
 
 
-def read_unit(includes: tuple[str, ...], dirs: list[str], owns: str, after: list[str]) -> dict[tuple[str, str], Decl]:
+def read_unit(includes: tuple[str, ...], dirs: list[str], owns: str, after: list[str],
+              anonymous_members: bool = False) -> dict[tuple[str, str], Decl]:
     """Parse one translation unit; the declarations of the owned headers, keyed by (name, kind).
 
     Only headers found in dirs[0] (the library's own include directory) are owned; `after` directories
@@ -306,7 +311,8 @@ def read_unit(includes: tuple[str, ...], dirs: list[str], owns: str, after: list
                 req = len(params)
                 while req and _param_has_default(params[req - 1]):
                     req -= 1
-                add(Decl(ch.spelling, "function", loc, dep, unav, msg, _norm(ch.type.spelling), len(params), req))
+                add(Decl(ch.spelling, "function", loc, dep, unav, msg, _norm(ch.type.spelling), len(params), req,
+                         announced=announcement_of(ch.raw_comment or "")))
             elif k == K.TYPEDEF_DECL:
                 add(Decl(ch.spelling, "type", loc, dep, unav, msg))
             elif k in (K.STRUCT_DECL, K.UNION_DECL, K.ENUM_DECL):
@@ -319,6 +325,8 @@ def read_unit(includes: tuple[str, ...], dirs: list[str], owns: str, after: list
                 if not inner:  # `typedef struct { ... } Name;`: fields are Name::field
                     nxt = ch.type.get_canonical().spelling
                     inner = "" if "(unnamed" in nxt or "(anonymous" in nxt else nxt
+                if not inner and anonymous_members and parent_type:
+                    inner = parent_type  # `struct S { union { int id; }; }`: S::id, as code writes it
                 visit(ch, inner)
             elif k == K.ENUM_CONSTANT_DECL:
                 add(Decl(ch.spelling, "enumerator", loc, dep, unav, msg))
@@ -331,15 +339,31 @@ def read_unit(includes: tuple[str, ...], dirs: list[str], owns: str, after: list
     return out
 
 
-def read_library(lib: Library, dirs: list[str], after: list[str]) -> dict[tuple[str, str], Decl]:
+def read_library(lib: Library, dirs: list[str], after: list[str],
+                 anonymous_members: bool = False) -> dict[tuple[str, str], Decl]:
+    """The library's declarations; `anonymous_members` also lists the fields of an anonymous struct or union
+    as fields of the enclosing type (build_release_inventory.py: 13.2 moved CUmemLocation::id into one)."""
     decls: dict[tuple[str, str], Decl] = {}
     for unit in lib.units:
-        for key, d in read_unit(unit, dirs, lib.owns, after).items():
+        for key, d in read_unit(unit, dirs, lib.owns, after, anonymous_members).items():
             decls.setdefault(key, d)
     return decls
 
 
 # --------------------------------------------------------------------------------------------- comparing
+
+_ANNOUNCE = re.compile(r"[^.\n*]*\bwill be (?:deprecated|removed)\b[^.]*\.(?:\s*Please[^.]*\.)?", re.I)
+_MIGRATE = re.compile(r"\b(?:migrate to|use)\s+(?:the\s+)?(?:::)?([A-Za-z_]\w*)", re.I)
+
+
+def announcement_of(comment: str) -> str:
+    """The doc comment's announcement of a future deprecation or removal, in the header's own words.
+
+    CUDA 13.5's cuda_runtime_api.h: "\\warning This function will be deprecated in a future CUDA release.
+    Please migrate to ::cudaGraphAddNode." (a Doxygen comment, not an attribute: clang reports it available)."""
+    found = [_norm(m.group(0).replace("*", " ")).removeprefix("\\warning ").strip() for m in _ANNOUNCE.finditer(comment)]
+    return " ".join(dict.fromkeys(f for f in found if f))
+
 
 _USE = re.compile(r"\b(?:please\s+)?use\s+(?:the\s+)?[`'\"]?([A-Za-z_][\w:]*(?:\(\))?)", re.I)
 

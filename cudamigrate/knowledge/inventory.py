@@ -50,7 +50,7 @@ def load_exclusions(path: Path = EXCLUSIONS) -> dict[str, Exclusion]:
     out: dict[str, Exclusion] = {}
     for item in doc:
         key, reason = str(item.get("key", "")), str(item.get("reason", "")).strip()
-        if not re.fullmatch(r"\w+:[\w:]+", key) or not reason:
+        if not re.fullmatch(r"[\w.]+:[\w:]+", key) or not reason:
             raise ValueError(f"{path.name}: every exclusion needs `key: library:name` and a `reason` ({item!r})")
         if key in out:
             raise ValueError(f"{path.name}: {key} is listed twice")

@@ -21,6 +21,7 @@ VERSION_RE = re.compile(r"^\d+\.\d+$")
 TOP_KEYS = {
     "id": True, "name": True, "family": True, "summary": True, "message": True, "severity": True,
     "status": False, "library": False, "deprecated_in": False, "removed_in": False, "match": True,
+    "announced_in": False,
     "where": False, "fix": False, "cost": False, "options": False, "data": False, "docs": False,
     "references": True, "tags": False, "catalog": False, "consistency": False,
 }
@@ -62,6 +63,9 @@ class Rule:
     library: str | None = None
     deprecated_in: str | None = None
     removed_in: str | None = None
+    # the release whose headers announce a future deprecation ("will be deprecated in a future CUDA release"):
+    # such a rule applies only when --target-cuda reaches that release (scan/engine.py in_window)
+    announced_in: str | None = None
     where: dict[str, Any] | None = None
     fix: dict[str, Any] | None = None
     cost: dict[str, Any] = field(default_factory=dict)
@@ -117,7 +121,7 @@ def validate(doc: Any, path: Path) -> Rule:
     status = doc.get("status", "stable")
     if status not in STATUSES:
         raise _fail(path, "status", f"must be one of {STATUSES}")
-    for k in ("deprecated_in", "removed_in"):
+    for k in ("deprecated_in", "removed_in", "announced_in"):
         if doc.get(k) is not None:
             try:
                 parse_version(doc[k])
@@ -166,7 +170,7 @@ def validate(doc: Any, path: Path) -> Rule:
         id=rid, name=doc["name"], family=doc["family"], summary=doc["summary"].strip(),
         message=doc["message"].strip(), severity=doc["severity"], match=match, references=refs, path=path,
         status=status, library=doc.get("library"), deprecated_in=doc.get("deprecated_in"),
-        removed_in=doc.get("removed_in"), where=doc.get("where"), fix=fix, cost=cost,
+        removed_in=doc.get("removed_in"), announced_in=doc.get("announced_in"), where=doc.get("where"), fix=fix, cost=cost,
         options=doc.get("options") or {}, data=doc.get("data") or {}, docs=doc.get("docs") or {},
         tags=doc.get("tags") or [], catalog=doc.get("catalog") or [], consistency=_consistency(doc, path),
     )

@@ -117,11 +117,21 @@ def suppression_warnings(sups: Suppressions, display: str, all_ids: set[str]) ->
     return out
 
 
+def opt_in_families(rules: list[Rule]) -> set[str]:
+    """Families made only of opt-in rules (`announced`): selecting the family by name is choosing them."""
+    fams: dict[str, bool] = {}
+    for r in rules:
+        fams[r.family] = fams.get(r.family, True) and r.status == "opt-in"
+    return {f for f, only in fams.items() if only}
+
+
 def select_rules(rules: list[Rule], opts: Options) -> list[Rule]:
     all_ids = {r.id for r in rules}
+    whole = opt_in_families(rules)
     out = []
     for r in rules:
-        chosen_explicitly = any(_selector_hits(r, s, all_ids) and s == r.id for s in (opts.select or []) + opts.extend_select)
+        chosen_explicitly = any(_selector_hits(r, s, all_ids) and (s == r.id or (s == r.family and s in whole))
+                                for s in (opts.select or []) + opts.extend_select)
         if opts.select is not None:
             if not any(_selector_hits(r, s, all_ids) for s in opts.select):
                 if not any(_selector_hits(r, s, all_ids) for s in opts.extend_select):
@@ -139,7 +149,11 @@ def select_rules(rules: list[Rule], opts: Options) -> list[Rule]:
 
 
 def in_window(r: Rule, lo: tuple[int, int] | None, hi: tuple[int, int]) -> bool:
-    """A versioned rule applies when its deprecation or removal falls in (lo, hi], or is later than hi."""
+    """A versioned rule applies when its deprecation or removal falls in (lo, hi], or is later than hi; an
+    announcement applies from its release on."""
+    announced = parse_version(r.announced_in) if r.announced_in else None
+    if announced is not None and announced > hi:
+        return False  # the target's headers do not announce it yet
     versions = [parse_version(v) for v in (r.deprecated_in, r.removed_in) if v]
     if not versions:
         return True

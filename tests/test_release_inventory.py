@@ -1,0 +1,113 @@
+"""The per-release inventory (cudamigrate/data/api_releases.json.gz): every release with wheels from 11.7 to 13.5
+is compared with the one before it, every change it lists has a rule or a reviewed exclusion, and the
+announced deprecations (CUDA 13.5's per-node-type graph calls) are a family of their own, off by default.
+
+CI does not download the 40-odd wheels the file is built from: the regeneration check runs only where
+`python scripts/build_release_inventory.py --fetch` filled the header cache."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+
+import pytest
+
+from cudamigrate.knowledge import inventory, releases
+from cudamigrate.scan.engine import Engine, Options
+
+from .helpers import ROOT, all_rules
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import build_release_inventory as build  # noqa: E402
+
+DOC = releases.load()
+EXCLUSIONS = releases.exclusions()
+
+
+def test_every_release_with_wheels_is_covered_in_order():
+    assert [r["version"] for r in DOC["releases"]] == [
+        "11.7", "11.8", "12.0", "12.1", "12.2", "12.3", "12.4", "12.5", "12.6", "12.8", "12.9",
+        "13.0", "13.1", "13.2", "13.3", "13.4", "13.5"]
+    assert list(DOC["counts"]) == [f"{a['version']}->{b['version']}" for a, b in zip(DOC["releases"], DOC["releases"][1:], strict=False)]
+    assert [r.version for r in build.RELEASES] == [r["version"] for r in DOC["releases"]]
+    for e in DOC["entries"]:
+        assert e["previous"] == next(a["version"] for a, b in zip(DOC["releases"], DOC["releases"][1:], strict=False)
+                                     if b["version"] == e["release"])
+
+
+def test_every_entry_of_every_release_has_a_rule_or_a_reviewed_exclusion():
+    missing = releases.uncovered(DOC, inventory.rule_names(ROOT / "rules"), EXCLUSIONS)
+    assert not missing, f"{len(missing)} release-inventory entries without a rule or exclusion: {missing[:20]}"
+
+
+def test_an_uncovered_entry_fails_and_a_field_follows_its_removed_type():
+    names = inventory.rule_names(ROOT / "rules")
+    doc = copy.deepcopy(DOC)
+    doc["entries"].append({"release": "12.4", "previous": "12.3", "library": "cudart", "name": "cudaMadeUpType",
+                           "kind": "type", "status": "removed", "old_header": "driver_types.h:1"})
+    doc["entries"].append({"release": "12.4", "previous": "12.3", "library": "cudart", "name": "cudaMadeUpType::x",
+                           "kind": "field", "status": "removed", "old_header": "driver_types.h:2"})
+    assert [m.split(" ")[0] for m in releases.uncovered(doc, names, EXCLUSIONS)] == [
+        "12.4:cudart:cudaMadeUpType", "12.4:cudart:cudaMadeUpType::x"]
+    excl = dict(EXCLUSIONS, **{"12.4:cudart:cudaMadeUpType": inventory.Exclusion("12.4:cudart:cudaMadeUpType", "test")})
+    assert releases.uncovered(doc, names, excl) == []  # the field follows its type's reviewed exclusion
+
+
+def test_exclusions_name_entries_the_file_has():
+    keys = {releases.entry_key(e) for e in DOC["entries"]}
+    assert not sorted(set(EXCLUSIONS) - keys)
+
+
+def test_changes_older_than_12_and_after_13_0_are_recorded_with_their_release_and_header_line():
+    by = {(e["release"], e["name"], e["status"]): e for e in DOC["entries"]}
+    e = by[("12.0", "cudaBindTexture", "removed")]
+    assert e["previous"] == "11.8" and e["old_header"].startswith("cuda_runtime_api.h:")
+    assert by[("12.4", "cudaDeviceSetSharedMemConfig", "deprecated")]["header"].startswith("cuda_runtime_api.h:")
+    assert by[("13.0", "nvrtcGetNVVM", "removed")]["replacement"] == "nvrtcGetLTOIR"
+    e = by[("13.5", "cudaGraphAddKernelNode", "announced")]
+    assert e["message"] == "This function will be deprecated in a future CUDA release. Please migrate to ::cudaGraphAddNode."
+    assert e["replacement"] == "cudaGraphAddNode" and e["header"].startswith("cuda_runtime_api.h:")
+    assert by[("13.5", "cuGraphAddKernelNode_v2", "announced")]["aliases"] == ["cuGraphAddKernelNode"]
+    # 13.2 moved CUmemLocation::id into an anonymous union: still a field, not a removal
+    assert not [e for e in DOC["entries"] if e["name"] in ("CUmemLocation_st::id", "cudaMemLocation::id")]
+    # 11.8 moved cudaTextureDesc::seamlessCubemap to cudaTextureDesc_v2; 12.0 declares it again
+    assert by[("11.8", "cudaTextureDesc::seamlessCubemap", "removed")]["restored"] == "12.0"
+
+
+def test_announcement_sentence_is_the_headers_own_words():
+    comment = ("/**\n * \\brief Creates a kernel execution node\n *\n * \\warning This function will be deprecated in a "
+               "future CUDA release. Please migrate to\n * ::cudaGraphAddNode.\n *\n * \\param pGraphNode - out\n */")
+    assert build.inv.announcement_of(comment) == (
+        "This function will be deprecated in a future CUDA release. Please migrate to ::cudaGraphAddNode.")
+    assert build.inv.announcement_of("/** \\param flags - Reserved for future use, must be 0 */") == ""
+
+
+CALL = ("#include <cuda_runtime.h>\n"
+        "void f(cudaGraph_t g, cudaKernelNodeParams *p) { cudaGraphNode_t n; cudaGraphAddKernelNode(&n, g, 0, 0, p); }\n")
+
+
+def _ids(target: tuple[int, int], select: list[str] | None) -> list[str]:
+    eng = Engine(all_rules(), Options(target=target, select=select))
+    res = eng.scan_bytes(Path("t.cu"), CALL.encode())
+    assert not res.errors, res.errors
+    return [f.rule_id for f in res.findings]
+
+
+def test_announced_family_is_off_by_default_and_applies_from_the_announcing_release():
+    assert "CM1900" not in _ids((13, 5), None)  # default rules: silent
+    assert _ids((13, 5), ["announced"]) == ["CM1900"]  # the family by name turns it on
+    assert _ids((13, 5), ["CM1900"]) == ["CM1900"]
+    assert _ids((13, 4), ["announced"]) == []  # 13.4's header announces nothing
+    assert _ids((13, 5), ["catalog"]) == []  # selecting another family does not bring it
+
+
+def test_announced_rule_is_what_the_generator_writes_from_the_shipped_data():
+    assert build.announced_rule(DOC) == build.ANNOUNCED_RULE.read_text(encoding="utf-8")
+
+
+@pytest.mark.skipif(bool(build.missing()), reason="release headers not fetched (scripts/build_release_inventory.py --fetch)")
+def test_data_file_is_what_the_script_generates():
+    """Reads the headers of 17 releases (about 40 s)."""
+    assert build.render(build.build()) == build.OUT.read_bytes(), (
+        "cudamigrate/data/api_releases.json.gz is stale: run python scripts/build_release_inventory.py")
