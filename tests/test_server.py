@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
-from cudamigrate.server.analysis import ByteEdit, apply_edits
+from cudamigrate.server.analysis import apply_edits
 
 ROOT = Path(__file__).resolve().parent.parent
 # cudaThreadSynchronize -> cudaDeviceSynchronize is CM501's safe fix
@@ -32,16 +34,27 @@ async def client(lsp_client: LanguageClient, tmp_path_factory):
     await lsp_client.shutdown_session()
 
 
+def _client_offset(text: str, pos: types.Position) -> int:
+    """What an editor means by a position: lines end at \\n, \\r\\n or \\r only (LSP), columns count UTF-16
+    units; the result is an index into `text` (code points). Written apart from the server's own buffer."""
+    starts = [0] + [m.end() for m in re.finditer("\r\n|\r|\n", text)]
+    i = starts[pos.line]
+    units = 0
+    while units < pos.character and text[i] not in "\r\n":
+        units += 2 if ord(text[i]) > 0xFFFF else 1
+        i += 1
+    return i
+
+
 def _apply(text: str, edit: types.WorkspaceEdit) -> str:
-    """What an editor does with a WorkspaceEdit (positions in UTF-16 units; the test's text is ASCII)."""
-    data = text.encode()
-    starts = [0] + [i + 1 for i, c in enumerate(data) if c == 10]
+    """What an editor does with a WorkspaceEdit."""
     edits = []
     for change in edit.document_changes or []:
         for e in change.edits:
-            edits.append(ByteEdit(starts[e.range.start.line] + e.range.start.character,
-                                  starts[e.range.end.line] + e.range.end.character, e.new_text))
-    return apply_edits(data, edits).decode()
+            edits.append((_client_offset(text, e.range.start), _client_offset(text, e.range.end), e.new_text))
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
 
 
 async def _open(client: LanguageClient, name: str, text: str) -> tuple[str, list[types.Diagnostic]]:
@@ -99,7 +112,9 @@ async def test_changes_are_rescanned_and_hover_explains_the_rule(client: Languag
     assert [d.code for d in client.diagnostics[uri]].count("CM501") == 1
     hover = await client.text_document_hover_async(types.HoverParams(
         types.TextDocumentIdentifier(uri), types.Position(2, 8)))
-    assert hover is not None and "CM501" in hover.contents.value and "Suppress with" in hover.contents.value
+    assert hover is not None and hover.contents.kind == types.MarkupKind.Markdown
+    assert hover.contents.value.startswith("**CM501 ") and "```text" not in hover.contents.value
+    assert "`// cudamigrate: ignore[CM501]`" in hover.contents.value
 
 
 TEXTURE = ("texture<float, 1> texIn;\n"
@@ -164,3 +179,78 @@ def test_positions_round_trip_through_multibyte_text():
     at = data.index(b"cudaFree")
     line, col = position(data, at)
     assert (line, col) == (1, 15) and offset(data, line, col) == at
+
+
+def _change(client: LanguageClient, uri: str, version: int, text: str,
+            rng: types.Range | None = None) -> None:
+    change = (types.TextDocumentContentChangePartial(range=rng, text=text) if rng is not None
+              else types.TextDocumentContentChangeWholeDocument(text=text))
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version), content_changes=[change]))
+
+
+# a form feed, a vertical tab, NEL, U+2028 and U+2029 end a line for str.splitlines() but not for LSP
+ODD = ("#include <cuda_runtime.h>\n\f// page \x0b two \x85 three \u2028 four \u2029 five \U0001F600\n"
+       "int main() {\n    /* \u00e9\f */ cudaThreadSynchronize();\n    return 0;\n}\n")
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_odd_line_breaks_give_lsp_positions_and_an_incremental_edit_keeps_the_fix_right(client: LanguageClient):
+    """Only \\n, \\r\\n and \\r end a line: the finding's range is the editor's, an incremental edit after a form
+    feed lands where the editor made it, and the fix offered then gives correct code."""
+    uri, diags = await _open(client, "ff.cu", ODD)
+    diag = next(d for d in diags if d.code == "CM501")
+    assert (diag.range.start.line, diag.range.start.character, diag.range.end.character) == (3, 13, 36)  # `cudaThreadSynchronize()`
+    # the editor inserts `int rc = 0; ` before the call, in LSP positions
+    at = types.Position(3, 13)
+    _change(client, uri, 2, "int rc = 0; ", types.Range(at, at))
+    text = ODD.replace("*/ cudaThread", "*/ int rc = 0; cudaThread")
+    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    diag = next(d for d in client.diagnostics[uri] if d.code == "CM501")
+    assert (diag.range.start.line, diag.range.start.character) == (3, 25)
+    fix = next(a for a in await _actions(client, uri, diag) if a.title.startswith("Fix CM501"))
+    assert _apply(text, fix.edit) == text.replace("cudaThreadSynchronize", "cudaDeviceSynchronize")
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_a_burst_of_edits_is_answered_once_for_the_last_version(client: LanguageClient):
+    uri, _ = await _open(client, "burst.cu", "int main() { return 0; }\n")
+    for v in range(2, 12):  # ten quick edits; only the last one holds the removed call
+        _change(client, uri, v, CODE if v == 11 else f"int main() {{ return {v}; }}\n")
+    got = await asyncio.wait_for(client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), 60)
+    assert got.version == 11 and [d.code for d in got.diagnostics].count("CM501") == 1
+    with pytest.raises(asyncio.TimeoutError):  # and nothing else: no diagnostics of an outdated version
+        await asyncio.wait_for(client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), 1.0)
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_a_buffer_over_the_size_limit_is_refused_with_a_message(client: LanguageClient):
+    root = client.root  # type: ignore[attr-defined]
+    (root / ".cudamigrate.toml").write_text("max-file-size = 1000\n")
+    big = CODE + "// padding\n" * 100
+    _, diags = await _open(client, "big.cu", big)
+    assert list(diags) == []
+    assert any("too large" in m.message and "max-file-size" in m.message for m in client.messages), client.messages
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_a_configuration_error_is_shown(client: LanguageClient):
+    root = client.root  # type: ignore[attr-defined]
+    (root / ".cudamigrate.toml").write_text("selec = [\"CM5\"]\n")
+    _, diags = await _open(client, "cfg.cu", CODE)
+    assert list(diags) == []
+    assert any("selec" in m.message for m in client.messages), client.messages
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_fix_all_source_action_link_and_plain_message(client: LanguageClient):
+    text = CODE.replace("    return 0;", "    cudaThreadSynchronize();\n    return 0;")
+    uri, diags = await _open(client, "all.cu", text)
+    diag = next(d for d in diags if d.code == "CM501")
+    assert diag.message == diag.message.lstrip("[*~?] ") and not diag.message.startswith("[")
+    assert diag.code_description is not None and diag.code_description.href.startswith("https://")
+    got = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri), range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+        context=types.CodeActionContext(diagnostics=[], only=[types.CodeActionKind.SourceFixAll])))
+    assert [a.kind for a in got or []] == [types.CodeActionKind.SourceFixAll]
+    assert _apply(text, got[0].edit) == text.replace("cudaThreadSynchronize", "cudaDeviceSynchronize")

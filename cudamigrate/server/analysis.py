@@ -3,13 +3,15 @@ project's configuration, as the CLI resolves it), its findings, and the byte edi
 
 Engines are kept per configuration (file and its mtime, so an edited `.cudamigrate.toml` takes effect on the
 next keystroke), so after the first document only the scan itself runs: the compiled rules, the keyword
-regexes and the warm-up are paid once, as in a CLI run.
+regexes and the warm-up are paid once, as in a CLI run. Only the newest engine of each configuration file is
+kept, and at most `MAX_ENGINES` in all, so an editing session does not grow by an engine per saved edit.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 # the settings the CLI reads from flags; the server has none, so the configuration file alone decides
 _NO_FLAGS: dict[str, Any] = {"config_path": None, "compile_commands": None, "no_cache": False}
+MAX_ENGINES = 4  # configurations (projects) with a live engine; the least recently used goes first
 
 
 @dataclass
@@ -30,6 +33,7 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     excluded: bool = False
+    engine: Engine | None = None  # what scanned it (its rules, its fixes); None when not scanned
 
 
 @dataclass(frozen=True)
@@ -54,11 +58,18 @@ class Engines:
     """The engine for a path: built once per configuration (path + mtime), with its rules warmed up."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple[str, float], tuple[Engine, Any]] = {}
+        self._by_key: OrderedDict[tuple[str, float], tuple[Engine, Any]] = OrderedDict()
 
     def for_path(self, path: Path) -> tuple[Engine | None, list[str]]:
         """(engine, problems); engine None when the configuration excludes `path` or is invalid."""
+        engine, problems, _ = self.lookup(path)
+        return engine, problems
+
+    def lookup(self, path: Path) -> tuple[Engine | None, list[str], int]:
+        """(engine, problems, the configured `max-file-size` in bytes) for `path`."""
         import click
+
+        from ..read.source import DEFAULT_MAX_BYTES
 
         from ..cli.prepare import _prepare
         from ..core.config import ConfigError, find_config
@@ -66,17 +77,26 @@ class Engines:
         try:
             cfg = find_config(path)
         except ConfigError as exc:
-            return None, [str(exc)]
+            return None, [str(exc)], DEFAULT_MAX_BYTES
         key = (str(cfg.path), os.stat(cfg.path).st_mtime if cfg.path and os.path.exists(cfg.path) else 0.0)
         try:
             pre = _prepare((path,), dict(_NO_FLAGS))
         except click.ClickException as exc:
-            return None, [exc.format_message()]
+            return None, [exc.format_message()], DEFAULT_MAX_BYTES
+        limit = pre.max_bytes or DEFAULT_MAX_BYTES
         if not pre.files:  # excluded by `exclude` or an ignore file, as `scan` would
-            return None, []
+            return None, [], limit
         if key not in self._by_key:
+            for old in [k for k in self._by_key if k[0] == key[0]]:  # an older version of this configuration
+                del self._by_key[old]
             self._by_key[key] = self._build(pre)
-        return self._by_key[key][0], []
+            while len(self._by_key) > MAX_ENGINES:
+                self._by_key.popitem(last=False)
+        self._by_key.move_to_end(key)
+        return self._by_key[key][0], [], limit
+
+    def __len__(self) -> int:
+        return len(self._by_key)
 
     @staticmethod
     def _build(pre: Any) -> tuple[Engine, Any]:
@@ -91,12 +111,22 @@ class Engines:
 
 def analyse(engines: Engines, path: Path, text: str) -> Analysis:
     """Scan an editor buffer as the file `path` (which need not be saved)."""
-    data = text.encode("utf-8")
-    engine, problems = engines.for_path(path)
+    from .buffer import encode
+
+    return analyse_bytes(engines, path, encode(text))
+
+
+def analyse_bytes(engines: Engines, path: Path, data: bytes) -> Analysis:
+    """Scan a buffer's UTF-8 bytes as the file `path`; one over the configured `max-file-size` is refused
+    with the CLI's reason instead of scanned (a 10 MB buffer would otherwise cost minutes per keystroke)."""
+    engine, problems, limit = engines.lookup(path)
     if engine is None:
         return Analysis(data, errors=problems, excluded=not problems)
+    if len(data) > limit:
+        return Analysis(data, errors=[f"{path}: not scanned: buffer too large ({len(data)} bytes > limit "
+                                      f"{limit}); raise `max-file-size` to scan it"])
     res = engine.scan_bytes(path, data, str(path))
-    return Analysis(data, list(res.findings), list(res.errors))
+    return Analysis(data, list(res.findings), list(res.errors), engine=engine)
 
 
 def fix_actions(f: Finding) -> list[Action]:

@@ -1,0 +1,55 @@
+"""The server's buffer (LSP's lines and columns, incremental edits) and its bounded engine cache, without a
+client."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cudamigrate.server.buffer import UTF8, UTF16, UTF32, Buffer, line_starts
+
+
+@pytest.mark.parametrize("text,starts", [
+    ("a\nb\r\nc\rd", [0, 2, 5, 7]),
+    ("a\fb\x0bc\x85d\u2028e\u2029f\x1cg", [0]),  # str.splitlines() would split here 6 times
+    ("a\r\r\n\n", [0, 2, 4, 5]),
+], ids=["lsp-terminators", "not-terminators", "cr-then-crlf"])
+def test_lines_end_at_lsp_terminators_only(text, starts):
+    assert line_starts(text.encode()) == starts
+
+
+@pytest.mark.parametrize("encoding,col", [(UTF16, 5), (UTF8, 10), (UTF32, 4)])
+def test_columns_in_the_agreed_encoding_round_trip(encoding, col):
+    text = "x\f\n\u00e9\U0001F600\u2028 ab cudaFree(p);\r\n"
+    buf = Buffer.of(text, encoding=encoding)
+    at = buf.data.index(b"ab")
+    assert buf.position(at) == (1, col)
+    assert buf.offset(1, col) == at
+
+
+def test_positions_past_the_end_clamp_and_a_lone_surrogate_keeps_positions():
+    buf = Buffer.of("ab\ncd\ud800ef\n")  # the surrogate: one UTF-16 unit, kept as U+FFFD (one unit)
+    assert buf.offset(0, 99) == 2 and buf.offset(99, 0) == len(buf.data)
+    assert buf.position(buf.data.index(b"ef")) == (1, 3)
+
+
+def test_incremental_edits_after_a_form_feed_land_where_the_editor_made_them():
+    buf = Buffer.of("// \f page\nint x;\n")
+    buf.edit(buf.offset(1, 4), buf.offset(1, 5), "y", version=2)
+    assert buf.text == "// \f page\nint y;\n" and buf.version == 2 and buf.generation == 1
+
+
+def test_one_engine_per_configuration_file_is_kept(tmp_path: Path):
+    from cudamigrate.server.analysis import Engines, analyse
+
+    cfg = tmp_path / ".cudamigrate.toml"
+    src = tmp_path / "a.cu"
+    src.write_text("int main() { cudaThreadSynchronize(); }\n")
+    engines = Engines()
+    for i in range(3):  # each saved edit of the configuration builds an engine; only the newest stays
+        cfg.write_text(f'ignore = ["CM10{i}"]\n')
+        os.utime(cfg, (1_000_000 + i, 1_000_000 + i))
+        assert [f.rule_id for f in analyse(engines, src, src.read_text()).findings] == ["CM501"]
+    assert len(engines._by_key) == 1
