@@ -36,11 +36,24 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
                    "a single `fix` run.")
 @click.option("--commit-per-family", "commit_by", flag_value="family", help="Like --commit-per-rule, one commit per family.")
 @click.option("--verify", "verify_mode", flag_value="auto", default=None,
-              help="Compile every unit the fix changes before and after it; roll back edits that break one "
-                   "(default when nvcc or a compile_commands.json is found; config key `verify`).")
+              help="Compile every translation unit the fix reaches before and after it; roll back edits that make "
+                   "one worse (default when nvcc or a compile_commands.json is found; config key `verify`). The "
+                   "units and their flags come from the compile database (--compile-commands, or one found as "
+                   "clangd finds it); without one, units are the files no other file includes, compiled with nvcc, "
+                   "the -I/-D given here or in the config and the include dirs the #includes point at "
+                   "(see --show-units).")
 @click.option("--no-verify", "verify_mode", flag_value="off", help="Do not compile to verify the fix.")
 @click.option("--require-verify", "verify_mode", flag_value="require",
               help="Like --verify, but exit 2 (writing nothing) when no compiler or compile command is known.")
+@click.option("--include-dir", "-I", "include_dirs", multiple=True, metavar="DIR",
+              help="An include directory for verification's compiles without a compile database (repeatable; "
+                   "config key `include-dirs`).")
+@click.option("--define", "-D", "defines", multiple=True, metavar="NAME[=VALUE]",
+              help="A macro for verification's compiles without a compile database (repeatable; config key "
+                   "`defines`).")
+@click.option("--show-units", is_flag=True,
+              help="List the translation units verification would compile for this fix (each with why it was "
+                   "chosen and its command) and exit; nothing is compiled or written.")
 @click.option("--verify-report", type=click.Path(path_type=Path), default=None,
               help="Write compile verification's counts and rollbacks as JSON to this file.")
 @click.option("--write-outside-links", is_flag=True,

@@ -116,6 +116,7 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
     consistency groups the run withheld (FixRun.blocked), which a rollback's re-fix must leave out too."""
     from ..parse.clang import find_compile_db
     from ..verify.rollback import Verifier, resolve_mode
+    from ..verify.units import Unit
 
     try:
         mode = resolve_mode(kw.get("verify_mode"), cfg.get("verify"))
@@ -129,7 +130,13 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
         db_path = kw.get("compile_commands") or find_compile_db(list(paths) or [Path(".")])
     assert engine.project is not None
     v = Verifier(engine, engine.project, files, unsafe=unsafe, display_only=display_only, db_path=db_path,
-                 jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"), groups=groups)
+                 jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"), groups=groups, flags=_flags(kw, cfg))
+    if kw.get("show_units"):
+        from ..verify.units import describe
+
+        units = v.plan(list(outcomes))
+        click.echo(describe([Unit(u, v.why[u]) for u in units], v.command, v.display), nl=False)
+        sys.exit(0)
     if not v.available():
         if mode == "require":
             err("cannot verify fixes: no nvcc on PATH and no compile_commands.json (--require-verify); nothing written")
@@ -147,3 +154,12 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
     for u in summary.unverified:
         err(f"note: {u}")
     return done, summary
+
+
+def _flags(kw: dict[str, Any], cfg: Any) -> tuple[str, ...]:
+    """-I/-D for verification's synthesized commands: the command line's, then the configuration's."""
+    from ..verify.units import user_flags
+
+    base = cfg.path.parent if getattr(cfg, "path", None) is not None else None
+    return user_flags(kw.get("include_dirs") or (), kw.get("defines") or ()) + \
+        user_flags(cfg.get("include-dirs") or [], cfg.get("defines") or [], base)

@@ -205,15 +205,17 @@ def _subdirs(d: Path) -> list[Path]:
         return []
 
 
-def synthesize(file: Path, data: bytes, run_files: Iterable[Path], nvcc: str) -> UnitCommand:
-    """`nvcc -c` for a unit the compile database does not know: C++17, the include directories the project's
-    `#include`s need, the wheels' headers (cuBLAS, NVRTC, ...). A header is compiled as a CUDA unit of its own."""
+def synthesize(file: Path, data: bytes, run_files: Iterable[Path], nvcc: str, flags: tuple[str, ...] = ()) -> UnitCommand:
+    """`nvcc -c` for a unit the compile database does not know: C++17, the user's `flags` (-I/-D from the command
+    line and configuration: verify/units.py's user_flags), the include directories the project's `#include`s
+    need, the wheels' headers (cuBLAS, NVRTC, ...). A header is compiled as a CUDA unit of its own."""
     from .build import wheel_root
 
     real = Path(os.path.realpath(file))
     argv = [nvcc, "-std=c++17"]
     if real.suffix.lower() not in SOURCE_SUFFIXES or real.suffix.lower() in CUDA_SUFFIXES:
         argv += ["-x", "cu"]
+    argv += flags
     for d in include_dirs(real, data, run_files):
         argv.append(f"-I{d}")
     wheels = wheel_root()

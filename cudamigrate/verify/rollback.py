@@ -25,7 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .compile_check import (CompileCache, CompileResult, UnitCommand, compile_unit, content_key, is_source,
+from .compile_check import (CompileCache, CompileResult, UnitCommand, compile_unit, content_key,
                             load_database, new_errors, nvcc_path, synthesize, worse)
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ class Verifier:
     def __init__(self, engine: Engine, index: ProjectIndex, run_files: list[Path], *, unsafe: bool,
                  display_only: frozenset[str] = frozenset(), db_path: Path | None = None, jobs: int | None = None,
                  use_cache: bool = True, nvcc: str | None = None, log: Callable[[str], None] | None = None,
-                 groups: frozenset[str] = frozenset()):
+                 groups: frozenset[str] = frozenset(), flags: tuple[str, ...] = ()):
         self.engine, self.index, self.unsafe, self.display_only = engine, index, unsafe, display_only
         self.groups = groups  # consistency groups the run withheld in every file: a re-fix never applies them
         self.run_files = [Path(os.path.realpath(p)) for p in run_files]
@@ -130,6 +130,8 @@ class Verifier:
         self.summary = VerifySummary()
         self._fixes: dict[tuple[str, frozenset], FixResult] = {}
         self._cmds: dict[str, UnitCommand | None] = {}
+        self.flags = flags  # -I/-D for synthesized commands (verify/units.py's user_flags)
+        self.why: dict[str, str] = {}  # unit -> why it was chosen (verify/units.py)
 
     # ------------------------------------------------------------------ what to compile
     def available(self) -> bool:
@@ -139,7 +141,7 @@ class Verifier:
         if unit not in self._cmds:
             cmd = self.commands.get(unit)
             if cmd is None and self.nvcc:
-                cmd = synthesize(Path(unit), self._original(unit), self.run_files, self.nvcc)
+                cmd = synthesize(Path(unit), self._original(unit), self.run_files, self.nvcc, self.flags)
             self._cmds[unit] = cmd
         return self._cmds[unit]
 
@@ -157,15 +159,19 @@ class Verifier:
         return [unit, *[os.path.realpath(h) for h in self.index.reachable(Path(unit))]]
 
     def units(self) -> list[str]:
-        out: list[str] = []
-        for path in self.files:
-            if is_source(path):
-                out.append(path)
-                continue
-            users = [os.path.realpath(u) for u in self.index.includers(Path(path))]
-            users = [u for u in users if is_source(u)]
-            out += users or [path]  # a header no unit of the run includes: compiled on its own
-        return list(dict.fromkeys(out))
+        """The translation units the changed files belong to (verify/units.py), with why, in self.why."""
+        from .units import select_units
+
+        chosen = select_units(list(self.files), self.index, self.commands, self.display)
+        self.why.update((u.path, u.why) for u in chosen)
+        return [u.path for u in chosen]
+
+    def plan(self, outcomes: list[FixOutcome]) -> list[str]:
+        """The changed files taken from `outcomes`; the units they reach (for `fix --show-units`)."""
+        for o in outcomes:
+            if o.result is not None and o.result.changed:
+                self.files.setdefault(os.path.realpath(o.path), _File(o, o.result.original))
+        return self.units()
 
     def display(self, path: str) -> str:
         f = self.files.get(path)
@@ -219,11 +225,8 @@ class Verifier:
     # ------------------------------------------------------------------ the run
     def run(self, outcomes: list[FixOutcome]) -> VerifySummary:
         t0 = time.perf_counter()
-        for o in outcomes:
-            if o.result is not None and o.result.changed:
-                self.files[os.path.realpath(o.path)] = _File(o, o.result.original)
         units = []
-        for u in self.units():
+        for u in self.plan(outcomes):
             if self.command(u) is None:
                 self.summary.unverified.append(f"{self.display(u)}: no compile command (no compile database "
                                                "entry and no nvcc)")
