@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from .stages import FRONT_END, classify, progressed
+
 SOURCE_SUFFIXES = frozenset({".cu", ".cpp", ".cc", ".cxx", ".c", ".c++"})
 CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
 COMPILE_TIMEOUT = 600.0
@@ -58,6 +60,7 @@ class Diagnostic:
     file: str  # real path, '' when the compiler named none
     line: int
     message: str
+    stage: int = field(default=FRONT_END, compare=False)  # verify/stages.py: which stage reported it
 
     @property
     def key(self) -> tuple[str, str]:
@@ -76,6 +79,7 @@ class CompileResult:
     seconds: float = 0.0
     cached: bool = False
     tail: str = ""  # the last lines of the compiler's output, when it failed without a parsable error
+    changed: dict[str, frozenset[int]] = field(default_factory=dict)  # lines the edits compiled wrote, per file
 
     @property
     def first_error(self) -> str:
@@ -84,12 +88,13 @@ class CompileResult:
         return self.tail or "the compiler failed without a diagnostic"
 
     def to_json(self) -> dict:
-        return {"ok": self.ok, "errors": [[d.file, d.line, d.message] for d in self.errors], "tail": self.tail}
+        return {"ok": self.ok, "errors": [[d.file, d.line, d.message, d.stage] for d in self.errors], "tail": self.tail}
 
     @classmethod
     def from_json(cls, d: dict) -> "CompileResult":
-        return cls(bool(d["ok"]), [Diagnostic(str(f), int(n), str(m)) for f, n, m in d["errors"]], 0.0, True,
-                   str(d.get("tail", "")))
+        errors = [Diagnostic(str(e[0]), int(e[1]), str(e[2]), int(e[3]) if len(e) > 3 else classify(str(e[0]), str(e[2])))
+                  for e in d["errors"]]
+        return cls(bool(d["ok"]), errors, 0.0, True, str(d.get("tail", "")))
 
 
 def new_errors(before: CompileResult, after: CompileResult) -> list[Diagnostic]:
@@ -105,10 +110,11 @@ def new_errors(before: CompileResult, after: CompileResult) -> list[Diagnostic]:
 
 
 def worse(before: CompileResult, after: CompileResult) -> bool:
-    """The edits made the unit worse: it compiled and fails now, or it fails with an error not there before."""
+    """The edits made the unit worse: it compiled and fails now, or it fails with an error not there before,
+    unless it got further than before with no error on a line the edits changed (verify/stages.py)."""
     if before.ok:
         return not after.ok
-    if after.ok:
+    if after.ok or progressed(before, after):
         return False
     if new_errors(before, after):
         return True
@@ -292,7 +298,8 @@ def overlay_argv(argv: tuple[str, ...], top: str) -> list[str]:
 # --------------------------------------------------------------------------- diagnostics
 _GCC = re.compile(r"^(?P<file>[^\s:(][^:\n]*?):(?P<line>\d+)(?::\d+)?:\s*(?:fatal\s+)?error:\s*(?P<msg>.*)$")
 _EDG = re.compile(r"^(?P<file>[^\s(][^(\n]*?)\((?P<line>\d+)\):\s*(?:catastrophic\s+)?error(?:\s*#\d+-?D?)?:\s*(?P<msg>.*)$")
-_TOOL = re.compile(r"^(?:nvcc|ptxas|nvlink|fatbinary)\s+(?:fatal|error)\s*:\s*(?P<msg>.*)$")
+_TOOL = re.compile(r"^(?P<tool>nvcc|ptxas|nvlink|fatbinary)\s+(?:fatal|error)\s*:\s*(?P<msg>.*)$")
+_PTXAS_AT = re.compile(r"^ptxas\s+\S+, line \d+; error\s*:\s*(?P<msg>.*)$")  # the temporary .ptx: no user file
 
 
 def parse_errors(output: str, cwd: str, top: str | None = None) -> list[Diagnostic]:
@@ -306,11 +313,16 @@ def parse_errors(output: str, cwd: str, top: str | None = None) -> list[Diagnost
         if m:
             f = m.group("file")
             path = os.path.realpath(os.path.join(cwd.replace(top, "") if top else cwd, f))
-            out.append(Diagnostic(path, int(m.group("line")), m.group("msg").strip()))
+            msg = m.group("msg").strip()
+            out.append(Diagnostic(path, int(m.group("line")), msg, classify(path, msg)))
             continue
         t = _TOOL.match(line)
         if t:
-            out.append(Diagnostic("", 0, t.group("msg").strip()))
+            out.append(Diagnostic("", 0, t.group("msg").strip(), classify("", t.group("msg"), t.group("tool"))))
+            continue
+        t = _PTXAS_AT.match(line)
+        if t:
+            out.append(Diagnostic("", 0, t.group("msg").strip(), classify("", t.group("msg"), "ptxas")))
     return out
 
 

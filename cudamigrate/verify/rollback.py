@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .compile_check import (CompileCache, CompileResult, UnitCommand, compile_unit, content_key,
                             load_database, new_errors, nvcc_path, synthesize, worse)
+from .stages import changed_lines
 
 if TYPE_CHECKING:
     from ..scan.engine import Engine
@@ -188,13 +189,15 @@ class Verifier:
         assert cmd is not None
         inputs = [(d, changes[d] if d in changes else self._original(d)) for d in self.deps(unit)]
         key = content_key(cmd, inputs)
-        got = self.cache.get(key)
-        if got is not None:
+        res = self.cache.get(key)
+        if res is not None:
             self.summary.cached += 1
-            return got
-        res = compile_unit(cmd, changes or None, {os.path.dirname(d) for d in self.deps(unit)})
-        self.summary.compiles += 1
-        self.cache.put(key, res)
+        else:
+            res = compile_unit(cmd, changes or None, {os.path.dirname(d) for d in self.deps(unit)})
+            self.summary.compiles += 1
+            self.cache.put(key, res)
+        if not res.ok and changes:  # where an error caused by the edits would be (verify/stages.py)
+            res.changed = changed_lines(changes, self._original)
         return res
 
     def changes(self, unit: str, exclude: dict[str, set[tuple[str, str]]] | None = None) -> dict[str, bytes]:
