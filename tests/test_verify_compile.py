@@ -149,6 +149,42 @@ def test_require_verify_without_any_compiler_writes_nothing(tmp_path, monkeypatc
     assert BROKEN not in src.read_text()
 
 
+MISSING = """import sys
+src = next(a for a in sys.argv[1:] if a.endswith(".cpp"))
+print(src + ":1:10: fatal error: cfg.h: No such file or directory")
+sys.exit(1)
+"""
+
+
+def _unbuildable(tmp_path: Path, compiler: list[str]) -> Path:
+    src = tmp_path / "a.cpp"
+    src.write_text("void f() {\n  cudaThreadSynchronize();\n}\n")
+    db = [{"directory": str(tmp_path), "file": str(src), "arguments": [*compiler, str(src)]}]
+    (tmp_path / "compile_commands.json").write_text(json.dumps(db))
+    return src
+
+
+def test_a_unit_that_compiles_neither_before_nor_after_is_unverified(tmp_path):
+    (tmp_path / "missing.py").write_text(MISSING)
+    src = _unbuildable(tmp_path, [sys.executable, str(tmp_path / "missing.py")])
+    report = tmp_path / "v.json"
+    r = run("--select", "CM501", "--no-cache", "--no-semantic", "--compile-commands",
+            str(tmp_path / "compile_commands.json"), "--verify-report", str(report), str(src))
+    assert "Verified 0 of 1 unit(s) by compiling (0 compiled before)" in err(r)
+    assert "; 1 unverified (first error: cfg.h: No such file or directory)" in err(r)
+    got = json.loads(report.read_text())
+    assert (got["units"], got["verified"]) == (1, 0) and "cfg.h: No such file" in got["unverified"][0]
+    assert "cudaDeviceSynchronize" in src.read_text()  # plain `fix` still writes: unverified is not worse
+
+
+def test_require_verify_exits_2_and_writes_nothing_when_a_unit_is_unverified(tmp_path):
+    src = _unbuildable(tmp_path, [str(tmp_path / "no-such-compiler")])  # a database whose compiler does not exist
+    r = run("--select", "CM501", "--no-cache", "--no-semantic", "--require-verify", "--compile-commands",
+            str(tmp_path / "compile_commands.json"), str(src))
+    assert r.exit_code == 2 and "1 unverified" in err(r) and "nothing written" in err(r)
+    assert "cudaThreadSynchronize" in src.read_text()
+
+
 def test_config_key_turns_verification_off(tmp_path):
     src = _fake_project(tmp_path, "void f() {\n  cudaGetLastError();\n}\n")
     (tmp_path / ".cudamigrate.toml").write_text('verify = "off"\n')
@@ -166,7 +202,7 @@ def test_nvcc_rolls_back_the_broken_rule_and_reports_the_first_error(tmp_path):
     assert src.read_text() == code
     assert f'CM9901: fix rolled back: {src} does not compile with it: a.cu:3: error: identifier "{BROKEN}" is undefined' in err(r)
     assert "CM9901 [ ]" in err(r) and "[fix rolled back:" in err(r)  # still reported, as manual
-    assert "Verified 1 unit(s) by compiling (1 compiled before): 1 edit(s) rolled back" in err(r)
+    assert "Verified 1 of 1 unit(s) by compiling (1 compiled before): 1 edit(s) rolled back" in err(r)
 
 
 @pytest.mark.nvcc

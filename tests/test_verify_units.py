@@ -71,7 +71,7 @@ def test_nvcc_the_included_cu_is_migrated_and_its_includer_builds(tmp_path):
     r = fix("--unsafe-fixes", str(d))
     assert "fix rolled back" not in r.output, r.output
     assert "tex1Dfetch<Node>(ref, 0)" in (d / "kernel.cu").read_text()
-    assert "Verified 1 " in r.output  # main.cu, the one unit; kernel.cu is never compiled alone
+    assert "Verified 1 of 1 unit(s)" in r.output  # main.cu, the one unit; kernel.cu is never compiled alone
     import subprocess
 
     p = subprocess.run(["nvcc", "-c", "-o", str(tmp_path / "m.o"), "main.cu"], cwd=d, capture_output=True, text=True)

@@ -153,6 +153,10 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
         err(r.text())
     for u in summary.unverified:
         err(f"note: {u}")
+    if mode == "require" and summary.unverified:
+        err(f"{summary.line()}\ncannot verify fixes: {len(summary.unverified)} unit(s) compiled neither before nor "
+            "after the fix (--require-verify); nothing written")
+        sys.exit(2)
     return done, summary
 
 

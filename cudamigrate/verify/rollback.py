@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -59,11 +60,13 @@ class Rollback:
 class VerifySummary:
     """What compile verification did, for the summary line and the JSON report."""
 
-    units: int = 0  # units compiled before and after
+    units: int = 0  # units the edits reach
+    verified: int = 0  # units that compiled before or after: the compiler could check the edits
     compiled_before: int = 0
     now_build: int = 0  # failed before, compile after
     worse: int = 0  # still worse after every rollback (0 unless a unit could not be repaired)
-    unverified: list[str] = field(default_factory=list)  # units that could not be compiled, with why
+    unverified: list[str] = field(default_factory=list)  # units that compiled neither before nor after, with why
+    first_errors: list[str] = field(default_factory=list)  # the unverified units' first errors (for the line)
     rollbacks: list[Rollback] = field(default_factory=list)
     compiles: int = 0
     cached: int = 0
@@ -71,16 +74,17 @@ class VerifySummary:
     per_unit: list[dict[str, Any]] = field(default_factory=list)  # unit, compiled before, compiles after
 
     def line(self) -> str:
-        s = (f"Verified {self.units} unit(s) by compiling ({self.compiled_before} compiled before): "
-             f"{len(self.rollbacks)} edit(s) rolled back, {self.now_build} unit(s) now build that did not")
+        s = (f"Verified {self.verified} of {self.units} unit(s) by compiling ({self.compiled_before} compiled "
+             f"before): {len(self.rollbacks)} edit(s) rolled back, {self.now_build} unit(s) now build that did not")
         if self.worse:
             s += f", {self.worse} unit(s) still worse"
         if self.unverified:
-            s += f", {len(self.unverified)} not verified"
+            common = Counter(self.first_errors).most_common(1)
+            s += f"; {len(self.unverified)} unverified" + (f" (first error: {common[0][0]})" if common else "")
         return s + f"; {self.compiles} compile(s), {self.cached} cached, {self.seconds:.1f} s added."
 
     def to_json(self) -> dict[str, Any]:
-        return {"units": self.units, "compiled_before": self.compiled_before, "now_build": self.now_build,
+        return {"units": self.units, "verified": self.verified, "compiled_before": self.compiled_before, "now_build": self.now_build,
                 "worse": self.worse, "rolled_back": len(self.rollbacks), "compiles": self.compiles,
                 "cached": self.cached, "seconds": round(self.seconds, 3), "unverified": self.unverified,
                 "rollbacks": [r.__dict__ for r in self.rollbacks], "per_unit": self.per_unit}
@@ -231,14 +235,13 @@ class Verifier:
         units = []
         for u in self.plan(outcomes):
             if self.command(u) is None:
-                self.summary.unverified.append(f"{self.display(u)}: no compile command (no compile database "
-                                               "entry and no nvcc)")
+                self._unverified(u, "no compile command (no compile database entry and no nvcc)")
             else:
                 units.append(u)
         with ThreadPoolExecutor(self.jobs) as pool:
             before = dict(zip(units, pool.map(lambda u: self.compile(u, {}), units), strict=True))
             after = dict(zip(units, self._compile_all(pool, units), strict=True))
-        self.summary.units = len(units)
+        self.summary.units = len(units) + len(self.summary.unverified)
         self.summary.compiled_before = sum(1 for u in units if before[u].ok)
         for _ in range(MAX_ROUNDS):
             bad = [u for u in units if worse(before[u], after[u])]
@@ -259,10 +262,22 @@ class Verifier:
         self.summary.worse = sum(1 for u in units if worse(before[u], after[u]))
         self.summary.now_build = sum(1 for u in units if not before[u].ok and after[u].ok)
         self.summary.per_unit = [{"unit": self.display(u), "compiled_before": before[u].ok, "compiles_after": after[u].ok,
+                                  "verified": before[u].ok or after[u].ok,
                                   "first_error_after": "" if after[u].ok else after[u].first_error} for u in units]
+        for u in units:
+            if not before[u].ok and not after[u].ok:
+                self._unverified(u, after[u].errors[0].message if after[u].errors else after[u].first_error,
+                                 after[u].first_error)
+        self.summary.verified = self.summary.units - len(self.summary.unverified)
         self._finish()
         self.summary.seconds = time.perf_counter() - t0
         return self.summary
+
+    def _unverified(self, unit: str, short: str, full: str | None = None) -> None:
+        """A unit the compiler could not check: it compiled neither before nor after (a missing header, a compiler
+        that does not run), so nothing about the edits is proven by it."""
+        self.summary.unverified.append(f"{self.display(unit)}: not verified: {full or short}")
+        self.summary.first_errors.append(short)
 
     def _compile_all(self, pool: ThreadPoolExecutor, units: list[str]) -> list[CompileResult]:
         """The units compiled with their current edits, in parallel; the edits are computed here first, in this
