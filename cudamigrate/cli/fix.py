@@ -54,6 +54,13 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
 @click.option("--show-units", is_flag=True,
               help="List the translation units verification would compile for this fix (each with why it was "
                    "chosen and its command) and exit; nothing is compiled or written.")
+@click.option("--trust-compile-commands", is_flag=True,
+              help="Run the commands of a compile database that was found, not named with --compile-commands, "
+                   "even when its compiler is not a known driver outside the project (env "
+                   "CUDAMIGRATE_TRUST_COMPILE_COMMANDS=1).")
+@click.option("--verify-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Kill a verification compile (its whole process group) after this long (default 600; config "
+                   "key `verify-timeout`).")
 @click.option("--verify-report", type=click.Path(path_type=Path), default=None,
               help="Write compile verification's counts and rollbacks as JSON to this file.")
 @click.option("--write-outside-links", is_flag=True,

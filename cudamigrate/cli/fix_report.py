@@ -5,6 +5,7 @@ remains is listed. The edits themselves are computed by the runner, in worker pr
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -129,8 +130,16 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
     with unrecorded():  # the ancestors' listings are no cached result's dependency (see cli/prepare.py)
         db_path = kw.get("compile_commands") or find_compile_db(list(paths) or [Path(".")])
     assert engine.project is not None
+    trusted = bool(kw.get("compile_commands") or kw.get("trust_compile_commands")
+                   or os.environ.get("CUDAMIGRATE_TRUST_COMPILE_COMMANDS") == "1")
     v = Verifier(engine, engine.project, files, unsafe=unsafe, display_only=display_only, db_path=db_path,
-                 jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"), groups=groups, flags=_flags(kw, cfg))
+                 jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"), groups=groups, flags=_flags(kw, cfg),
+                 trusted=trusted, roots=_project_roots(paths, db_path),
+                 timeout=kw.get("verify_timeout") or cfg.get("verify-timeout"))
+    if v.refused:
+        err(f"note: {db_path}: found, not named: {len(v.refused)} of its command(s) are not run "
+            f"({next(iter(v.refused.values()))}); their units are not verified. To run them, name the database "
+            "with --compile-commands or pass --trust-compile-commands (CUDAMIGRATE_TRUST_COMPILE_COMMANDS=1)")
     if kw.get("show_units"):
         from ..verify.units import describe
 
@@ -167,3 +176,13 @@ def _flags(kw: dict[str, Any], cfg: Any) -> tuple[str, ...]:
     base = cfg.path.parent if getattr(cfg, "path", None) is not None else None
     return user_flags(kw.get("include_dirs") or (), kw.get("defines") or ()) + \
         user_flags(cfg.get("include-dirs") or [], cfg.get("defines") or [], base)
+
+
+def _project_roots(paths: tuple[Path, ...], db_path: Path | None) -> tuple[str, ...]:
+    """The project tree a found database's compiler must lie outside of: the paths given and the database's
+    directory (its parent too when that is a build*/ directory)."""
+    roots = [os.path.realpath(p if p.is_dir() else p.parent) for p in (paths or (Path("."),))]
+    if db_path is not None:
+        d = Path(os.path.realpath(db_path)).parent
+        roots.append(str(d.parent if d.name.startswith("build") else d))
+    return tuple(dict.fromkeys(roots))

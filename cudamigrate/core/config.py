@@ -22,7 +22,7 @@ from .textsafe import one_line, printable
 KNOWN = {"select", "ignore", "extend-select", "exclude", "target-cuda", "from-cuda", "options", "rule-options",
          "rules-dirs", "max-file-size", "respect-gitignore", "calibration", "keep-compat",
          "verify", "build-command", "run-command", "reference", "include-dirs", "defines",
-         "trust-compile-commands", "verify-timeout"}
+         "verify-timeout"}
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -118,7 +118,7 @@ def _type_problem(key: str, v: Any) -> str | None:
         return None if isinstance(v, (str, int, float)) and not isinstance(v, bool) else 'must be a version like "13.0"'
     if key == "max-file-size":
         return None if isinstance(v, int) and not isinstance(v, bool) and v > 0 else "must be a positive integer"
-    if key in ("respect-gitignore", "trust-compile-commands"):
+    if key == "respect-gitignore":
         return None if isinstance(v, bool) else "must be true or false"
     if key == "verify-timeout":
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0

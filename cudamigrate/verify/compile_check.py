@@ -26,7 +26,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -139,25 +138,40 @@ def load_database(db_path: Path | None) -> dict[str, UnitCommand]:
     return out
 
 
-_DROP_WITH_ARG = {"-o", "-MF", "-MT", "-MQ", "--output-file", "-odir", "--output-directory", "-keep-dir", "--keep-dir",
-                  "--dependency-output"}
+# Every flag that names or selects an output (added back, into a temporary directory) or writes a file beside
+# the build (dependency files, nvcc's -time CSV, kept intermediates, traces, dumps): a compile never writes into
+# the user's tree. Alone with the next argument, or `flag=value`.
+_DROP_WITH_ARG = {"-o", "-MF", "-MT", "-MQ", "-MJ", "--output-file", "-odir", "--output-directory", "-keep-dir",
+                  "--keep-dir", "--dependency-output", "-time", "--time", "-run-args", "--run-args"}
 _DROP = {"-c", "-MD", "-MMD", "-MP", "-M", "-MM", "--generate-dependencies", "--generate-nonsystem-dependencies",
+         "--generate-dependencies-with-compile", "--generate-nonsystem-dependencies-with-compile",
          "--compile", "-E", "--preprocess", "-S", "-fsyntax-only", "--dependency-drive-compilation",
-         "-keep", "--keep", "-save-temps", "--save-temps"}  # these write intermediates into the user's directory
+         "-keep", "--keep", "-save-temps", "--save-temps", "-run", "--run", "-fsave-optimization-record"}
+_DROP_GLUED = ("-MF", "-MJ", "-ftime-trace", "-save-temps=", "-fdump-", "-fsave-optimization-record=", "-Wp,-M",
+               "-fprofile-generate", "-fprofile-instr-generate", "-fcoverage-data-file")
+_HOST_WRITES = re.compile(r"(?:^|,)(?:-M[DFJ]?|-MMD|-save-temps|-ftime-trace|-fdump-|-fsave-optimization-record)")
 
 
 def strip_outputs(argv: list[str]) -> list[str]:
-    """The command without what names or selects its outputs (added back, into a temporary directory)."""
+    """The command without what names or selects its outputs or writes other files (see above); host compiler
+    options (-Xcompiler X) that write files go with their flag."""
     out: list[str] = []
     skip = False
-    for a in argv:
+    for i, a in enumerate(argv):
         if skip:
             skip = False
             continue
         if a in _DROP_WITH_ARG:
             skip = True
             continue
-        if a in _DROP or (a.startswith("-o") and len(a) > 2 and not a.startswith("-opt")) or a.startswith("-MF"):
+        if a in _DROP or any(a.startswith(f + "=") for f in _DROP_WITH_ARG) or a.startswith(_DROP_GLUED):
+            continue
+        if a.startswith("-o") and len(a) > 2 and not a.startswith(("-opt", "-odir")):
+            continue
+        if a in ("-Xcompiler", "--compiler-options") and i + 1 < len(argv) and _HOST_WRITES.search(argv[i + 1]):
+            skip = True
+            continue
+        if a.startswith(("-Xcompiler=", "--compiler-options=")) and _HOST_WRITES.search(a.split("=", 1)[1]):
             continue
         out.append(a)
     return out
@@ -395,10 +409,14 @@ def search_dirs(cmd: UnitCommand) -> list[str]:
     return [d for d in dict.fromkeys(out) if os.path.isdir(d)]
 
 
-def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs: Iterable[str] = ()) -> CompileResult:
+def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs: Iterable[str] = (),
+                 timeout: float = COMPILE_TIMEOUT) -> CompileResult:
     """Compile the unit as it is on disk (`changes` None) or with `changes` (real path -> bytes) in an overlay
     (`dirs`: more directories includes start from, see make_overlay); the object file goes to a temporary
-    directory, removed after."""
+    directory, removed after. The compiler runs in its own process group (verify/procs.py), killed as a whole
+    after `timeout` seconds or when the run is interrupted."""
+    from .procs import run_group
+
     t0 = time.perf_counter()
     top = make_overlay(changes, [*search_dirs(cmd), *dirs]) if changes else None
     out_dir = tempfile.mkdtemp(prefix="cudamigrate-obj-")
@@ -407,12 +425,10 @@ def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs
         cwd = _under(top, cmd.directory) if top else cmd.directory
         argv += ["-c", "-o", os.path.join(out_dir, "unit.o")]
         try:
-            p = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               timeout=COMPILE_TIMEOUT, stdin=subprocess.DEVNULL)
-            text = p.stdout.decode("utf-8", "replace")
-            ok = p.returncode == 0
-        except subprocess.TimeoutExpired:
-            text, ok = f"nvcc fatal : the compile took longer than {COMPILE_TIMEOUT:.0f} s", False
+            rc, raw = run_group(argv, cwd, timeout)
+            text, ok = raw.decode("utf-8", "replace"), rc == 0
+            if rc is None:
+                text, ok = f"nvcc fatal : the compile took longer than {timeout:g} s (killed)", False
         except OSError as exc:
             text, ok = f"nvcc fatal : cannot run {argv[0]}: {exc.strerror or exc}", False
         errors = [] if ok else parse_errors(text, cwd, top)

@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .compile_check import (CompileCache, CompileResult, UnitCommand, compile_unit, content_key,
+from .compile_check import (COMPILE_TIMEOUT, CompileCache, CompileResult, UnitCommand, compile_unit, content_key,
                             load_database, new_errors, nvcc_path, synthesize, worse)
 from .stages import changed_lines
 
@@ -122,7 +122,8 @@ class Verifier:
     def __init__(self, engine: Engine, index: ProjectIndex, run_files: list[Path], *, unsafe: bool,
                  display_only: frozenset[str] = frozenset(), db_path: Path | None = None, jobs: int | None = None,
                  use_cache: bool = True, nvcc: str | None = None, log: Callable[[str], None] | None = None,
-                 groups: frozenset[str] = frozenset(), flags: tuple[str, ...] = ()):
+                 groups: frozenset[str] = frozenset(), flags: tuple[str, ...] = (), trusted: bool = True,
+                 roots: tuple[str, ...] = (), timeout: float | None = None):
         self.engine, self.index, self.unsafe, self.display_only = engine, index, unsafe, display_only
         self.groups = groups  # consistency groups the run withheld in every file: a re-fix never applies them
         self.run_files = [Path(os.path.realpath(p)) for p in run_files]
@@ -137,12 +138,23 @@ class Verifier:
         self._cmds: dict[str, UnitCommand | None] = {}
         self.flags = flags  # -I/-D for synthesized commands (verify/units.py's user_flags)
         self.why: dict[str, str] = {}  # unit -> why it was chosen (verify/units.py)
+        self.timeout = timeout or COMPILE_TIMEOUT
+        self.refused: dict[str, str] = {}  # unit -> why a found database's command is not run (verify/consent.py)
+        if not trusted:
+            from .consent import refusal
+
+            for u, c in self.commands.items():
+                why = refusal(c.argv, c.directory, roots)
+                if why is not None:
+                    self.refused[u] = why
 
     # ------------------------------------------------------------------ what to compile
     def available(self) -> bool:
         return bool(self.nvcc or self.commands)
 
     def command(self, unit: str) -> UnitCommand | None:
+        if unit in self.refused:
+            return None
         if unit not in self._cmds:
             cmd = self.commands.get(unit)
             if cmd is None and self.nvcc:
@@ -197,7 +209,7 @@ class Verifier:
         if res is not None:
             self.summary.cached += 1
         else:
-            res = compile_unit(cmd, changes or None, {os.path.dirname(d) for d in self.deps(unit)})
+            res = compile_unit(cmd, changes or None, {os.path.dirname(d) for d in self.deps(unit)}, self.timeout)
             self.summary.compiles += 1
             self.cache.put(key, res)
         if not res.ok and changes:  # where an error caused by the edits would be (verify/stages.py)
@@ -231,10 +243,19 @@ class Verifier:
 
     # ------------------------------------------------------------------ the run
     def run(self, outcomes: list[FixOutcome]) -> VerifySummary:
+        """Compile, repair, count; every compile's process group is killed if the run is interrupted."""
+        from .procs import interruptible
+
+        with interruptible():
+            return self._run(outcomes)
+
+    def _run(self, outcomes: list[FixOutcome]) -> VerifySummary:
         t0 = time.perf_counter()
         units = []
         for u in self.plan(outcomes):
-            if self.command(u) is None:
+            if u in self.refused:
+                self._unverified(u, "its command in the found compile database is not run: " + self.refused[u])
+            elif self.command(u) is None:
                 self._unverified(u, "no compile command (no compile database entry and no nvcc)")
             else:
                 units.append(u)
