@@ -132,9 +132,26 @@ def test_bisection_rolls_back_every_bad_finding_and_keeps_the_good_ones(tmp_path
 def test_diff_mode_shows_the_verified_diff_and_writes_nothing(tmp_path):
     src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n  cudaGetLastError();\n}\n")
     before = src.read_bytes()
-    r = run("--select", "CM501,CM9901", "--no-cache", "--diff", str(src))
+    r = run("--select", "CM501,CM9901", "--no-cache", "--diff", "--verify", str(src))
     assert src.read_bytes() == before
     assert "+  cudaDeviceSynchronize();" in r.stdout and BROKEN not in r.stdout
+
+
+def test_diff_and_dry_run_compile_nothing_unless_asked(tmp_path):
+    src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n  cudaGetLastError();\n}\n")
+    for preview in ("--diff", "--dry-run"):
+        r = run("--select", "CM501,CM9901", "--no-cache", preview, str(src))
+        assert "Verified" not in err(r) and "rolled back" not in err(r), err(r)
+    assert BROKEN in r.stdout or BROKEN in run("--select", "CM9901", "--no-cache", "--diff", str(src)).stdout
+
+
+def test_the_original_is_compiled_only_when_the_fixed_unit_fails(tmp_path):
+    src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n}\n")
+    report = tmp_path / "v.json"
+    r = run("--select", "CM501", "--no-cache", "--no-semantic", "--verify-report", str(report), str(src))
+    got = json.loads(report.read_text())
+    assert (got["compiles"], got["originals_compiled"], got["builds_after"], got["verified"]) == (1, 0, 1, 1)
+    assert "1 compile(s) (0 of original code)" in err(r)
 
 
 def test_without_verification_the_broken_rule_does_break_the_file(tmp_path):
@@ -173,7 +190,7 @@ def test_a_unit_that_compiles_neither_before_nor_after_is_unverified(tmp_path):
     report = tmp_path / "v.json"
     r = run("--select", "CM501", "--no-cache", "--no-semantic", "--compile-commands",
             str(tmp_path / "compile_commands.json"), "--verify-report", str(report), str(src))
-    assert "Verified 0 of 1 unit(s) by compiling (0 compiled before)" in err(r)
+    assert "Verified 0 of 1 unit(s) by compiling (0 build after the fix)" in err(r)
     assert "; 1 unverified (first error: cfg.h: No such file or directory)" in err(r)
     got = json.loads(report.read_text())
     assert (got["units"], got["verified"]) == (1, 0) and "cfg.h: No such file" in got["unverified"][0]
@@ -205,7 +222,7 @@ def test_nvcc_rolls_back_the_broken_rule_and_reports_the_first_error(tmp_path):
     assert src.read_text() == code
     assert f'CM9901: fix rolled back: {src} does not compile with it: a.cu:3: error: identifier "{BROKEN}" is undefined' in err(r)
     assert "CM9901 [ ]" in err(r) and "[fix rolled back:" in err(r)  # still reported, as manual
-    assert "Verified 1 of 1 unit(s) by compiling (1 compiled before): 1 edit(s) rolled back" in err(r)
+    assert "Verified 1 of 1 unit(s) by compiling (1 build after the fix): 1 edit(s) rolled back" in err(r)
 
 
 @pytest.mark.nvcc
@@ -221,9 +238,9 @@ def test_nvcc_good_edit_in_a_source_stays_bad_edit_in_its_header_goes(tmp_path):
     assert "cudaDeviceSynchronize();" in src.read_text()  # the unit did not build before (CM501's API is gone)
     assert BROKEN not in hdr.read_text()
     got = json.loads(report.read_text())
-    assert (got["units"], got["compiled_before"], got["now_build"], got["rolled_back"]) == (1, 0, 1, 1)
+    assert (got["units"], got["builds_after"], got["compiled_before"], got["rolled_back"]) == (1, 1, 0, 1)
     assert got["rollbacks"][0]["unit"].endswith("src/main.cu") and got["rollbacks"][0]["path"].endswith("check.cuh")
-    assert "1 unit(s) now build that did not" in err(r)
+    assert "(1 build after the fix)" in err(r)
 
 
 def test_a_wrong_verify_value_in_the_configuration_is_one_line_and_exit_2(tmp_path):
@@ -300,3 +317,12 @@ def test_compile_verification_reads_are_no_scan_dependencies(tmp_path):
     tmp = os.path.realpath(tempfile.gettempdir())
     new = {p for p in (opened - opened0) | (listed - listed0) if os.path.realpath(p).startswith(tmp)}
     assert not {p for p in new if "cudamigrate-" in p or os.path.realpath(p) == tmp}, sorted(new)
+
+
+def test_a_terminal_gets_a_progress_line(tmp_path, monkeypatch):
+    import cudamigrate.cli.progress as progress
+
+    monkeypatch.setattr(progress, "_is_terminal", lambda _s: True)
+    src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n}\n")
+    r = run("--select", "CM501", "--no-cache", "--no-semantic", str(src))
+    assert "\rverifying: 1/1 unit(s), 1 compile(s), 0 rollback(s)" in err(r)

@@ -74,8 +74,9 @@ def test_no_compile_writes_into_the_tree():
 
 SLEEPER = """import os, subprocess, sys, time
 child = subprocess.Popen(["sleep", "60"])
-open(sys.argv[1] + ".tmp", "w").write(f"{os.getpid()} {child.pid}")
-os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+pids = os.environ["CM_TEST_PIDS"]  # not an argument: the overlay moves absolute paths of the command
+open(pids + ".tmp", "w").write(f"{os.getpid()} {child.pid}")
+os.replace(pids + ".tmp", pids)
 time.sleep(60)
 """
 
@@ -95,11 +96,11 @@ def test_killing_fix_during_verification_leaves_no_compile_and_no_temporary_dire
     src.write_text("void f() {\n  cudaThreadSynchronize();\n}\n")
     pids = tmp_path / "pids"
     db = [{"directory": str(tmp_path), "file": str(src),
-           "arguments": [sys.executable, str(tmp_path / "sleeper.py"), str(pids), str(src)]}]
+           "arguments": [sys.executable, str(tmp_path / "sleeper.py"), str(src)]}]
     (tmp_path / "db.json").write_text(json.dumps(db))
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp), "CM_TEST_PIDS": str(pids)}
     env.pop("CUDAMIGRATE_VERIFY", None)
     p = subprocess.Popen([sys.executable, "-m", "cudamigrate", "fix", "--select", "CM501", "--no-cache",
                           "--no-semantic", "-j", "1", "--compile-commands", str(tmp_path / "db.json"), str(src)],

@@ -115,7 +115,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
     fixed = fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db)
     outcomes, verified = verify_fixes(engine, unique, fixed, kw, cfg, paths, unsafe_fixes, display_only, db,
-                                      fixed.blocked)
+                                      fixed.blocked, preview=not write)
     for outcome in outcomes:
         record_fix(outcome, write, tally)
     for line in fixed.withheld:

@@ -18,6 +18,7 @@ Why this shape:
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -62,8 +63,9 @@ class VerifySummary:
 
     units: int = 0  # units the edits reach
     verified: int = 0  # units that compiled before or after: the compiler could check the edits
-    compiled_before: int = 0
-    now_build: int = 0  # failed before, compile after
+    builds_after: int = 0  # units that compile with the edits
+    originals_compiled: int = 0  # units whose original was compiled: only those that fail with the edits
+    compiled_before: int = 0  # of those originals, how many compiled
     worse: int = 0  # still worse after every rollback (0 unless a unit could not be repaired)
     unverified: list[str] = field(default_factory=list)  # units that compiled neither before nor after, with why
     first_errors: list[str] = field(default_factory=list)  # the unverified units' first errors (for the line)
@@ -74,17 +76,19 @@ class VerifySummary:
     per_unit: list[dict[str, Any]] = field(default_factory=list)  # unit, compiled before, compiles after
 
     def line(self) -> str:
-        s = (f"Verified {self.verified} of {self.units} unit(s) by compiling ({self.compiled_before} compiled "
-             f"before): {len(self.rollbacks)} edit(s) rolled back, {self.now_build} unit(s) now build that did not")
+        s = (f"Verified {self.verified} of {self.units} unit(s) by compiling ({self.builds_after} build after the "
+             f"fix): {len(self.rollbacks)} edit(s) rolled back")
         if self.worse:
             s += f", {self.worse} unit(s) still worse"
         if self.unverified:
             common = Counter(self.first_errors).most_common(1)
             s += f"; {len(self.unverified)} unverified" + (f" (first error: {common[0][0]})" if common else "")
-        return s + f"; {self.compiles} compile(s), {self.cached} cached, {self.seconds:.1f} s added."
+        return s + (f"; {self.compiles} compile(s) ({self.originals_compiled} of original code), {self.cached} "
+                    f"cached, {self.seconds:.1f} s added.")
 
     def to_json(self) -> dict[str, Any]:
-        return {"units": self.units, "verified": self.verified, "compiled_before": self.compiled_before, "now_build": self.now_build,
+        return {"units": self.units, "verified": self.verified, "builds_after": self.builds_after,
+                "originals_compiled": self.originals_compiled, "compiled_before": self.compiled_before,
                 "worse": self.worse, "rolled_back": len(self.rollbacks), "compiles": self.compiles,
                 "cached": self.cached, "seconds": round(self.seconds, 3), "unverified": self.unverified,
                 "rollbacks": [r.__dict__ for r in self.rollbacks], "per_unit": self.per_unit}
@@ -123,7 +127,8 @@ class Verifier:
                  display_only: frozenset[str] = frozenset(), db_path: Path | None = None, jobs: int | None = None,
                  use_cache: bool = True, nvcc: str | None = None, log: Callable[[str], None] | None = None,
                  groups: frozenset[str] = frozenset(), flags: tuple[str, ...] = (), trusted: bool = True,
-                 roots: tuple[str, ...] = (), timeout: float | None = None):
+                 roots: tuple[str, ...] = (), timeout: float | None = None,
+                 progress: Callable[[str], None] | None = None):
         self.engine, self.index, self.unsafe, self.display_only = engine, index, unsafe, display_only
         self.groups = groups  # consistency groups the run withheld in every file: a re-fix never applies them
         self.run_files = [Path(os.path.realpath(p)) for p in run_files]
@@ -139,6 +144,10 @@ class Verifier:
         self.flags = flags  # -I/-D for synthesized commands (verify/units.py's user_flags)
         self.why: dict[str, str] = {}  # unit -> why it was chosen (verify/units.py)
         self.timeout = timeout or COMPILE_TIMEOUT
+        self.progress = progress  # a status line (a terminal's): units compiled of all, compiles, rollbacks
+        self._seen: set[str] = set()
+        self._total = 0
+        self._lock = threading.Lock()
         self.refused: dict[str, str] = {}  # unit -> why a found database's command is not run (verify/consent.py)
         if not trusted:
             from .consent import refusal
@@ -214,6 +223,11 @@ class Verifier:
             self.cache.put(key, res)
         if not res.ok and changes:  # where an error caused by the edits would be (verify/stages.py)
             res.changed = changed_lines(changes, self._original)
+        if self.progress is not None:
+            with self._lock:
+                self._seen.add(unit)
+                self.progress(f"verifying: {len(self._seen)}/{self._total} unit(s), {self.summary.compiles} "
+                              f"compile(s), {len(self.summary.rollbacks)} rollback(s)")
         return res
 
     def changes(self, unit: str, exclude: dict[str, set[tuple[str, str]]] | None = None) -> dict[str, bytes]:
@@ -259,13 +273,14 @@ class Verifier:
                 self._unverified(u, "no compile command (no compile database entry and no nvcc)")
             else:
                 units.append(u)
+        self._total = len(units)
+        before: dict[str, CompileResult] = {}  # the original compiled only where the fixed unit fails
         with ThreadPoolExecutor(self.jobs) as pool:
-            before = dict(zip(units, pool.map(lambda u: self.compile(u, {}), units), strict=True))
             after = dict(zip(units, self._compile_all(pool, units), strict=True))
+            self._originals(pool, units, before, after)
         self.summary.units = len(units) + len(self.summary.unverified)
-        self.summary.compiled_before = sum(1 for u in units if before[u].ok)
         for _ in range(MAX_ROUNDS):
-            bad = [u for u in units if worse(before[u], after[u])]
+            bad = [u for u in units if not after[u].ok and worse(before[u], after[u])]
             if not bad:
                 break
             touched: set[str] = set()
@@ -274,25 +289,38 @@ class Verifier:
             again = [u for u in units if touched & set(self.deps(u))]
             with ThreadPoolExecutor(self.jobs) as pool:
                 after.update(zip(again, self._compile_all(pool, again), strict=True))
+                self._originals(pool, again, before, after)
         else:
             gone: set[str] = set()
-            for u in [u for u in units if worse(before[u], after[u])]:  # give up on this unit: all its edits
+            for u in [u for u in units if not after[u].ok and worse(before[u], after[u])]:  # give up: all its edits
                 gone |= self._roll_back_all(u, after[u], before[u])
             for u in [u for u in units if gone & set(self.deps(u))]:  # and their groups' files' units
                 after[u] = self.compile(u, self.changes(u))
-        self.summary.worse = sum(1 for u in units if worse(before[u], after[u]))
-        self.summary.now_build = sum(1 for u in units if not before[u].ok and after[u].ok)
-        self.summary.per_unit = [{"unit": self.display(u), "compiled_before": before[u].ok, "compiles_after": after[u].ok,
-                                  "verified": before[u].ok or after[u].ok,
+                if not after[u].ok and u not in before:
+                    before[u] = self.compile(u, {})
+        self.summary.worse = sum(1 for u in units if not after[u].ok and worse(before[u], after[u]))
+        self.summary.builds_after = sum(1 for u in units if after[u].ok)
+        self.summary.originals_compiled = len(before)
+        self.summary.compiled_before = sum(1 for b in before.values() if b.ok)
+        self.summary.per_unit = [{"unit": self.display(u), "compiles_after": after[u].ok,
+                                  "compiled_before": before[u].ok if u in before else None,
+                                  "verified": after[u].ok or before[u].ok,
                                   "first_error_after": "" if after[u].ok else after[u].first_error} for u in units]
         for u in units:
-            if not before[u].ok and not after[u].ok:
+            if not after[u].ok and not before[u].ok:
                 self._unverified(u, after[u].errors[0].message if after[u].errors else after[u].first_error,
                                  after[u].first_error)
         self.summary.verified = self.summary.units - len(self.summary.unverified)
         self._finish()
         self.summary.seconds = time.perf_counter() - t0
         return self.summary
+
+    def _originals(self, pool: ThreadPoolExecutor, units: list[str], before: dict[str, CompileResult],
+                   after: dict[str, CompileResult]) -> None:
+        """Compile the original of each unit that fails with the edits (and was not compiled yet): a unit that
+        builds after the fix cannot be worse, so its original is never compiled (half the compiles, or more)."""
+        need = [u for u in units if not after[u].ok and u not in before]
+        before.update(zip(need, pool.map(lambda u: self.compile(u, {}), need), strict=True))
 
     def _unverified(self, unit: str, short: str, full: str | None = None) -> None:
         """A unit the compiler could not check: it compiled neither before nor after (a missing header, a compiler
