@@ -31,7 +31,10 @@ def verify_on(monkeypatch):
 
 
 def run(*args):
-    return CliRunner().invoke(main, ["fix", "--rules-dir", str(RULES), *args], catch_exceptions=False)
+    """`fix` with the test's rules; the stand-in compilers below are repository scripts of a found database,
+    which verification runs only when trusted (cudamigrate/verify/consent.py)."""
+    return CliRunner().invoke(main, ["fix", "--rules-dir", str(RULES), "--trust-compile-commands", *args],
+                              catch_exceptions=False)
 
 
 def err(r) -> str:
@@ -129,9 +132,26 @@ def test_bisection_rolls_back_every_bad_finding_and_keeps_the_good_ones(tmp_path
 def test_diff_mode_shows_the_verified_diff_and_writes_nothing(tmp_path):
     src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n  cudaGetLastError();\n}\n")
     before = src.read_bytes()
-    r = run("--select", "CM501,CM9901", "--no-cache", "--diff", str(src))
+    r = run("--select", "CM501,CM9901", "--no-cache", "--diff", "--verify", str(src))
     assert src.read_bytes() == before
     assert "+  cudaDeviceSynchronize();" in r.stdout and BROKEN not in r.stdout
+
+
+def test_diff_and_dry_run_compile_nothing_unless_asked(tmp_path):
+    src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n  cudaGetLastError();\n}\n")
+    for preview in ("--diff", "--dry-run"):
+        r = run("--select", "CM501,CM9901", "--no-cache", preview, str(src))
+        assert "Verified" not in err(r) and "rolled back" not in err(r), err(r)
+    assert BROKEN in r.stdout or BROKEN in run("--select", "CM9901", "--no-cache", "--diff", str(src)).stdout
+
+
+def test_the_original_is_compiled_only_when_the_fixed_unit_fails(tmp_path):
+    src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n}\n")
+    report = tmp_path / "v.json"
+    r = run("--select", "CM501", "--no-cache", "--no-semantic", "--verify-report", str(report), str(src))
+    got = json.loads(report.read_text())
+    assert (got["compiles"], got["originals_compiled"], got["builds_after"], got["verified"]) == (1, 0, 1, 1)
+    assert "1 compile(s) (0 of original code)" in err(r)
 
 
 def test_without_verification_the_broken_rule_does_break_the_file(tmp_path):
@@ -147,6 +167,42 @@ def test_require_verify_without_any_compiler_writes_nothing(tmp_path, monkeypatc
     r = run("--select", "CM9901", "--require-verify", str(src))
     assert r.exit_code == 2 and "cannot verify fixes" in err(r)
     assert BROKEN not in src.read_text()
+
+
+MISSING = """import sys
+src = next(a for a in sys.argv[1:] if a.endswith(".cpp"))
+print(src + ":1:10: fatal error: cfg.h: No such file or directory")
+sys.exit(1)
+"""
+
+
+def _unbuildable(tmp_path: Path, compiler: list[str]) -> Path:
+    src = tmp_path / "a.cpp"
+    src.write_text("void f() {\n  cudaThreadSynchronize();\n}\n")
+    db = [{"directory": str(tmp_path), "file": str(src), "arguments": [*compiler, str(src)]}]
+    (tmp_path / "compile_commands.json").write_text(json.dumps(db))
+    return src
+
+
+def test_a_unit_that_compiles_neither_before_nor_after_is_unverified(tmp_path):
+    (tmp_path / "missing.py").write_text(MISSING)
+    src = _unbuildable(tmp_path, [sys.executable, str(tmp_path / "missing.py")])
+    report = tmp_path / "v.json"
+    r = run("--select", "CM501", "--no-cache", "--no-semantic", "--compile-commands",
+            str(tmp_path / "compile_commands.json"), "--verify-report", str(report), str(src))
+    assert "Verified 0 of 1 unit(s) by compiling (0 build after the fix)" in err(r)
+    assert "; 1 unverified (first error: cfg.h: No such file or directory)" in err(r)
+    got = json.loads(report.read_text())
+    assert (got["units"], got["verified"]) == (1, 0) and "cfg.h: No such file" in got["unverified"][0]
+    assert "cudaDeviceSynchronize" in src.read_text()  # plain `fix` still writes: unverified is not worse
+
+
+def test_require_verify_exits_2_and_writes_nothing_when_a_unit_is_unverified(tmp_path):
+    src = _unbuildable(tmp_path, [str(tmp_path / "no-such-compiler")])  # a database whose compiler does not exist
+    r = run("--select", "CM501", "--no-cache", "--no-semantic", "--require-verify", "--compile-commands",
+            str(tmp_path / "compile_commands.json"), str(src))
+    assert r.exit_code == 2 and "1 unverified" in err(r) and "nothing written" in err(r)
+    assert "cudaThreadSynchronize" in src.read_text()
 
 
 def test_config_key_turns_verification_off(tmp_path):
@@ -166,7 +222,7 @@ def test_nvcc_rolls_back_the_broken_rule_and_reports_the_first_error(tmp_path):
     assert src.read_text() == code
     assert f'CM9901: fix rolled back: {src} does not compile with it: a.cu:3: error: identifier "{BROKEN}" is undefined' in err(r)
     assert "CM9901 [ ]" in err(r) and "[fix rolled back:" in err(r)  # still reported, as manual
-    assert "Verified 1 unit(s) by compiling (1 compiled before): 1 edit(s) rolled back" in err(r)
+    assert "Verified 1 of 1 unit(s) by compiling (1 build after the fix): 1 edit(s) rolled back" in err(r)
 
 
 @pytest.mark.nvcc
@@ -182,9 +238,9 @@ def test_nvcc_good_edit_in_a_source_stays_bad_edit_in_its_header_goes(tmp_path):
     assert "cudaDeviceSynchronize();" in src.read_text()  # the unit did not build before (CM501's API is gone)
     assert BROKEN not in hdr.read_text()
     got = json.loads(report.read_text())
-    assert (got["units"], got["compiled_before"], got["now_build"], got["rolled_back"]) == (1, 0, 1, 1)
+    assert (got["units"], got["builds_after"], got["compiled_before"], got["rolled_back"]) == (1, 1, 0, 1)
     assert got["rollbacks"][0]["unit"].endswith("src/main.cu") and got["rollbacks"][0]["path"].endswith("check.cuh")
-    assert "1 unit(s) now build that did not" in err(r)
+    assert "(1 build after the fix)" in err(r)
 
 
 def test_a_wrong_verify_value_in_the_configuration_is_one_line_and_exit_2(tmp_path):
@@ -219,7 +275,7 @@ def test_a_rollback_takes_its_whole_consistency_group_in_every_file(tmp_path):
     (tmp_path / "compile_commands.json").write_text(json.dumps(db))
     before = a.read_text(), b.read_text()
     report = tmp_path / "verify.json"
-    r = CliRunner().invoke(main, ["fix", "--rules-dir", str(RULES), "--select", "CM9902", "--no-cache",
+    r = CliRunner().invoke(main, ["fix", "--rules-dir", str(RULES), "--trust-compile-commands", "--select", "CM9902", "--no-cache",
                                   "--no-semantic", "--verify-report", str(report), str(a), str(b)],
                            catch_exceptions=False)
     assert (a.read_text(), b.read_text()) == before, err(r)  # a.cpp alone would compile: it is rolled back too
@@ -261,3 +317,12 @@ def test_compile_verification_reads_are_no_scan_dependencies(tmp_path):
     tmp = os.path.realpath(tempfile.gettempdir())
     new = {p for p in (opened - opened0) | (listed - listed0) if os.path.realpath(p).startswith(tmp)}
     assert not {p for p in new if "cudamigrate-" in p or os.path.realpath(p) == tmp}, sorted(new)
+
+
+def test_a_terminal_gets_a_progress_line(tmp_path, monkeypatch):
+    import cudamigrate.cli.progress as progress
+
+    monkeypatch.setattr(progress, "_is_terminal", lambda _s: True)
+    src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n}\n")
+    r = run("--select", "CM501", "--no-cache", "--no-semantic", str(src))
+    assert "\rverifying: 1/1 unit(s), 1 compile(s), 0 rollback(s)" in err(r)

@@ -36,11 +36,31 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
                    "a single `fix` run.")
 @click.option("--commit-per-family", "commit_by", flag_value="family", help="Like --commit-per-rule, one commit per family.")
 @click.option("--verify", "verify_mode", flag_value="auto", default=None,
-              help="Compile every unit the fix changes before and after it; roll back edits that break one "
-                   "(default when nvcc or a compile_commands.json is found; config key `verify`).")
+              help="Compile every translation unit the fix reaches before and after it; roll back edits that make "
+                   "one worse (default when nvcc or a compile_commands.json is found; config key `verify`). The "
+                   "units and their flags come from the compile database (--compile-commands, or one found as "
+                   "clangd finds it); without one, units are the files no other file includes, compiled with nvcc, "
+                   "the -I/-D given here or in the config and the include dirs the #includes point at "
+                   "(see --show-units).")
 @click.option("--no-verify", "verify_mode", flag_value="off", help="Do not compile to verify the fix.")
 @click.option("--require-verify", "verify_mode", flag_value="require",
               help="Like --verify, but exit 2 (writing nothing) when no compiler or compile command is known.")
+@click.option("--include-dir", "-I", "include_dirs", multiple=True, metavar="DIR",
+              help="An include directory for verification's compiles without a compile database (repeatable; "
+                   "config key `include-dirs`).")
+@click.option("--define", "-D", "defines", multiple=True, metavar="NAME[=VALUE]",
+              help="A macro for verification's compiles without a compile database (repeatable; config key "
+                   "`defines`).")
+@click.option("--show-units", is_flag=True,
+              help="List the translation units verification would compile for this fix (each with why it was "
+                   "chosen and its command) and exit; nothing is compiled or written.")
+@click.option("--trust-compile-commands", is_flag=True,
+              help="Run the commands of a compile database that was found, not named with --compile-commands, "
+                   "even when its compiler is not a known driver outside the project (env "
+                   "CUDAMIGRATE_TRUST_COMPILE_COMMANDS=1).")
+@click.option("--verify-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="Kill a verification compile (its whole process group) after this long (default 600; config "
+                   "key `verify-timeout`).")
 @click.option("--verify-report", type=click.Path(path_type=Path), default=None,
               help="Write compile verification's counts and rollbacks as JSON to this file.")
 @click.option("--write-outside-links", is_flag=True,
@@ -95,7 +115,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
     fixed = fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db)
     outcomes, verified = verify_fixes(engine, unique, fixed, kw, cfg, paths, unsafe_fixes, display_only, db,
-                                      fixed.blocked)
+                                      fixed.blocked, preview=not write)
     for outcome in outcomes:
         record_fix(outcome, write, tally)
     for line in fixed.withheld:

@@ -5,6 +5,7 @@ remains is listed. The edits themselves are computed by the runner, in worker pr
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,27 +110,47 @@ def list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
 
 def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome], kw: dict[str, Any], cfg: Any,
                  paths: tuple[Path, ...], unsafe: bool, display_only: frozenset[str],
-                 facts: Any = None, groups: frozenset[str] = frozenset()) -> tuple[Iterable[FixOutcome], Any]:
+                 facts: Any = None, groups: frozenset[str] = frozenset(),
+                 preview: bool = False) -> tuple[Iterable[FixOutcome], Any]:
     """Compile verification (cudamigrate/verify/rollback.py) of the computed fixes, before anything is written:
     (the outcomes, repaired, and the summary), or the outcomes untouched and None when verification is off or,
     in `auto` mode, no compiler is known. `require` without a compiler: one line, exit 2. `groups`: the
-    consistency groups the run withheld (FixRun.blocked), which a rollback's re-fix must leave out too."""
+    consistency groups the run withheld (FixRun.blocked), which a rollback's re-fix must leave out too. `preview`
+    (--diff, --dry-run): nothing is written, so nothing is compiled unless the command line asks (--verify)."""
     from ..parse.clang import find_compile_db
     from ..verify.rollback import Verifier, resolve_mode
+    from ..verify.units import Unit
 
     try:
         mode = resolve_mode(kw.get("verify_mode"), cfg.get("verify"))
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
-    if mode == "off":
-        return outcomes, None
+    if mode == "off" or (preview and mode == "auto" and kw.get("verify_mode") is None and not kw.get("show_units")):
+        return outcomes, None  # --diff/--dry-run show the fix; they compile only with --verify/--require-verify
     from ..pipeline.result_cache import unrecorded
 
     with unrecorded():  # the ancestors' listings are no cached result's dependency (see cli/prepare.py)
         db_path = kw.get("compile_commands") or find_compile_db(list(paths) or [Path(".")])
     assert engine.project is not None
+    from .progress import StatusLine
+
+    status = StatusLine()
+    trusted = bool(kw.get("compile_commands") or kw.get("trust_compile_commands")
+                   or os.environ.get("CUDAMIGRATE_TRUST_COMPILE_COMMANDS") == "1")
     v = Verifier(engine, engine.project, files, unsafe=unsafe, display_only=display_only, db_path=db_path,
-                 jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"), groups=groups)
+                 jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"), groups=groups, flags=_flags(kw, cfg),
+                 trusted=trusted, roots=_project_roots(paths, db_path),
+                 timeout=kw.get("verify_timeout") or cfg.get("verify-timeout"), progress=status)
+    if v.refused:
+        err(f"note: {db_path}: found, not named: {len(v.refused)} of its command(s) are not run "
+            f"({next(iter(v.refused.values()))}); their units are not verified. To run them, name the database "
+            "with --compile-commands or pass --trust-compile-commands (CUDAMIGRATE_TRUST_COMPILE_COMMANDS=1)")
+    if kw.get("show_units"):
+        from ..verify.units import describe
+
+        units = v.plan(list(outcomes))
+        click.echo(describe([Unit(u, v.why[u]) for u in units], v.command, v.display), nl=False)
+        sys.exit(0)
     if not v.available():
         if mode == "require":
             err("cannot verify fixes: no nvcc on PATH and no compile_commands.json (--require-verify); nothing written")
@@ -142,8 +163,32 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
             summary = v.run(done)
     finally:
         engine.semantic_provider = None
+        status.close()
     for r in summary.rollbacks:
         err(r.text())
     for u in summary.unverified:
         err(f"note: {u}")
+    if mode == "require" and summary.unverified:
+        err(f"{summary.line()}\ncannot verify fixes: {len(summary.unverified)} unit(s) compiled neither before nor "
+            "after the fix (--require-verify); nothing written")
+        sys.exit(2)
     return done, summary
+
+
+def _flags(kw: dict[str, Any], cfg: Any) -> tuple[str, ...]:
+    """-I/-D for verification's synthesized commands: the command line's, then the configuration's."""
+    from ..verify.units import user_flags
+
+    base = cfg.path.parent if getattr(cfg, "path", None) is not None else None
+    return user_flags(kw.get("include_dirs") or (), kw.get("defines") or ()) + \
+        user_flags(cfg.get("include-dirs") or [], cfg.get("defines") or [], base)
+
+
+def _project_roots(paths: tuple[Path, ...], db_path: Path | None) -> tuple[str, ...]:
+    """The project tree a found database's compiler must lie outside of: the paths given and the database's
+    directory (its parent too when that is a build*/ directory)."""
+    roots = [os.path.realpath(p if p.is_dir() else p.parent) for p in (paths or (Path("."),))]
+    if db_path is not None:
+        d = Path(os.path.realpath(db_path)).parent
+        roots.append(str(d.parent if d.name.startswith("build") else d))
+    return tuple(dict.fromkeys(roots))

@@ -56,3 +56,33 @@ class Progress:
             self.stream.write("\r" + " " * self._width + "\r")
             self.stream.flush()
             self._width = 0
+
+
+class StatusLine:
+    """One line of status rewritten in place on a terminal (nothing elsewhere), at most every `interval` s;
+    `close` erases it. For work counted in steps other than files (compile verification's units)."""
+
+    def __init__(self, stream: TextIO | None = None, interval: float = 0.2):
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = _is_terminal(self.stream)
+        self.interval = interval
+        self._last = 0.0
+        self._width = 0
+
+    def __call__(self, text: str) -> None:
+        now = time.monotonic()
+        if not self.enabled or now - self._last < self.interval:
+            return
+        self._last = now
+        import shutil
+
+        line = text[: max(1, shutil.get_terminal_size((80, 24)).columns - 1)]
+        self.stream.write("\r" + line + " " * max(0, self._width - len(line)))
+        self.stream.flush()
+        self._width = len(line)
+
+    def close(self) -> None:
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+            self._width = 0

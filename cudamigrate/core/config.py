@@ -21,7 +21,8 @@ from .textsafe import one_line, printable
 
 KNOWN = {"select", "ignore", "extend-select", "exclude", "target-cuda", "from-cuda", "options", "rule-options",
          "rules-dirs", "max-file-size", "respect-gitignore", "calibration", "keep-compat",
-         "verify", "build-command", "run-command", "reference"}
+         "verify", "build-command", "run-command", "reference", "include-dirs", "defines",
+         "verify-timeout"}
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
@@ -97,7 +98,7 @@ def load_config(path: Path, section: tuple[str, ...] | None) -> Config:
     return Config(path, _normalized(checked))
 
 
-_STR_LISTS = {"select", "ignore", "extend-select", "exclude", "rules-dirs"}
+_STR_LISTS = {"select", "ignore", "extend-select", "exclude", "rules-dirs", "include-dirs", "defines"}
 _SCALAR = (str, int, float, bool)
 
 
@@ -119,6 +120,9 @@ def _type_problem(key: str, v: Any) -> str | None:
         return None if isinstance(v, int) and not isinstance(v, bool) and v > 0 else "must be a positive integer"
     if key == "respect-gitignore":
         return None if isinstance(v, bool) else "must be true or false"
+    if key == "verify-timeout":
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+        return None if ok else "must be a positive number of seconds"
     if key == "calibration":
         return None if isinstance(v, str) else "must be a file name"
     if key == "verify":

@@ -26,13 +26,14 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
+
+from .stages import FRONT_END, classify, progressed
 
 SOURCE_SUFFIXES = frozenset({".cu", ".cpp", ".cc", ".cxx", ".c", ".c++"})
 CUDA_SUFFIXES = frozenset({".cu", ".cuh"})
@@ -58,6 +59,7 @@ class Diagnostic:
     file: str  # real path, '' when the compiler named none
     line: int
     message: str
+    stage: int = field(default=FRONT_END, compare=False)  # verify/stages.py: which stage reported it
 
     @property
     def key(self) -> tuple[str, str]:
@@ -76,6 +78,7 @@ class CompileResult:
     seconds: float = 0.0
     cached: bool = False
     tail: str = ""  # the last lines of the compiler's output, when it failed without a parsable error
+    changed: dict[str, frozenset[int]] = field(default_factory=dict)  # lines the edits compiled wrote, per file
 
     @property
     def first_error(self) -> str:
@@ -84,12 +87,13 @@ class CompileResult:
         return self.tail or "the compiler failed without a diagnostic"
 
     def to_json(self) -> dict:
-        return {"ok": self.ok, "errors": [[d.file, d.line, d.message] for d in self.errors], "tail": self.tail}
+        return {"ok": self.ok, "errors": [[d.file, d.line, d.message, d.stage] for d in self.errors], "tail": self.tail}
 
     @classmethod
     def from_json(cls, d: dict) -> "CompileResult":
-        return cls(bool(d["ok"]), [Diagnostic(str(f), int(n), str(m)) for f, n, m in d["errors"]], 0.0, True,
-                   str(d.get("tail", "")))
+        errors = [Diagnostic(str(e[0]), int(e[1]), str(e[2]), int(e[3]) if len(e) > 3 else classify(str(e[0]), str(e[2])))
+                  for e in d["errors"]]
+        return cls(bool(d["ok"]), errors, 0.0, True, str(d.get("tail", "")))
 
 
 def new_errors(before: CompileResult, after: CompileResult) -> list[Diagnostic]:
@@ -105,10 +109,11 @@ def new_errors(before: CompileResult, after: CompileResult) -> list[Diagnostic]:
 
 
 def worse(before: CompileResult, after: CompileResult) -> bool:
-    """The edits made the unit worse: it compiled and fails now, or it fails with an error not there before."""
+    """The edits made the unit worse: it compiled and fails now, or it fails with an error not there before,
+    unless it got further than before with no error on a line the edits changed (verify/stages.py)."""
     if before.ok:
         return not after.ok
-    if after.ok:
+    if after.ok or progressed(before, after):
         return False
     if new_errors(before, after):
         return True
@@ -133,25 +138,40 @@ def load_database(db_path: Path | None) -> dict[str, UnitCommand]:
     return out
 
 
-_DROP_WITH_ARG = {"-o", "-MF", "-MT", "-MQ", "--output-file", "-odir", "--output-directory", "-keep-dir", "--keep-dir",
-                  "--dependency-output"}
+# Every flag that names or selects an output (added back, into a temporary directory) or writes a file beside
+# the build (dependency files, nvcc's -time CSV, kept intermediates, traces, dumps): a compile never writes into
+# the user's tree. Alone with the next argument, or `flag=value`.
+_DROP_WITH_ARG = {"-o", "-MF", "-MT", "-MQ", "-MJ", "--output-file", "-odir", "--output-directory", "-keep-dir",
+                  "--keep-dir", "--dependency-output", "-time", "--time", "-run-args", "--run-args"}
 _DROP = {"-c", "-MD", "-MMD", "-MP", "-M", "-MM", "--generate-dependencies", "--generate-nonsystem-dependencies",
+         "--generate-dependencies-with-compile", "--generate-nonsystem-dependencies-with-compile",
          "--compile", "-E", "--preprocess", "-S", "-fsyntax-only", "--dependency-drive-compilation",
-         "-keep", "--keep", "-save-temps", "--save-temps"}  # these write intermediates into the user's directory
+         "-keep", "--keep", "-save-temps", "--save-temps", "-run", "--run", "-fsave-optimization-record"}
+_DROP_GLUED = ("-MF", "-MJ", "-ftime-trace", "-save-temps=", "-fdump-", "-fsave-optimization-record=", "-Wp,-M",
+               "-fprofile-generate", "-fprofile-instr-generate", "-fcoverage-data-file")
+_HOST_WRITES = re.compile(r"(?:^|,)(?:-M[DFJ]?|-MMD|-save-temps|-ftime-trace|-fdump-|-fsave-optimization-record)")
 
 
 def strip_outputs(argv: list[str]) -> list[str]:
-    """The command without what names or selects its outputs (added back, into a temporary directory)."""
+    """The command without what names or selects its outputs or writes other files (see above); host compiler
+    options (-Xcompiler X) that write files go with their flag."""
     out: list[str] = []
     skip = False
-    for a in argv:
+    for i, a in enumerate(argv):
         if skip:
             skip = False
             continue
         if a in _DROP_WITH_ARG:
             skip = True
             continue
-        if a in _DROP or (a.startswith("-o") and len(a) > 2 and not a.startswith("-opt")) or a.startswith("-MF"):
+        if a in _DROP or any(a.startswith(f + "=") for f in _DROP_WITH_ARG) or a.startswith(_DROP_GLUED):
+            continue
+        if a.startswith("-o") and len(a) > 2 and not a.startswith(("-opt", "-odir")):
+            continue
+        if a in ("-Xcompiler", "--compiler-options") and i + 1 < len(argv) and _HOST_WRITES.search(argv[i + 1]):
+            skip = True
+            continue
+        if a.startswith(("-Xcompiler=", "--compiler-options=")) and _HOST_WRITES.search(a.split("=", 1)[1]):
             continue
         out.append(a)
     return out
@@ -205,15 +225,17 @@ def _subdirs(d: Path) -> list[Path]:
         return []
 
 
-def synthesize(file: Path, data: bytes, run_files: Iterable[Path], nvcc: str) -> UnitCommand:
-    """`nvcc -c` for a unit the compile database does not know: C++17, the include directories the project's
-    `#include`s need, the wheels' headers (cuBLAS, NVRTC, ...). A header is compiled as a CUDA unit of its own."""
+def synthesize(file: Path, data: bytes, run_files: Iterable[Path], nvcc: str, flags: tuple[str, ...] = ()) -> UnitCommand:
+    """`nvcc -c` for a unit the compile database does not know: C++17, the user's `flags` (-I/-D from the command
+    line and configuration: verify/units.py's user_flags), the include directories the project's `#include`s
+    need, the wheels' headers (cuBLAS, NVRTC, ...). A header is compiled as a CUDA unit of its own."""
     from .build import wheel_root
 
     real = Path(os.path.realpath(file))
     argv = [nvcc, "-std=c++17"]
     if real.suffix.lower() not in SOURCE_SUFFIXES or real.suffix.lower() in CUDA_SUFFIXES:
         argv += ["-x", "cu"]
+    argv += flags
     for d in include_dirs(real, data, run_files):
         argv.append(f"-I{d}")
     wheels = wheel_root()
@@ -290,7 +312,8 @@ def overlay_argv(argv: tuple[str, ...], top: str) -> list[str]:
 # --------------------------------------------------------------------------- diagnostics
 _GCC = re.compile(r"^(?P<file>[^\s:(][^:\n]*?):(?P<line>\d+)(?::\d+)?:\s*(?:fatal\s+)?error:\s*(?P<msg>.*)$")
 _EDG = re.compile(r"^(?P<file>[^\s(][^(\n]*?)\((?P<line>\d+)\):\s*(?:catastrophic\s+)?error(?:\s*#\d+-?D?)?:\s*(?P<msg>.*)$")
-_TOOL = re.compile(r"^(?:nvcc|ptxas|nvlink|fatbinary)\s+(?:fatal|error)\s*:\s*(?P<msg>.*)$")
+_TOOL = re.compile(r"^(?P<tool>nvcc|ptxas|nvlink|fatbinary)\s+(?:fatal|error)\s*:\s*(?P<msg>.*)$")
+_PTXAS_AT = re.compile(r"^ptxas\s+\S+, line \d+; error\s*:\s*(?P<msg>.*)$")  # the temporary .ptx: no user file
 
 
 def parse_errors(output: str, cwd: str, top: str | None = None) -> list[Diagnostic]:
@@ -304,11 +327,16 @@ def parse_errors(output: str, cwd: str, top: str | None = None) -> list[Diagnost
         if m:
             f = m.group("file")
             path = os.path.realpath(os.path.join(cwd.replace(top, "") if top else cwd, f))
-            out.append(Diagnostic(path, int(m.group("line")), m.group("msg").strip()))
+            msg = m.group("msg").strip()
+            out.append(Diagnostic(path, int(m.group("line")), msg, classify(path, msg)))
             continue
         t = _TOOL.match(line)
         if t:
-            out.append(Diagnostic("", 0, t.group("msg").strip()))
+            out.append(Diagnostic("", 0, t.group("msg").strip(), classify("", t.group("msg"), t.group("tool"))))
+            continue
+        t = _PTXAS_AT.match(line)
+        if t:
+            out.append(Diagnostic("", 0, t.group("msg").strip(), classify("", t.group("msg"), "ptxas")))
     return out
 
 
@@ -381,10 +409,14 @@ def search_dirs(cmd: UnitCommand) -> list[str]:
     return [d for d in dict.fromkeys(out) if os.path.isdir(d)]
 
 
-def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs: Iterable[str] = ()) -> CompileResult:
+def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs: Iterable[str] = (),
+                 timeout: float = COMPILE_TIMEOUT) -> CompileResult:
     """Compile the unit as it is on disk (`changes` None) or with `changes` (real path -> bytes) in an overlay
     (`dirs`: more directories includes start from, see make_overlay); the object file goes to a temporary
-    directory, removed after."""
+    directory, removed after. The compiler runs in its own process group (verify/procs.py), killed as a whole
+    after `timeout` seconds or when the run is interrupted."""
+    from .procs import run_group
+
     t0 = time.perf_counter()
     top = make_overlay(changes, [*search_dirs(cmd), *dirs]) if changes else None
     out_dir = tempfile.mkdtemp(prefix="cudamigrate-obj-")
@@ -393,12 +425,10 @@ def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs
         cwd = _under(top, cmd.directory) if top else cmd.directory
         argv += ["-c", "-o", os.path.join(out_dir, "unit.o")]
         try:
-            p = subprocess.run(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               timeout=COMPILE_TIMEOUT, stdin=subprocess.DEVNULL)
-            text = p.stdout.decode("utf-8", "replace")
-            ok = p.returncode == 0
-        except subprocess.TimeoutExpired:
-            text, ok = f"nvcc fatal : the compile took longer than {COMPILE_TIMEOUT:.0f} s", False
+            rc, raw = run_group(argv, cwd, timeout)
+            text, ok = raw.decode("utf-8", "replace"), rc == 0
+            if rc is None:
+                text, ok = f"nvcc fatal : the compile took longer than {timeout:g} s (killed)", False
         except OSError as exc:
             text, ok = f"nvcc fatal : cannot run {argv[0]}: {exc.strerror or exc}", False
         errors = [] if ok else parse_errors(text, cwd, top)

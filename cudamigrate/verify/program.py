@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -60,16 +59,16 @@ def copy_project(src: Path, dst: Path) -> None:
 
 def shell(name: str, cmd: str, cwd: Path, timeout: float) -> Step:
     """Run `cmd` with the shell in `cwd`; stdout is the program's output, stderr is kept for the log."""
+    from .procs import run_group_split
+
     t0 = time.perf_counter()
-    try:
-        p = subprocess.run(cmd, shell=True, cwd=cwd, capture_output=True, stdin=subprocess.DEVNULL,
-                           timeout=timeout)
-    except subprocess.TimeoutExpired:
+    rc, stdout, stderr = run_group_split(cmd, cwd, timeout)  # its own process group, killed whole on timeout
+    if rc is None:
         return Step(name, False, time.perf_counter() - t0, f"timed out after {timeout:.0f} s", 124)
-    out = p.stdout.decode("utf-8", "replace")
-    if p.returncode != 0:
-        out += p.stderr.decode("utf-8", "replace")
-    return Step(name, p.returncode == 0, time.perf_counter() - t0, out, p.returncode)
+    out = stdout.decode("utf-8", "replace")
+    if rc != 0:
+        out += stderr.decode("utf-8", "replace")
+    return Step(name, rc == 0, time.perf_counter() - t0, out, rc)
 
 
 def last_line(text: str) -> str:
@@ -84,12 +83,13 @@ def run_fix(project: Path, fix_args: list[str], timeout: float) -> Step:
     env = dict(os.environ)
     pkg_root = str(Path(__file__).resolve().parent.parent.parent)
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    try:
-        p = subprocess.run(cmd, cwd=project, capture_output=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
+    from .procs import run_group_split
+
+    rc, _out, stderr = run_group_split(cmd, project, timeout, env)
+    if rc is None:
         return Step("fix", False, time.perf_counter() - t0, f"timed out after {timeout:.0f} s", 124)
-    err = p.stderr.decode("utf-8", "replace")
-    return Step("fix", p.returncode == 0, time.perf_counter() - t0, err, p.returncode)
+    err = stderr.decode("utf-8", "replace")
+    return Step("fix", rc == 0, time.perf_counter() - t0, err, rc)
 
 
 def build_and_run(tag: str, root: Path, build: str | None, run: str, timeout: float, out: VerifyRun) -> Step | None:

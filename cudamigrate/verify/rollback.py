@@ -18,15 +18,18 @@ Why this shape:
 from __future__ import annotations
 
 import os
+import threading
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from .compile_check import (CompileCache, CompileResult, UnitCommand, compile_unit, content_key, is_source,
+from .compile_check import (COMPILE_TIMEOUT, CompileCache, CompileResult, UnitCommand, compile_unit, content_key,
                             load_database, new_errors, nvcc_path, synthesize, worse)
+from .stages import changed_lines
 
 if TYPE_CHECKING:
     from ..scan.engine import Engine
@@ -58,11 +61,14 @@ class Rollback:
 class VerifySummary:
     """What compile verification did, for the summary line and the JSON report."""
 
-    units: int = 0  # units compiled before and after
-    compiled_before: int = 0
-    now_build: int = 0  # failed before, compile after
+    units: int = 0  # units the edits reach
+    verified: int = 0  # units that compiled before or after: the compiler could check the edits
+    builds_after: int = 0  # units that compile with the edits
+    originals_compiled: int = 0  # units whose original was compiled: only those that fail with the edits
+    compiled_before: int = 0  # of those originals, how many compiled
     worse: int = 0  # still worse after every rollback (0 unless a unit could not be repaired)
-    unverified: list[str] = field(default_factory=list)  # units that could not be compiled, with why
+    unverified: list[str] = field(default_factory=list)  # units that compiled neither before nor after, with why
+    first_errors: list[str] = field(default_factory=list)  # the unverified units' first errors (for the line)
     rollbacks: list[Rollback] = field(default_factory=list)
     compiles: int = 0
     cached: int = 0
@@ -70,16 +76,19 @@ class VerifySummary:
     per_unit: list[dict[str, Any]] = field(default_factory=list)  # unit, compiled before, compiles after
 
     def line(self) -> str:
-        s = (f"Verified {self.units} unit(s) by compiling ({self.compiled_before} compiled before): "
-             f"{len(self.rollbacks)} edit(s) rolled back, {self.now_build} unit(s) now build that did not")
+        s = (f"Verified {self.verified} of {self.units} unit(s) by compiling ({self.builds_after} build after the "
+             f"fix): {len(self.rollbacks)} edit(s) rolled back")
         if self.worse:
             s += f", {self.worse} unit(s) still worse"
         if self.unverified:
-            s += f", {len(self.unverified)} not verified"
-        return s + f"; {self.compiles} compile(s), {self.cached} cached, {self.seconds:.1f} s added."
+            common = Counter(self.first_errors).most_common(1)
+            s += f"; {len(self.unverified)} unverified" + (f" (first error: {common[0][0]})" if common else "")
+        return s + (f"; {self.compiles} compile(s) ({self.originals_compiled} of original code), {self.cached} "
+                    f"cached, {self.seconds:.1f} s added.")
 
     def to_json(self) -> dict[str, Any]:
-        return {"units": self.units, "compiled_before": self.compiled_before, "now_build": self.now_build,
+        return {"units": self.units, "verified": self.verified, "builds_after": self.builds_after,
+                "originals_compiled": self.originals_compiled, "compiled_before": self.compiled_before,
                 "worse": self.worse, "rolled_back": len(self.rollbacks), "compiles": self.compiles,
                 "cached": self.cached, "seconds": round(self.seconds, 3), "unverified": self.unverified,
                 "rollbacks": [r.__dict__ for r in self.rollbacks], "per_unit": self.per_unit}
@@ -117,7 +126,9 @@ class Verifier:
     def __init__(self, engine: Engine, index: ProjectIndex, run_files: list[Path], *, unsafe: bool,
                  display_only: frozenset[str] = frozenset(), db_path: Path | None = None, jobs: int | None = None,
                  use_cache: bool = True, nvcc: str | None = None, log: Callable[[str], None] | None = None,
-                 groups: frozenset[str] = frozenset()):
+                 groups: frozenset[str] = frozenset(), flags: tuple[str, ...] = (), trusted: bool = True,
+                 roots: tuple[str, ...] = (), timeout: float | None = None,
+                 progress: Callable[[str], None] | None = None):
         self.engine, self.index, self.unsafe, self.display_only = engine, index, unsafe, display_only
         self.groups = groups  # consistency groups the run withheld in every file: a re-fix never applies them
         self.run_files = [Path(os.path.realpath(p)) for p in run_files]
@@ -130,16 +141,33 @@ class Verifier:
         self.summary = VerifySummary()
         self._fixes: dict[tuple[str, frozenset], FixResult] = {}
         self._cmds: dict[str, UnitCommand | None] = {}
+        self.flags = flags  # -I/-D for synthesized commands (verify/units.py's user_flags)
+        self.why: dict[str, str] = {}  # unit -> why it was chosen (verify/units.py)
+        self.timeout = timeout or COMPILE_TIMEOUT
+        self.progress = progress  # a status line (a terminal's): units compiled of all, compiles, rollbacks
+        self._seen: set[str] = set()
+        self._total = 0
+        self._lock = threading.Lock()
+        self.refused: dict[str, str] = {}  # unit -> why a found database's command is not run (verify/consent.py)
+        if not trusted:
+            from .consent import refusal
+
+            for u, c in self.commands.items():
+                why = refusal(c.argv, c.directory, roots)
+                if why is not None:
+                    self.refused[u] = why
 
     # ------------------------------------------------------------------ what to compile
     def available(self) -> bool:
         return bool(self.nvcc or self.commands)
 
     def command(self, unit: str) -> UnitCommand | None:
+        if unit in self.refused:
+            return None
         if unit not in self._cmds:
             cmd = self.commands.get(unit)
             if cmd is None and self.nvcc:
-                cmd = synthesize(Path(unit), self._original(unit), self.run_files, self.nvcc)
+                cmd = synthesize(Path(unit), self._original(unit), self.run_files, self.nvcc, self.flags)
             self._cmds[unit] = cmd
         return self._cmds[unit]
 
@@ -157,15 +185,19 @@ class Verifier:
         return [unit, *[os.path.realpath(h) for h in self.index.reachable(Path(unit))]]
 
     def units(self) -> list[str]:
-        out: list[str] = []
-        for path in self.files:
-            if is_source(path):
-                out.append(path)
-                continue
-            users = [os.path.realpath(u) for u in self.index.includers(Path(path))]
-            users = [u for u in users if is_source(u)]
-            out += users or [path]  # a header no unit of the run includes: compiled on its own
-        return list(dict.fromkeys(out))
+        """The translation units the changed files belong to (verify/units.py), with why, in self.why."""
+        from .units import select_units
+
+        chosen = select_units(list(self.files), self.index, self.commands, self.display)
+        self.why.update((u.path, u.why) for u in chosen)
+        return [u.path for u in chosen]
+
+    def plan(self, outcomes: list[FixOutcome]) -> list[str]:
+        """The changed files taken from `outcomes`; the units they reach (for `fix --show-units`)."""
+        for o in outcomes:
+            if o.result is not None and o.result.changed:
+                self.files.setdefault(os.path.realpath(o.path), _File(o, o.result.original))
+        return self.units()
 
     def display(self, path: str) -> str:
         f = self.files.get(path)
@@ -182,13 +214,20 @@ class Verifier:
         assert cmd is not None
         inputs = [(d, changes[d] if d in changes else self._original(d)) for d in self.deps(unit)]
         key = content_key(cmd, inputs)
-        got = self.cache.get(key)
-        if got is not None:
+        res = self.cache.get(key)
+        if res is not None:
             self.summary.cached += 1
-            return got
-        res = compile_unit(cmd, changes or None, {os.path.dirname(d) for d in self.deps(unit)})
-        self.summary.compiles += 1
-        self.cache.put(key, res)
+        else:
+            res = compile_unit(cmd, changes or None, {os.path.dirname(d) for d in self.deps(unit)}, self.timeout)
+            self.summary.compiles += 1
+            self.cache.put(key, res)
+        if not res.ok and changes:  # where an error caused by the edits would be (verify/stages.py)
+            res.changed = changed_lines(changes, self._original)
+        if self.progress is not None:
+            with self._lock:
+                self._seen.add(unit)
+                self.progress(f"verifying: {len(self._seen)}/{self._total} unit(s), {self.summary.compiles} "
+                              f"compile(s), {len(self.summary.rollbacks)} rollback(s)")
         return res
 
     def changes(self, unit: str, exclude: dict[str, set[tuple[str, str]]] | None = None) -> dict[str, bytes]:
@@ -218,24 +257,30 @@ class Verifier:
 
     # ------------------------------------------------------------------ the run
     def run(self, outcomes: list[FixOutcome]) -> VerifySummary:
+        """Compile, repair, count; every compile's process group is killed if the run is interrupted."""
+        from .procs import interruptible
+
+        with interruptible():
+            return self._run(outcomes)
+
+    def _run(self, outcomes: list[FixOutcome]) -> VerifySummary:
         t0 = time.perf_counter()
-        for o in outcomes:
-            if o.result is not None and o.result.changed:
-                self.files[os.path.realpath(o.path)] = _File(o, o.result.original)
         units = []
-        for u in self.units():
-            if self.command(u) is None:
-                self.summary.unverified.append(f"{self.display(u)}: no compile command (no compile database "
-                                               "entry and no nvcc)")
+        for u in self.plan(outcomes):
+            if u in self.refused:
+                self._unverified(u, "its command in the found compile database is not run: " + self.refused[u])
+            elif self.command(u) is None:
+                self._unverified(u, "no compile command (no compile database entry and no nvcc)")
             else:
                 units.append(u)
+        self._total = len(units)
+        before: dict[str, CompileResult] = {}  # the original compiled only where the fixed unit fails
         with ThreadPoolExecutor(self.jobs) as pool:
-            before = dict(zip(units, pool.map(lambda u: self.compile(u, {}), units), strict=True))
             after = dict(zip(units, self._compile_all(pool, units), strict=True))
-        self.summary.units = len(units)
-        self.summary.compiled_before = sum(1 for u in units if before[u].ok)
+            self._originals(pool, units, before, after)
+        self.summary.units = len(units) + len(self.summary.unverified)
         for _ in range(MAX_ROUNDS):
-            bad = [u for u in units if worse(before[u], after[u])]
+            bad = [u for u in units if not after[u].ok and worse(before[u], after[u])]
             if not bad:
                 break
             touched: set[str] = set()
@@ -244,19 +289,44 @@ class Verifier:
             again = [u for u in units if touched & set(self.deps(u))]
             with ThreadPoolExecutor(self.jobs) as pool:
                 after.update(zip(again, self._compile_all(pool, again), strict=True))
+                self._originals(pool, again, before, after)
         else:
             gone: set[str] = set()
-            for u in [u for u in units if worse(before[u], after[u])]:  # give up on this unit: all its edits
+            for u in [u for u in units if not after[u].ok and worse(before[u], after[u])]:  # give up: all its edits
                 gone |= self._roll_back_all(u, after[u], before[u])
             for u in [u for u in units if gone & set(self.deps(u))]:  # and their groups' files' units
                 after[u] = self.compile(u, self.changes(u))
-        self.summary.worse = sum(1 for u in units if worse(before[u], after[u]))
-        self.summary.now_build = sum(1 for u in units if not before[u].ok and after[u].ok)
-        self.summary.per_unit = [{"unit": self.display(u), "compiled_before": before[u].ok, "compiles_after": after[u].ok,
+                if not after[u].ok and u not in before:
+                    before[u] = self.compile(u, {})
+        self.summary.worse = sum(1 for u in units if not after[u].ok and worse(before[u], after[u]))
+        self.summary.builds_after = sum(1 for u in units if after[u].ok)
+        self.summary.originals_compiled = len(before)
+        self.summary.compiled_before = sum(1 for b in before.values() if b.ok)
+        self.summary.per_unit = [{"unit": self.display(u), "compiles_after": after[u].ok,
+                                  "compiled_before": before[u].ok if u in before else None,
+                                  "verified": after[u].ok or before[u].ok,
                                   "first_error_after": "" if after[u].ok else after[u].first_error} for u in units]
+        for u in units:
+            if not after[u].ok and not before[u].ok:
+                self._unverified(u, after[u].errors[0].message if after[u].errors else after[u].first_error,
+                                 after[u].first_error)
+        self.summary.verified = self.summary.units - len(self.summary.unverified)
         self._finish()
         self.summary.seconds = time.perf_counter() - t0
         return self.summary
+
+    def _originals(self, pool: ThreadPoolExecutor, units: list[str], before: dict[str, CompileResult],
+                   after: dict[str, CompileResult]) -> None:
+        """Compile the original of each unit that fails with the edits (and was not compiled yet): a unit that
+        builds after the fix cannot be worse, so its original is never compiled (half the compiles, or more)."""
+        need = [u for u in units if not after[u].ok and u not in before]
+        before.update(zip(need, pool.map(lambda u: self.compile(u, {}), need), strict=True))
+
+    def _unverified(self, unit: str, short: str, full: str | None = None) -> None:
+        """A unit the compiler could not check: it compiled neither before nor after (a missing header, a compiler
+        that does not run), so nothing about the edits is proven by it."""
+        self.summary.unverified.append(f"{self.display(unit)}: not verified: {full or short}")
+        self.summary.first_errors.append(short)
 
     def _compile_all(self, pool: ThreadPoolExecutor, units: list[str]) -> list[CompileResult]:
         """The units compiled with their current edits, in parallel; the edits are computed here first, in this
