@@ -65,3 +65,52 @@ def test_message_names_the_branch():
 
     fs = scan_code(_kernel("  if (threadIdx.x < 8) v = __shfl_down(v, 1);"), ["CM502"])
     assert len(fs) == 1 and "inside `if (threadIdx.x < 8)` (line 3, in `k`)" in fs[0].message
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param("  if (threadIdx.x < 32) v = __shfl_down(v, 1);", id="warp-zero"),
+    pytest.param("  int tid = threadIdx.x;\n  if (tid >= 64) v = __shfl_down(v, 1);", id="whole-warps-local"),
+    pytest.param("  int warp = threadIdx.x / 32;\n  if (warp == n) v = __shfl_down(v, 1);", id="warp-index"),
+    pytest.param("  for (int i = blockIdx.x; i < n; i += gridDim.x) {\n    for (int k = 0; k < 4; k++) v = __shfl_down(v, 1);\n  }",
+                 id="inner-loop-of-uniform-loop"),
+])
+def test_warp_granular_conditions_keep_full_mask(body):
+    assert FULL in fix_code(_kernel(body), ["CM502"])
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param("  if (threadIdx.x < 16) v = __shfl_down(v, 1);", id="half-warp"),
+    pytest.param("  if (threadIdx.x < 32 && threadIdx.y == 0) v = __shfl_down(v, 1);", id="two-dimensional-block"),
+    pytest.param("  for (int i = threadIdx.x; i < n; i += 32) {\n    for (int k = 0; k < 4; k++) v = __shfl_down(v, 1);\n  }",
+                 id="inner-loop-of-strided-loop"),
+])
+def test_partial_warp_conditions_get_active_mask(body):
+    assert ACTIVE in fix_code(_kernel(body), ["CM502"])
+
+
+def test_message_names_the_call_chain():
+    from .helpers import scan_code
+
+    code = ("__device__ float g(float v) { return __shfl_down(v, 1); }\n"
+            "__device__ float f(float v) { return g(v); }\n" + _kernel("  if (threadIdx.x < 8) v = f(v);"))
+    fs = scan_code(code, ["CM502"])
+    assert "`g` is called from `f`, which is called inside `if (threadIdx.x < 8)` (line 5, in `k`)" in fs[0].message
+
+
+def _project_scan(tmp_path, caller_body: str):
+    from .helpers import run_cli
+
+    (tmp_path / "warp.cuh").write_text("__device__ float wsum(float v) {\n  for (int o = 16; o > 0; o /= 2) v += __shfl_down(v, o);\n"
+                                       "  return v;\n}\n")
+    (tmp_path / "main.cu").write_text('#include "warp.cuh"\n' + _kernel(caller_body))
+    return run_cli("fix", "--diff", "--unsafe-fixes", "--no-verify", "--select", "CM502", str(tmp_path))
+
+
+def test_a_headers_helper_follows_its_callers_in_the_files_including_it(tmp_path):
+    res = _project_scan(tmp_path, "  if (threadIdx.x < 8) v = wsum(v);")
+    assert "__shfl_down_sync(__activemask(), v, o)" in res.stdout, res.stdout + res.stderr
+
+
+def test_a_headers_helper_whose_callers_are_converged_keeps_full_mask(tmp_path):
+    res = _project_scan(tmp_path, "  v = wsum(v);")
+    assert "__shfl_down_sync(0xffffffff, v, o)" in res.stdout, res.stdout + res.stderr

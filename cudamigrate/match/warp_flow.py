@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 import tree_sitter as ts
 
 from ..parse import walk
-from ..parse.treesitter import Unit, parent_of
+from ..parse.treesitter import Unit, parent_of, parse_header
+from ..read.source import SourceFile
 from .context import FileContext, LOOP_TYPES, function_name_of, named_children, node_text, scope_of
 
 UNIFORM_BUILTINS = frozenset({"blockIdx", "blockDim", "gridDim", "warpSize", "true", "false", "nullptr", "NULL"})
@@ -47,8 +48,18 @@ class Divergence:
     line: int
     function: str
 
+    path: str = ""  # the file, when it is not the scanned one
+
     def describe(self) -> str:
-        return f"{self.what} (line {self.line}{', in `' + self.function + '`' if self.function else ''})"
+        where = f"{self.path}:{self.line}" if self.path else f"line {self.line}"
+        return f"{self.what} ({where}{', in `' + self.function + '`' if self.function else ''})"
+
+
+def _int(text: str) -> int | None:
+    try:
+        return int(text.rstrip("uUlL"), 0)
+    except ValueError:
+        return None
 
 
 def _is_kernel(fn: ts.Node) -> bool:
@@ -71,6 +82,12 @@ class WarpFlow:
     _uniform_vars: dict[tuple[int, str], bool] = field(default_factory=dict)
     _active: set[tuple[int, str]] = field(default_factory=set)
     _reach: dict[int, Divergence | None] = field(default_factory=dict)
+
+    def _shown(self) -> str:
+        """"" for the scanned file; another file's name as its findings would show it."""
+        if self.ctx.__dict__.get("_warp_flow") is self:
+            return ""
+        return self.ctx.source.path.name
 
     def _line(self, unit: Unit, node: ts.Node) -> int:
         return self.ctx.source.data.count(b"\n", 0, unit.abs(node)[0]) + 1
@@ -101,26 +118,50 @@ class WarpFlow:
             return None  # file scope or an unnamed function: nothing the file says about its callers
         if depth >= _MAX_DEPTH:
             return Divergence("callers nested too deep to follow", self._line(unit, node), name)
-        for cunit, call in self.callers(name, fn):
-            why = self.divergence(cunit, call, depth + 1)
+        for flow, cunit, call in self.callers(name, fn):
+            why = flow.divergence(cunit, call, depth + 1)
             if why is not None:
-                return Divergence(f"`{name}` is called {why.what}", why.line, why.function)
+                if why.what.startswith("`"):  # `g` is called inside ...: f is called from g, which is called ...
+                    head, _, rest = why.what.partition(" is called ")
+                    return Divergence(f"`{name}` is called from {head}, which is called {rest}", why.line, why.function,
+                                      why.path or flow._shown())
+                return Divergence(f"`{name}` is called {why.what}", why.line, why.function, why.path or flow._shown())
         return None
 
-    def callers(self, name: str, fn: ts.Node | None) -> list[tuple[Unit, ts.Node]]:
-        """The calls of `name` in the file, except those inside the function itself (recursion)."""
-        out = []
+    def callers(self, name: str, fn: ts.Node | None) -> list[tuple["WarpFlow", Unit, ts.Node]]:
+        """The calls of `name` in the file, except those inside the function itself (recursion), and in the files
+        of the run that include this one (a header's `__device__` helper is called by the .cu files using it)."""
+        out: list[tuple[WarpFlow, Unit, ts.Node]] = []
         for cunit, call in self.ctx.calls.get(name, []):
             if fn is not None and cunit is self.ctx.main and fn.start_byte <= call.start_byte < fn.end_byte:
                 continue
-            out.append((cunit, call))
+            out.append((self, cunit, call))
+        for flow in self._includers():
+            out.extend((flow, cunit, call) for cunit, call in flow.ctx.calls.get(name, []))
+        return out
+
+    def _includers(self) -> list["WarpFlow"]:
+        """The analyses of the run's files that include this one (read and parsed once per run)."""
+        proj = self.ctx.project
+        if proj is None or not getattr(proj, "files", None):
+            return []
+        cache = proj.cache.setdefault("warp-flow-includers", {})
+        out = []
+        for path in proj.includers(self.ctx.source.path):
+            if path not in cache:
+                data = proj.read(path)
+                cache[path] = None if data is None else WarpFlow(FileContext(
+                    source=SourceFile(path=path, data=data), units=[Unit(tree=parse_header(data), base=0)],
+                    project=proj))
+            if cache[path] is not None:
+                out.append(cache[path])
         return out
 
     def _local(self, unit: Unit, node: ts.Node, fn: ts.Node | None, name: str) -> Divergence | None:
         """Divergence inside the function (or macro body) holding `node`: enclosing conditions, earlier exits."""
         loops: list[ts.Node] = []
         child, p = node, parent_of(node)
-        while p is not None and p is not fn and p.type != "translation_unit":
+        while p is not None and (fn is None or p.id != fn.id) and p.type != "translation_unit":
             why = self._guard(unit, p, child, fn)
             if why is not None:
                 return Divergence(f"inside {why}", self._line(unit, p), name)
@@ -141,10 +182,11 @@ class WarpFlow:
                 return Divergence(f"after `{_short(ex)}` inside {cond}", self._line(unit, ex), name)
         return None
 
-    def _guarded_by(self, unit: Unit, node: ts.Node, fn: ts.Node | None) -> str | None:
-        """The first lane-dependent condition that decides whether `node` runs (up to the function)."""
+    def _guarded_by(self, unit: Unit, node: ts.Node, fn: ts.Node | None, stop: ts.Node | None = None) -> str | None:
+        """The first lane-dependent condition that decides whether `node` runs (up to the function, or `stop`)."""
         child, p = node, parent_of(node)
-        while p is not None and p is not fn and p.type != "translation_unit":
+        while p is not None and (fn is None or p.id != fn.id) and (stop is None or p.id != stop.id) \
+                and p.type != "translation_unit":
             if p.type == "lambda_expression":
                 return None  # a lambda's own exit
             why = self._guard(unit, p, child, fn)
@@ -219,6 +261,8 @@ class WarpFlow:
             if callee is None or node_text(callee).replace(" ", "") not in PURE_CALLS:
                 return False
             return all(self.uniform(unit, a, fn) for a in named_children(args))
+        if t == "binary_expression" and fn is not None and self._warp_granular(unit, expr, fn):
+            return True
         if t in ("subscript_expression", "pointer_expression") and not node_text(expr).startswith("&"):
             return False  # a load: memory may differ between the lanes' reads (other threads write it)
         if t in ("parenthesized_expression", "binary_expression", "unary_expression", "pointer_expression",
@@ -228,6 +272,57 @@ class WarpFlow:
             return all(self.uniform(unit, c, fn) for c in named_children(expr)
                        if c.type not in ("type_descriptor", "primitive_type", "type_identifier"))
         return False
+
+    def _warp_granular(self, unit: Unit, expr: ts.Node, fn: ts.Node) -> bool:
+        """`threadIdx.x / 32`, `threadIdx.x >> 5`, `threadIdx.x < 32 * k` (`tid < 64`, `tid >= 32`): the same for
+        every lane of a warp when the block is one-dimensional, since a warp is then 32 consecutive `threadIdx.x`
+        (CUDA C++ Programming Guide, "SIMT Architecture"); taken as one-dimensional when the function never
+        names `threadIdx.y` or `threadIdx.z`."""
+        op = expr.child_by_field_name("operator")
+        left, right = expr.child_by_field_name("left"), expr.child_by_field_name("right")
+        if op is None or left is None or right is None:
+            return False
+        o = op.type
+        if o in (">", ">=", "<=", "<") and self._thread_x(unit, right, fn):
+            left, right = right, left
+            o = {">": "<", ">=": "<=", "<=": ">=", "<": ">"}[o]
+        if not self._thread_x(unit, left, fn):
+            return False
+        if o == "/" and self._multiple_of_32(right, 0):
+            return self._one_dimensional(fn)
+        if o == ">>" and right.type == "number_literal" and _int(node_text(right)) is not None \
+                and (_int(node_text(right)) or 0) >= 5:
+            return self._one_dimensional(fn)
+        if o in ("<", ">=") and self._multiple_of_32(right, 0) or o in ("<=", ">") and self._multiple_of_32(right, 31):
+            return self._one_dimensional(fn)
+        return False
+
+    @staticmethod
+    def _multiple_of_32(node: ts.Node, rest: int) -> bool:
+        text = node_text(node).strip()
+        if text == "warpSize":
+            return rest == 0
+        v = _int(text)
+        return v is not None and v % 32 == rest
+
+    def _thread_x(self, unit: Unit, node: ts.Node, fn: ts.Node) -> bool:
+        """`threadIdx.x`, or a local of the function whose only value is it (`int tid = threadIdx.x;`)."""
+        text = "".join(node_text(node).split())
+        while text.startswith("(") and text.endswith(")"):
+            text = text[1:-1]
+        if text == "threadIdx.x":
+            return True
+        if node.type != "identifier":
+            return False
+        body = fn.child_by_field_name("body")
+        writes = self._writes(body, text) if body is not None else None
+        return bool(writes) and all(v is not None and "".join(node_text(v).split()) == "threadIdx.x"
+                                    for _, v in writes or [])
+
+    @staticmethod
+    def _one_dimensional(fn: ts.Node) -> bool:
+        text = "".join(node_text(fn).split())
+        return "threadIdx.y" not in text and "threadIdx.z" not in text
 
     def _uniform_name(self, unit: Unit, name: str, at: ts.Node, fn: ts.Node | None) -> bool:
         if name in VARYING_BUILTINS:
@@ -254,10 +349,10 @@ class WarpFlow:
                 return True  # kernel arguments are the same for every thread
             idx = params.index(name)
             fname = function_name_of(fn) or ""
-            for cunit, call in self.callers(fname, fn):
+            for flow, cunit, call in self.callers(fname, fn):
                 args = named_children(call.child_by_field_name("arguments"))
                 cfn = None if cunit.in_macro else scope_of(call).function
-                if idx >= len(args) or not self.uniform(cunit, args[idx], cfn):
+                if idx >= len(args) or not flow.uniform(cunit, args[idx], cfn):
                     return False
             return bool(fname)
         body = fn.child_by_field_name("body")
@@ -266,10 +361,24 @@ class WarpFlow:
         writes = self._writes(body, name)
         if writes is None:
             return True  # not a local of the function: a constant, global or template parameter
+        scope = self._decl_scope(body, name)
         for w, value in writes:
-            if value is None or not self.uniform(unit, value, fn) or self._guarded_by(unit, w, fn) is not None:
+            # a write under a lane-dependent condition makes the lanes' values differ, unless that condition also
+            # encloses the declaration (then it encloses every use: the lanes there all took the same path)
+            if value is None or not self.uniform(unit, value, fn) or self._guarded_by(unit, w, fn, scope) is not None:
                 return False
         return True
+
+    @staticmethod
+    def _decl_scope(body: ts.Node, name: str) -> ts.Node:
+        """The statement or block a local's declaration is in (its uses and writes are all inside it)."""
+        for n in walk.typed_nodes(body, frozenset({"init_declarator", "declaration"})):
+            d = n.child_by_field_name("declarator")
+            if d is not None and node_text(d) == name or n.type == "declaration" and any(
+                    node_text(x) == name for x in n.children_by_field_name("declarator")):
+                decl = n if n.type == "declaration" else (n.parent or n)
+                return decl.parent or body
+        return body
 
     @staticmethod
     def _params(fn: ts.Node) -> list[str]:
