@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import FIXTURES
 
 PROJECT = FIXTURES / "texture" / "project-blocked"
@@ -182,12 +184,75 @@ def test_a_reference_is_known_by_its_declaring_file_not_its_name(tmp_path):
 
 
 def test_a_use_whose_declaration_is_not_seen_holds_back_every_reference_of_its_name(tmp_path):
-    """A bind of `tex` in a file that sees no declaration of it may be of any `tex` of the run (a file included
-    after the declaration elsewhere): while it stays, no `tex` is migrated, and the note names it."""
+    """A bind of `tex` in a file that sees no declaration of it, and that another file of the run includes, may
+    be of any `tex` of the run (a file included after the declaration elsewhere): while it stays, no `tex` is
+    migrated, and the note names it."""
     root = _two_programs(tmp_path, _UNSEEN_TEX)
+    (root / "other" / "main.cu").write_text('#include "other.cu"\nint main() { return 0; }\n')
     res = _cli("fix", "--unsafe-fixes", "--no-verify", "--select", RULES, str(root))
     assert (root / "sort" / "sort.cu").read_text() == _SORT
     note = next(ln for ln in res.stderr.splitlines() if "fix withheld" in ln)
     stuck, uses = note.split("All")
     assert "`tex` (declared in " in note and "sort.cu): fix withheld" in note, note
     assert "other.cu:2:" in stuck and "sort.cu:2:" in uses and "other.cu:2:" in uses, note
+
+
+def test_an_unseen_use_no_file_includes_holds_back_nothing(tmp_path):
+    """The same bind in a file no file of the run includes shares no translation unit with any declaration:
+    the whole-tree fix migrates `sort`'s `tex` as `fix sort/` alone does."""
+    root = _two_programs(tmp_path, _UNSEEN_TEX)
+    whole = _cli("fix", "--unsafe-fixes", "--no-verify", "--diff", "--select", RULES, str(root))
+    alone = _cli("fix", "--unsafe-fixes", "--no-verify", "--diff", "--select", RULES, str(root / "sort"))
+    assert "cudaTextureObject_t tex" in whole.stdout and "withheld" not in whole.stderr, whole.stderr
+    assert whole.stdout == alone.stdout
+
+
+# issue 31: two programs of one tree; heat3d is a half-finished port with its own object named like heat2d's reference
+_HEAT2D = """#include <cuda_runtime.h>
+texture<float, 2> tex_u;
+__global__ void step(float *out, int nx) {
+  int x = threadIdx.x, y = threadIdx.y;
+  out[y * nx + x] = 0.25f * (tex2D(tex_u, x - 1, y) + tex2D(tex_u, x + 1, y));
+}
+void run(cudaArray *a, float *out) {
+  cudaBindTextureToArray(tex_u, a);
+  step<<<1, dim3(16, 16)>>>(out, 16);
+  cudaUnbindTexture(tex_u);
+}
+"""
+_HEAT3D = """#include <cuda_runtime.h>
+static cudaTextureObject_t tex_u;
+void bind(cudaArray *a) { cudaBindTextureToArray(tex_u, a); }
+"""
+
+
+def _heat(tmp_path: Path) -> Path:
+    for d, text in (("heat2d", _HEAT2D), ("heat3d", _HEAT3D)):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / f"{d}.cu").write_text(text)
+    return tmp_path
+
+
+def test_a_same_named_variable_of_another_program_does_not_tie_the_reference(tmp_path):
+    """heat3d's bind names its own `static cudaTextureObject_t tex_u`, not heat2d's reference: the scan shows
+    heat2d's migration as fixable, and the root fix makes it, as `fix heat2d/` does (union of per-program fixes)."""
+    root = _heat(tmp_path)
+    scan = _cli("scan", "--select", RULES, str(root))
+    assert "heat2d.cu:2:19: CM601 [~]" in scan.stdout and "heat3d.cu:3:27: CM603 [ ]" in scan.stdout, scan.stdout
+    alone = _cli("fix", "--unsafe-fixes", "--no-verify", "--diff", "--select", RULES, str(root / "heat2d"))
+    res = _cli("fix", "--unsafe-fixes", "--no-verify", "--select", RULES, str(root))
+    assert "withheld" not in res.stderr, res.stderr
+    assert "__constant__ cudaTextureObject_t tex_u;" in (root / "heat2d" / "heat2d.cu").read_text()
+    assert (root / "heat3d" / "heat3d.cu").read_text() == _HEAT3D
+    (root / "heat2d" / "heat2d.cu").write_text(_HEAT2D)
+    assert _cli("fix", "--unsafe-fixes", "--no-verify", "--diff", "--select", RULES, str(root)).stdout == alone.stdout
+
+
+@pytest.mark.nvcc
+def test_heat2d_fixed_at_the_root_builds(tmp_path):
+    from cudamigrate.verify.build import compile_file
+
+    root = _heat(tmp_path)
+    _cli("fix", "--unsafe-fixes", "--no-verify", "--select", RULES, str(root))
+    built = compile_file(root / "heat2d" / "heat2d.cu", tmp_path / "heat2d.o", arch="sm_75")
+    assert built.ok, built.output

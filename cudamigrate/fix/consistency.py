@@ -14,8 +14,10 @@ edit of a blocked group. Blocking only grows, so this ends. Every use of a withh
 
 A symbol may carry a scope (`symbol@scope`, findings/model.py SCOPE): texture references are file-scope objects,
 so `tex` declared in one program of the run and `tex` declared in another are two groups, and one that cannot be
-migrated does not hold the other back. A use whose declaration the rule could not see is `symbol@*`: it may be
-any of them, so while it stays, every scope of the symbol stays too (`tied`).
+migrated does not hold the other back. A use whose declaration the rule could not see, in a file that another
+file of the run includes, is `symbol@*`: it may be any of them, so while it stays, every scope of the symbol stays
+too (`tied`). A use of a variable its file declares, or in a file nothing includes, has no group
+(match/migrations/texture.py `_unseen_use_group`): it shares no translation unit with any reference.
 """
 
 from __future__ import annotations

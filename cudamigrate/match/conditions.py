@@ -25,6 +25,7 @@ from .matchers import Match
 from .arg_spelling import LITERAL_TYPES, NULL_SPELLINGS, NULL_STREAMS, ConditionError  # noqa: F401  (re-exported)
 from .arg_spelling import arg_is as _arg_is
 from .semantic import SEMANTIC_TESTS, semantic_condition
+from .warp_flow import divergence_of
 
 IS_VALUES = ("null_stream", "null", "literal", "identifier", "address_of", "zero")
 PLACES = ("loop", "kernel", "device_function", "host_function", "main", "macro_body", "function")
@@ -179,6 +180,11 @@ CONDITIONS.add("inside", one_of(*PLACES, many=True), lambda val, m, ctx: any(_in
                "function, a host function, `main`, a `#define` body, any function.")
 CONDITIONS.add("not_inside", one_of(*PLACES, many=True),
                lambda val, m, ctx: not any(_inside(p, m, ctx) for p in _listed(val)), "the negation of `inside`.")
+CONDITIONS.add("warp_converged", boolean(),
+               lambda val, m, ctx: (divergence_of(ctx, m.unit, m.node) is None) == bool(val),
+               "every lane of the warp provably reaches the match together: no enclosing branch, loop or earlier exit "
+               "whose condition may differ between lanes, in the function and in every caller in the file "
+               "(`cudamigrate/match/warp_flow.py`); the template function `warp_divergence()` says why not.")
 CONDITIONS.add("result_unused", boolean(), lambda val, m, ctx: _result_unused(m.node) == bool(val),
                "the call is a bare expression statement (its result is dropped).")
 _pair("file_has_call", "file_lacks_call", _calls_schema(),

@@ -19,6 +19,7 @@ from ..parse.treesitter import parent_of
 from ..findings.model import Edit
 from ..core.registry import Registry, Schema, SchemaError, anything, condition, did_you_mean, scalar
 from ..rules.templates import render
+from .warp_flow import divergence_of
 from .conditions import evaluate, wrapper_of
 from .context import FileContext, node_text
 from .language import file_language
@@ -437,7 +438,18 @@ def template_context(m: Match, ctx: FileContext, options: dict[str, Any]) -> dic
         "nl": ctx.source.newline.decode(),
         "rule": {"id": m.rule.id, "deprecated_in": m.rule.deprecated_in, "removed_in": m.rule.removed_in},
         "fresh": _fresh_namer(m, ctx),
+        "warp_divergence": _warp_divergence(m, ctx),
     }
+
+
+def _warp_divergence(m: Match, ctx: FileContext):
+    """`{{ warp_divergence() }}`: why only part of a warp may reach the match ("" when the whole warp provably
+    does), computed only when a template asks (cudamigrate/match/warp_flow.py)."""
+    def why() -> str:
+        got = divergence_of(ctx, m.unit, m.node)
+        return got.describe() if got is not None else ""
+
+    return why
 
 
 def _fresh_namer(m: Match, ctx: FileContext):

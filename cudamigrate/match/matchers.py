@@ -185,7 +185,8 @@ def _shadowed(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node, written: s
     """Callee identity (see match/shadows.py): True drops the match (the name is certainly the project's
     own declaration); an uncertain shadow keeps the finding and withholds its fix. Rules opt out with
     `callee_identity: false` in their matcher spec."""
-    if "::" in written or "." in written or hit.type != "identifier" or not rule.spec.get("callee_identity", True):
+    if "::" in written or "." in written or hit.type not in ("identifier", "type_identifier") \
+            or not rule.spec.get("callee_identity", True):
         return False
     from .shadows import shadow_of
 
@@ -233,6 +234,9 @@ def match_call(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match 
               name_range=unit.abs(climb_name(hit)[1]) if hit.type == "identifier" else unit.abs(hit),
               ident_range=unit.abs(hit))
     return None if _shadowed(rule, ctx, unit, hit, written, m) else m
+
+
+_TYPE_DEFINITIONS = ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier")
 
 
 def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Match | None:
@@ -285,6 +289,10 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
     call = call_of(hit) if hit.type == "identifier" else None
     if hit.type == "type_identifier":
         role = "type"
+        p = parent_of(hit)
+        if p is not None and p.type in _TYPE_DEFINITIONS and p.child_by_field_name("body") is not None \
+                and _same(p.child_by_field_name("name"), hit):
+            return None  # `struct double4 { ... }` (in a namespace too) defines the project's own type
     elif call is not None:
         role = "call"
     elif hit.type == "identifier":
@@ -311,7 +319,7 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
         m.callee = call[1]
         m.arglist = call[0].child_by_field_name("arguments")
         m.args = named_children(m.arglist)
-    if role in ("call", "value") and _shadowed(rule, ctx, unit, hit, written, m):
+    if _shadowed(rule, ctx, unit, hit, written, m):
         return None
     return m
 

@@ -7,7 +7,8 @@ compiles, so the call and identifier matchers ask this module first.
 
 A name is *shadowed* when the file or a project header it includes (`#include "..."`, followed
 transitively from the including file's directory) declares it as a function, a variable or field
-(e.g. a function pointer), a typedef, or a macro, or when it is a parameter of the macro whose body
+(e.g. a function pointer), a typedef, a class/struct/union/enum it defines (`struct double4 {...}` of an
+OpenCL host header: CM511 must not rename it), or a macro, or when it is a parameter of the macro whose body
 the call sits in. The shadow is *certain* (the finding is dropped) when the declaration is visible
 unconditionally, or when no CUDA header reaches the file at all (then the name cannot be the API).
 It is *uncertain* (the finding stays, its fix is withheld) when the declaration sits in a
@@ -56,18 +57,22 @@ _MACROS = "(preproc_def name: (_) @n) @x (preproc_function_def name: (_) @n) @x"
 DECL_PATTERNS = tuple(walk.FieldPattern(t, "declarator") for t in (
     "function_definition", "declaration", "field_declaration", "type_definition", "parameter_declaration"))
 MACRO_PATTERNS = (walk.FieldPattern("preproc_def", "name"), walk.FieldPattern("preproc_function_def", "name"))
+# `struct double4 { ... }`: a class, struct, union or enum the project defines (with a body: `struct double4 x;`
+# and `struct double4;` name the toolkit's own struct where it is in view)
+TYPE_PATTERNS = tuple(walk.FieldPattern(t, "name") for t in (
+    "struct_specifier", "class_specifier", "union_specifier", "enum_specifier"))
 
 
 @dataclass(frozen=True)
 class Shadow:
     name: str
-    kind: str  # function | variable | field | typedef | macro | parameter | macro-parameter
+    kind: str  # function | variable | field | typedef | type | macro | parameter | macro-parameter
     where: str  # "file.h:12"
     certain: bool
 
     @property
     def reason(self) -> str:
-        what = {"function": "a function", "variable": "a variable", "field": "a member", "typedef": "a type",
+        what = {"function": "a function", "variable": "a variable", "field": "a member", "typedef": "a type", "type": "a type",
                 "macro": "a macro", "parameter": "a parameter", "macro-parameter": "a macro parameter",
                 "overload": "a project overload that this call may resolve to"}[self.kind]
         return f"`{self.name}` is also declared as {what} at {self.where}; the call may not be the CUDA API"
@@ -207,6 +212,15 @@ def declarations(root: ts.Node, names: set[str], local: bool) -> dict[str, list[
         out.setdefault(name, []).append(_Decl(kind, x.start_point[0] + 1, _conditional(x),
                                               fn.start_byte if fn is not None else None, klass, x.start_byte,
                                               _arity(d) if kind == "function" else None))
+    for _, x, nn in walk.field_matches(root, TYPE_PATTERNS):
+        n = node_text(nn)
+        if n not in names or x.child_by_field_name("body") is None or _enclosing(x, ("namespace_definition",)) is not None:
+            continue
+        fn = scope_of(x).function
+        if fn is not None and not local:
+            continue
+        out.setdefault(n, []).append(_Decl("type", x.start_point[0] + 1, _conditional(x),
+                                           fn.start_byte if fn is not None else None, None, x.start_byte))
     for _, x, nn in walk.field_matches(root, MACRO_PATTERNS):
         n = node_text(nn)
         if n in names:

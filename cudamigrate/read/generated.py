@@ -15,6 +15,11 @@ import re
 from dataclasses import dataclass
 
 MARK = b"CUDAMIGRATE_"
+# the comment on an `#if` a fix wrote to keep code for older toolkits (CM503 compiles a removed capability's print
+# only under `#if CUDART_VERSION < 13000`, as NVIDIA's v13.0 deviceQuery does): CM410 does not report that guard
+# as a decided version test until the project declares a minimum toolkit, when the code it keeps may go
+OWN_GUARD = "/* cudamigrate: compat guard */"
+OWN_GUARD_MARK = re.compile(rb"/\*[ \t]*cudamigrate:[ \t]*compat guard[ \t]*\*/")
 BLOCK = re.compile(rb"^[ \t]*#[ \t]*ifndef[ \t]+(CUDAMIGRATE_\w+)[^\n]*\n.*?^[ \t]*#[ \t]*endif[ \t]*/\*[ \t]*\1[ \t]*\*/",
                    re.M | re.S)
 

@@ -14,6 +14,7 @@ import tree_sitter as ts
 from ...findings.model import Edit
 from ...parse import walk
 from ...parse.treesitter import query
+from ...read.generated import OWN_GUARD_MARK
 from ...rules.schema import Rule
 from ..context import FileContext, source_text, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
 from ..matchers import Match
@@ -183,6 +184,8 @@ def version_guard(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list
         m.vars.update({"condition": " ".join(decided[1].split()), "directive": " ".join(line.split()),
                        "state": "true" if decided[2] else "false", "outcome": outcome,
                        "minimum": f"{lo[0]}.{lo[1]}"})
+        if ctx.keep_compat is None and mark is None and any(OWN_GUARD_MARK.search(data[b[3] : b[4]]) for b in branches):
+            continue  # a guard the fix wrote for older toolkits: its own output, kept until a minimum is declared
         if ctx.keep_compat is None and mark is None:
             # the project never said it dropped the older toolkits: the guard may be deliberate compatibility code
             # (NVIDIA's v13.0 deviceQuery keeps two), so it is reported, not removed, until a minimum is declared

@@ -22,6 +22,7 @@ import tree_sitter as ts
 from ...findings.model import Edit
 from ...parse import walk
 from ...parse.treesitter import Unit, query
+from ...read.generated import OWN_GUARD
 from ..context import FileContext, declaration_of, named_children, node_text, normalize, normalize_name, scope_of, type_aliases
 
 _BLOCKS = {"compound_statement"}
@@ -272,19 +273,92 @@ def _fresh_name(ctx: FileContext, candidates: list[str]) -> str:
     return f"{base}_{i}"
 
 
-def _earlier_hoists(stmt: ts.Node, field: str) -> int:
-    """How many other statements before `stmt` in its function read `field` and would get a hoisted local."""
+def _earlier_hoists(stmt: ts.Node, field: str, device: str) -> int:
+    """How many other statements before `stmt` in its function read `field` and get a hoisted local of their own
+    (not those that reuse an earlier statement's, `_hoist_owner`)."""
     fn = scope_of(stmt).function
     if fn is None:
         return 0
     starts = set()
-    for _, fe, f in walk.field_matches(fn, FIELD_READS):
+    for fe, r, f in walk.pair_matches(fn, FIELD_READS, "argument"):
         if node_text(f) != field or fe.start_byte >= stmt.start_byte:
             continue
         other, _ = _hoist_point(fe)
-        if other is not None and other.start_byte < stmt.start_byte:
+        if other is not None and other.start_byte < stmt.start_byte \
+                and _hoist_owner(other, field, normalize(node_text(r)), device).id == other.id:
             starts.add(other.start_byte)
     return len(starts)
+
+
+def _reads_only(stmt: ts.Node, field: str, want: str) -> bool:
+    """`stmt` reads `want.field` and neither writes it nor takes its address (its read can be hoisted)."""
+    found = False
+    for fe2, r, f in walk.pair_matches(stmt, FIELD_READS, "argument"):
+        if node_text(f) != field or normalize(node_text(r)) != want:
+            continue
+        found = True
+        p = fe2.parent
+        while p is not None and p.type == "parenthesized_expression":
+            p = p.parent
+        if p is not None and (p.type == "update_expression" or (p.type == "pointer_expression" and node_text(p).startswith("&"))
+                              or (p.type == "assignment_expression" and p.child_by_field_name("left") is not None
+                                  and _within(fe2, p.child_by_field_name("left")))):
+            return False
+    return found
+
+
+def _within(n: ts.Node, outer: ts.Node) -> bool:
+    return outer.start_byte <= n.start_byte < outer.end_byte
+
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def _disturbs(stmt: ts.Node, field: str, want: str, device: str) -> bool:
+    """Whether `stmt` may change `want.field` or the device it is queried for: it names the receiver other than
+    to read one of its fields, or writes (or takes the address of) a name the device expression uses."""
+    base = _NAME.match(want)
+    dev_names = set(_NAME.findall(device))
+    for n in walk.typed_nodes(stmt, frozenset({"identifier"})):
+        name = node_text(n)
+        if base is not None and name == base.group(0):
+            p = n.parent
+            if p is None or p.type != "field_expression" or normalize(node_text(p.child_by_field_name("argument") or p)) != want:
+                return True  # `&prop`, `prop = other`, `fill(prop)`: the struct may change
+            q = p.parent
+            if q is not None and ((q.type == "assignment_expression" and q.child_by_field_name("left") is not None
+                                   and _within(p, q.child_by_field_name("left"))) or q.type == "update_expression"):
+                return True  # `prop.field = ...`
+        if name in dev_names:
+            q = n.parent
+            if q is not None and (q.type == "update_expression" or (q.type == "pointer_expression" and node_text(q).startswith("&"))
+                                  or (q.type == "assignment_expression" and q.child_by_field_name("left") is not None
+                                      and _within(n, q.child_by_field_name("left")))):
+                return True
+    return False
+
+
+def _hoist_owner(stmt: ts.Node, field: str, want: str, device: str) -> ts.Node:
+    """The statement whose queried local `stmt`'s reads of `want.field` use: the earliest earlier statement of
+    the same block that reads it too, with nothing in between that may change the struct or the device (one
+    `cudaDeviceGetAttribute` per field per scope: deviceQuery prints `memoryClockRate` and then computes the
+    bandwidth from it); else `stmt` itself."""
+    p = stmt.parent
+    if p is None or p.type not in _BLOCKS:
+        return stmt
+    sibs = [c for c in p.named_children if c.type != "comment"]
+    i = next((k for k, c in enumerate(sibs) if c.id == stmt.id), None)
+    if i is None:
+        return stmt
+    owner = stmt
+    for k in range(i - 1, -1, -1):
+        x = sibs[k]
+        if _reads_only(x, field, want) and not _disturbs(x, field, want, device):
+            owner = x
+            continue
+        if _disturbs(x, field, want, device):
+            break
+    return owner
 
 
 def hoist_edits(ctx: FileContext, unit: Unit, fe: ts.Node, field: str, attr: str, device: str,
@@ -311,12 +385,16 @@ def hoist_edits(ctx: FileContext, unit: Unit, fe: ts.Node, field: str, attr: str
                               or (p.type == "assignment_expression" and p.child_by_field_name("left") is not None
                                   and p.child_by_field_name("left").start_byte <= n.start_byte < p.child_by_field_name("left").end_byte)):
             return [], "the same statement also writes it or takes its address", ""
+    owner = _hoist_owner(stmt, field, want, device)
     base = re.sub(r"\W+", "_", want.replace("->", "_").replace(".", "_")).strip("_") or "prop"
     # one fix pass applies every statement's hoist at once: statements of one function that read the same
-    # field get distinct names (`computeMode`, `computeMode_2`, ...) so no block declares one twice
-    nth = _earlier_hoists(stmt, field)
+    # field get distinct names (`computeMode`, `computeMode_2`, ...) so no block declares one twice; a statement
+    # that follows another reading it in the same block reuses that one's local
+    nth = _earlier_hoists(owner, field, device)
     suffix = "" if nth == 0 else f"_{nth + 1}"
     name = _fresh_name(ctx, [field + suffix, f"{base}_{field}{suffix}"])
+    if owner.id != stmt.id:
+        return [Edit(*unit.abs(n), name) for n in same], None, name
     data = ctx.source.data
     s, _ = unit.abs(stmt)
     ls = data.rfind(b"\n", 0, s) + 1
@@ -513,4 +591,4 @@ def removed_capability_edits(ctx: FileContext, unit: Unit, fe: ts.Node, field: s
     old = data[ls:le].decode("utf-8", "surrogateescape")
     if not old.endswith(("\n", "\r")):
         old += nl
-    return [Edit(ls, le, f"#if {guard}{nl}{old}#endif{nl}")], form, ""
+    return [Edit(ls, le, f"#if {guard}  {OWN_GUARD}{nl}{old}#endif{nl}")], form, ""

@@ -34,6 +34,7 @@ together whether a reference is migrated at all: a partial migration does not co
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ from ...parse import walk
 
 from ...rules.schema import Rule
 from .builtin_registry import BuiltinFn, builtin_schema
-from ..context import FileContext, named_children, node_text, normalize
+from ..context import FileContext, declaration_of, named_children, node_text, normalize
 from ..matchers import Match
 from .texture_edits import _manual, _migrate
 from .texture_related import related_uses
@@ -163,6 +164,42 @@ def _run(rule: Rule, ctx: FileContext, kind: str, project_check: bool = True) ->
     return out
 
 
+_INCLUDE_NAME = re.compile(rb'#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]')
+
+
+def _unseen_use_group(ctx: FileContext, unit: Any, at: Any, named: str) -> str:
+    """The consistency group of a use of `named` whose `texture<>` declaration this file does not see.
+
+    It may be the use of any reference of that name that shares a translation unit with this file (`@*`: a
+    file included after the declaration elsewhere), and only those: none when the file declares its own
+    `named` (a `cudaTextureObject_t` of a half-finished port is another variable), and none when no file of
+    the run includes this one (or names it in an `#include`), since then it shares no translation unit with
+    any declaration of the run; another program's `texture<> named` must not wait for it."""
+    if not named:
+        return ""
+    if not unit.in_macro and declaration_of(unit.root, named, at) is not None:
+        return ""
+    if not _may_be_included(ctx):
+        return ""
+    return f"{named}{SCOPE}{ANY_SCOPE}"
+
+
+def _may_be_included(ctx: FileContext) -> bool:
+    proj = ctx.project
+    if proj is None or not proj.files:
+        return True  # no run to ask (one buffer): any declaration may be in view
+    if proj.includers(ctx.source.path):
+        return True
+    names = proj.cache.get("texture-included-names")
+    if names is None:  # every name an `#include` of the run spells, by basename: a -I or macro path too
+        names = set()
+        for f in proj.files:
+            data = proj.read(f) or b""
+            names.update(os.path.basename(m.group(1).decode("utf-8", "replace")) for m in _INCLUDE_NAME.finditer(data))
+        proj.cache["texture-included-names"] = names
+    return ctx.source.path.name in names
+
+
 BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
 
 
@@ -230,9 +267,8 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
                            f"`{unit.macro_name}` cannot be migrated automatically (CM601 reports each)")
                 named = ""
             m = Match(rule=rule, unit=unit, node=call, name=fn, written=fn)
-            # whose declaration this file does not see: the group of every reference of that name (`@*`)
             m.vars.update({"function": fn, "reason": why, "reference": named,
-                           "reference_group": f"{named}{SCOPE}{ANY_SCOPE}" if named else ""})
+                           "reference_group": _unseen_use_group(ctx, unit, call, named)})
             out.append(m)
     for unit in ctx.units:
         for node in reference_type_names(unit.root):
