@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
-from .options import _split, _tracebacks, selection_options, stdin_option
+from .options import _split, _tracebacks, force_exclude_option, selection_options, stdin_option
 from .output import err as _err
 from .prepare import _input_gate, _setup, _stdin_input
 from .scan import _write_report
@@ -46,6 +46,7 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
 @click.option("--write-outside-links", is_flag=True,
               help="Also rewrite files reached through a symlink whose target lies outside the paths given.")
 @stdin_option
+@force_exclude_option
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
         exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
     """Rewrite PATHS in place, applying automatic fixes; list the findings that remain.
@@ -62,7 +63,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         raise click.UsageError("--commit-per-rule/--commit-per-family commit files; not with `-` (stdin)")
     paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
-    files, input_error = _input_gate(paths, files, cfg, stdin is not None)
+    files, input_error = _input_gate(paths, files, cfg, stdin is not None, bool(kw.get("force_exclude")))
     display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
     if stdin is not None:
         _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)

@@ -107,3 +107,10 @@ def diff_base_option(fn):
     return click.option("--diff-base", metavar="REF", default=None,
                         help="Only report findings on lines added or changed since git revision REF (`git diff -U0 "
                              "REF`; untracked files count as wholly changed).")(fn)
+
+
+def force_exclude_option(fn):
+    """`--force-exclude`: what ruff's pre-commit hooks pass (pipeline/inputs.py says what it changes)."""
+    return click.option("--force-exclude", is_flag=True,
+                        help="Named files that the configuration excludes are skipped silently; when every named "
+                             "file is excluded the run passes (exit 0). The pre-commit hooks pass it.")(fn)

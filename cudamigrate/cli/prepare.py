@@ -193,7 +193,8 @@ def _replay_key(paths: tuple[Path, ...], pre: Prepared, kw: dict[str, Any], pres
     items = list(zip(map(str, pre.files), display_paths(pre.files), strict=True))
     return db, replay_key(run, [(os.path.abspath(p), d) for p, d in items], presentation), run, items
 
-def _input_gate(paths: tuple[Path, ...], files: list[Path], cfg: Config, stdin: bool) -> tuple[list[Path], bool]:
+def _input_gate(paths: tuple[Path, ...], files: list[Path], cfg: Config, stdin: bool,
+                force_exclude: bool = False) -> tuple[list[Path], bool]:
     """`fix` and `plan`: the named paths that give no file, one line each (pipeline/inputs.py); exit 3 at
     once when nothing is left to read. (stdin: a buffer whose name is excluded is handled as ruff does.)"""
     if stdin:
@@ -201,7 +202,7 @@ def _input_gate(paths: tuple[Path, ...], files: list[Path], cfg: Config, stdin: 
     from ..pipeline.inputs import gate
     from .app import EXIT_INPUT
 
-    files, input_error = gate(list(paths), files, cfg, _err)
+    files, input_error = gate(list(paths), files, cfg, _err, force_exclude)
     if input_error and not files:
         sys.exit(EXIT_INPUT)
     return files, input_error

@@ -18,6 +18,7 @@ from .options import (
     _check_writable,
     _tracebacks,
     diff_base_option,
+    force_exclude_option,
     selection_options,
     stdin_option,
 )
@@ -43,6 +44,7 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Record current findings as the baseline.")
 @diff_base_option
 @stdin_option
+@force_exclude_option
 @click.option("--show-files", is_flag=True, help="List the files that would be scanned (after excludes) and exit.")
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings (configuration file, rules, options) and exit.")
 @click.option("--shard", default=None, metavar="I/N",
@@ -74,7 +76,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     if stdin is None:
         from ..pipeline.inputs import gate
 
-        pre.files, input_error = gate(list(paths), pre.files, pre.cfg, _err)
+        pre.files, input_error = gate(list(paths), pre.files, pre.cfg, _err, bool(kw.get("force_exclude")))
         if input_error and not pre.files and not kw.get("show_settings"):
             sys.exit(EXIT_INPUT)
     pre.files, pre.project = _shard(pre.files, kw.get("shard")), pre.files
