@@ -21,7 +21,7 @@ from .textsafe import one_line, printable
 
 KNOWN = {"select", "ignore", "extend-select", "exclude", "target-cuda", "from-cuda", "options", "rule-options",
          "rules-dirs", "max-file-size", "respect-gitignore", "calibration", "keep-compat",
-         "verify", "build-command", "run-command", "reference"}
+         "verify", "build-command", "run-command", "reference", "baseline", "per-file-ignores"}
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
