@@ -92,7 +92,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         sys.exit(EXIT_INPUT if input_error else EXIT_CLEAN)
     replay = None
     if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None and not input_error:
-        replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics})
+        replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics}
+                             | ({"shard": kw["shard"]} if kw.get("shard") else {}))
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
     from .progress import Progress  # after the replay, which needs neither the engine nor the reports
@@ -169,7 +170,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         if warning:
             _err(f"warning: {warning}")
     run = Run(findings=findings, errors=errors + rule_errors, files_scanned=len(files), rules=engine.rules,
-              target=engine.opts.target, sources=sources, unused_suppressions=unused, keep_compat=engine.opts.keep_compat)
+              target=engine.opts.target, sources=sources, unused_suppressions=unused, keep_compat=engine.opts.keep_compat,
+              shard=_shard_identity(pre, kw.get("shard")))
     if statistics:
         from ..report.text import statistics as stats
 
@@ -209,6 +211,21 @@ def _shard(files: list[Path], shard: str | None) -> list[Path]:
         return shard_files(files, *parse_shard(shard))
     except ShardError as exc:
         raise click.BadParameter(str(exc), param_hint="--shard") from None
+
+
+def _shard_identity(pre: Prepared, shard: str | None) -> dict[str, Any] | None:
+    """`--shard I/N`'s identity for the report (pipeline/shard.py: identity), None without the option."""
+    if shard is None:
+        return None
+    import os
+
+    from ..pipeline.result_cache import options_digest, ruleset_digest, unrecorded
+    from ..pipeline.runner import display_path
+    from ..pipeline.shard import identity, parse_shard
+
+    with unrecorded():  # the rule files are in the result cache's run digest already
+        config = options_digest(pre.opts, max_bytes=pre.max_bytes, rules=ruleset_digest(pre.rule_dirs))
+    return identity(*parse_shard(shard), [display_path(p) for p in pre.project or pre.files], config, os.getcwd())
 
 
 def _write_report(text: str, output: Path | None) -> None:
