@@ -107,7 +107,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if kw.get("timings"):
         timings(db, {"semantic": t_sem, "fix": since(c1, clock())}, len(files))
     verb = "Fixed" if write else "Would fix"
-    list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes)
+    list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes, err=not write)
     msg = f"{verb} {tally.applied} finding(s) in {tally.changed} file(s); {tally.remaining} remaining"
     if tally.unsafe_left and not unsafe_fixes:
         msg += f" ({tally.unsafe_left} fixable with --unsafe-fixes)"
@@ -115,7 +115,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         msg += f"; {tally.suggested_left} with a display-only suggested edit (never applied by --unsafe-fixes: review it)"
     if tally.not_written:
         msg += f"; {tally.not_written} file(s) not written"
-    click.echo(msg + ".", err=True)
+    click.echo(msg + ".", err=not write)  # stdout beside the remaining findings, unless it holds the diff
     if verified is not None and (verified.units or verified.unverified):  # nothing changed: nothing to say
         click.echo(verified.line(), err=True)
     if kw.get("verify_report") is not None:
@@ -164,7 +164,7 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
         out.write(res.diff().encode("utf-8", "surrogateescape") if diff else res.fixed)
     out.flush()
     applied, left = (res.applied, res.remaining) if res is not None else ([], [])
-    list_fix_outcome(applied, left, show_fixes)
+    list_fix_outcome(applied, left, show_fixes, err=True)  # stdout holds the buffer
     click.echo(f"{'Would fix' if diff else 'Fixed'} {len(applied)} finding(s) in stdin; {len(left)} remaining.", err=True)
     if rule_errors or (res is not None and res.internal):
         sys.exit(EXIT_ERROR)
@@ -221,5 +221,5 @@ def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, un
         click.echo(f"{sha} {subject}")
     list_fix_outcome(res.applied, res.remaining, show_fixes)
     click.echo(f"Fixed {len(res.applied)} finding(s) in {res.files} file(s) in {len(res.commits)} commit(s); "
-               f"{len(res.remaining)} remaining.", err=True)
+               f"{len(res.remaining)} remaining.")
     sys.exit(EXIT_FINDINGS if res.remaining and not exit_zero else EXIT_CLEAN)

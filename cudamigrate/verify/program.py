@@ -88,7 +88,7 @@ def run_fix(project: Path, fix_args: list[str], timeout: float) -> Step:
         p = subprocess.run(cmd, cwd=project, capture_output=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return Step("fix", False, time.perf_counter() - t0, f"timed out after {timeout:.0f} s", 124)
-    err = p.stderr.decode("utf-8", "replace")
+    err = (p.stderr + p.stdout).decode("utf-8", "replace")  # notes, then the remaining findings and summary
     return Step("fix", p.returncode == 0, time.perf_counter() - t0, err, p.returncode)
 
 
