@@ -28,3 +28,45 @@ def test_fix_diff_keeps_stdout_for_the_diff_alone(tmp_path):
     r = run_cli("fix", "--no-verify", "--diff", "a.cu", cwd=tmp_path)
     assert r.stdout.startswith("--- a/a.cu\n+++ b/a.cu\n") and r.stdout.endswith("+  cudaDeviceSynchronize();\n }\n")
     assert "Remaining:" in r.stderr and "Would fix 1 finding(s) in 1 file(s); 1 remaining" in r.stderr, r.stderr
+
+
+def _readme_samples() -> list[tuple[str, str]]:
+    """The README's sample sessions: (command, shown output) for each ``` block whose first line is
+    `$ cudamigrate ...`."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    return [(m[1], m[2]) for m in re.finditer(r"^```\n\$ (cudamigrate [^\n]*)\n(.*?)^```$", text, re.S | re.M)]
+
+
+def shown_matches(shown: str, actual: str) -> bool:
+    """Whether `actual` is what a README block shows: a line of `...` (indented or not) stands for any lines
+    (none included), and `...` inside a line for any text on that line; everything else is literal."""
+    import re
+
+    parts = []
+    for line in shown.splitlines():
+        if line.strip() == "...":
+            parts.append(r"(?:[^\n]*\n)*?")
+        else:
+            parts.append(".*?".join(map(re.escape, line.split("..."))).replace(".*?", "[^\n]*?") + r"\n")
+    return re.fullmatch("".join(parts), actual) is not None
+
+
+def test_readme_sample_matcher_refuses_a_stale_figure():
+    actual = "a.cu:1:1: CM501 [*] long message (roi 10)\nb.cu:2:2: X\nFound 19 finding(s).\n"
+    assert shown_matches("a.cu:1:1: CM501 [*] long ... (roi 10)\n...\nFound 19 finding(s).\n", actual)
+    assert not shown_matches("a.cu:1:1: CM501 [*] long ... (roi 10)\n...\nFound 18 finding(s).\n", actual)
+    assert not shown_matches("a.cu:1:1: CM501 [*] long ... (roi 10)\n", actual)
+
+
+def test_readme_sample_outputs_are_what_the_commands_print():
+    import shlex
+    from pathlib import Path
+
+    samples = _readme_samples()
+    assert [c for c, _ in samples][:2] == ["cudamigrate scan examples/", "cudamigrate plan examples/legacy-app"]
+    for command, shown in samples:
+        r = run_cli(*shlex.split(command)[1:], cwd=Path(__file__).resolve().parent.parent)
+        assert shown_matches(shown, r.stdout), f"README's `{command}` block is stale; it prints:\n{r.stdout}"
