@@ -70,3 +70,57 @@ def test_readme_sample_outputs_are_what_the_commands_print():
     for command, shown in samples:
         r = run_cli(*shlex.split(command)[1:], cwd=Path(__file__).resolve().parent.parent)
         assert shown_matches(shown, r.stdout), f"README's `{command}` block is stale; it prints:\n{r.stdout}"
+
+
+UNSAFE = "__global__ void k(int *p) { int x = p[0]; p[1] = __shfl(x, 0); }\n"  # CM502: an unsafe fix [~]
+
+
+def test_statistics_use_the_findings_list_markers(tmp_path):
+    (tmp_path / "a.cu").write_text(CODE)
+    (tmp_path / "u.cu").write_text(UNSAFE)
+    r = run_cli("scan", "--statistics", ".", cwd=tmp_path)
+    assert r.stdout.splitlines() == ["     1  CM101  [?] legacy-stream-async-api",
+                                     "     1  CM501  [*] cudathread-api-removed",
+                                     "     1  CM502  [~] warp-intrinsic-without-sync"], r.stdout
+
+
+def test_concise_format_is_one_line_per_finding(tmp_path):
+    (tmp_path / "a.cu").write_text(CODE)
+    (tmp_path / "u.cu").write_text(UNSAFE)
+    r = run_cli("scan", "--format", "concise", "--sort", "file", ".", cwd=tmp_path)
+    lines = r.stdout.splitlines()
+    assert r.exit_code == 1 and [ln.split(" ", 3)[:3] for ln in lines[:-1]] == [
+        ["a.cu:3:3:", "CM101", "[?]"], ["a.cu:4:3:", "CM501", "[*]"], ["u.cu:1:50:", "CM502", "[~]"]], lines
+    assert lines[1] == ("a.cu:4:3: CM501 [*] `cudaThreadSynchronize` was removed in CUDA 13.0; call "
+                        "`cudaDeviceSynchronize`, which takes the same arguments and has the same effect.")
+    assert lines[-1] == "Found 3 finding(s) in 2 file(s)."
+    (tmp_path / "ok.cu").write_text("int main() { return 0; }\n")
+    assert run_cli("scan", "--format", "concise", "ok.cu", cwd=tmp_path).stdout == "No findings in 1 file(s).\n"
+
+
+def test_color_on_request_or_on_a_terminal_only(tmp_path, monkeypatch):
+    import sys
+
+    from cudamigrate.cli.output import use_color
+
+    (tmp_path / "a.cu").write_text(CODE)
+    plain = run_cli("scan", "a.cu", cwd=tmp_path).stdout  # click's runner: a pipe, not a terminal
+    assert "\x1b" not in plain
+    painted = run_cli("scan", "--color", "always", "a.cu", cwd=tmp_path).stdout
+    assert "\x1b[1ma.cu:4:3:\x1b[0m \x1b[1;31mCM501\x1b[0m \x1b[32m[*]\x1b[0m `cudaThreadSynchronize`" in painted
+    import re
+
+    assert re.sub(r"\x1b\[[0-9;]*m", "", painted) == plain
+    concise = run_cli("scan", "--color", "always", "--format", "concise", "a.cu", cwd=tmp_path).stdout
+    assert "\x1b[36m[?]\x1b[0m" in concise
+    assert "\x1b" not in run_cli("scan", "--color", "always", "--format", "json", "a.cu", cwd=tmp_path).stdout
+
+    class Tty:
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert use_color("auto", Tty()) and not use_color("auto", sys.stdin if not sys.stdin.isatty() else None)
+    assert not use_color("auto", Tty(), to_file=True) and not use_color("never", Tty())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not use_color("auto", Tty()) and use_color("always", None)

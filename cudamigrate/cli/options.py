@@ -11,7 +11,7 @@ import click
 from ..core.textsafe import printable
 from ..rules.schema import parse_version
 
-FORMATS = ["text", "json", "sarif", "github", "json-lines", "junit", "html"]
+FORMATS = ["text", "concise", "json", "sarif", "github", "json-lines", "junit", "html"]
 
 
 def _tracebacks(kw: dict[str, Any], tracebacks: list[str]) -> None:
@@ -114,3 +114,11 @@ def force_exclude_option(fn):
     return click.option("--force-exclude", is_flag=True,
                         help="Named files that the configuration excludes are skipped silently; when every named "
                              "file is excluded the run passes (exit 0). The pre-commit hooks pass it.")(fn)
+
+
+def color_option(fn):
+    """`--color auto|always|never` (ruff's flag) for the text and concise reports (cli/output.py: use_color)."""
+    return click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto",
+                        show_default=True,
+                        help="Colour the text and concise reports: auto on a terminal (not when piped, written "
+                             "with -o or NO_COLOR is set).")(fn)

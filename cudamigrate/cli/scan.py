@@ -17,12 +17,14 @@ from .options import (
     _check_regular,
     _check_writable,
     _tracebacks,
+    color_option,
     diff_base_option,
     force_exclude_option,
     selection_options,
     stdin_option,
 )
 from .output import err as _err
+from .output import use_color
 from .prepare import Prepared, _diff_scope, _on_changed_lines, _prepare, _replay_key, _setup, _stdin_input
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
@@ -35,6 +37,7 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--report", "report_fmt", type=click.Choice(FORMATS), default=None, help="Alias of --format (e.g. --report html).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report to a file.")
+@color_option
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
 @click.option("--sort", type=click.Choice(["plan", "roi", "file"]), default="plan", show_default=True,
@@ -69,6 +72,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         _check_regular(baseline, "--baseline")
     from .semantic import clock, semantic_timed, since, timings
 
+    color = fmt in ("text", "concise") and not statistics and use_color(kw.get("color"), sys.stdout, output is not None)
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
     pre = _prepare(paths, kw)
@@ -93,7 +97,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     replay = None
     if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None and not input_error:
         replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics}
-                             | ({"shard": kw["shard"]} if kw.get("shard") else {}))
+                             | ({"shard": kw["shard"]} if kw.get("shard") else {}) | ({"color": True} if color else {}))
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
     from .progress import Progress  # after the replay, which needs neither the engine nor the reports
@@ -177,7 +181,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
 
         text = stats(run)
     else:
-        text = render_report(fmt, run, sort)
+        text = render_report(fmt, run, sort, color)
     if replay is not None and db is None and completed and completed[0][0] == replay[2] and not errors \
             and not rule_errors and not internal:
         from ..pipeline.replay import Replay, store
@@ -235,8 +239,8 @@ def _write_report(text: str, output: Path | None) -> None:
         except OSError as exc:
             _err(f"{output}: cannot write the report: {exc.strerror or exc}")
             sys.exit(EXIT_ERROR)
-    else:
-        click.echo(text, nl=False)
+    else:  # (report text is escaped: an ESC in it is --color's, which a pipe keeps only when asked for)
+        click.echo(text, nl=False, color=True if "\x1b[" in text else None)
 
 
 def _replay_or_continue(replay: tuple[Any, str, str, list[tuple[str, str]]], pre: Prepared, output: Path | None,
@@ -257,13 +261,13 @@ def _replay_or_continue(replay: tuple[Any, str, str, list[tuple[str, str]]], pre
     sys.exit(EXIT_FINDINGS if got.findings and not exit_zero else EXIT_CLEAN)
 
 
-def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
+def render_report(fmt: str, run: Run, sort: str = "plan", color: bool = False) -> str:
     import importlib
 
-    if fmt == "text":
-        from ..report.text import render
+    if fmt in ("text", "concise"):
+        from ..report.text import concise, render
 
-        return render(run, sort=sort)
+        return render(run, sort=sort, color=color) if fmt == "text" else concise(run, sort=sort, color=color)
     module = {"json-lines": "jsonlines"}.get(fmt, fmt)
     try:
         mod = importlib.import_module(f"..report.{module}", __package__)
