@@ -78,8 +78,11 @@ def selection_options(fn):
         click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
                      help="Configuration file (default: nearest .cudamigrate.toml or pyproject.toml [tool.cudamigrate])."),
         click.option("--option", "cli_options", multiple=True, help="Template option KEY=VALUE, e.g. stream=my_stream."),
-        click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: CPUs)."),
-        click.option("--max-file-size", type=int, default=None, help="Skip files larger than this many bytes (default 8 MiB)."),
+        # at least 1 (a count of processes, a size in bytes): `-j 0`, `-j -3` and `--max-file-size -5` are usage
+        # errors (exit 2) naming the option, not a run that silently does something else
+        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."),
+        click.option("--max-file-size", type=click.IntRange(min=1), default=None,
+                     help="Skip files larger than this many bytes (default 8 MiB)."),
         click.option("--compile-commands", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
                      help="Semantic mode: parse translation units with libclang using the flags in this "
                           "compile_commands.json (default: as clangd finds it: in . or a build*/ directory, upward from the paths)."),
