@@ -188,3 +188,14 @@ def test_unknown_config_key_is_an_error_with_a_suggestion(src):
         r = run(cmd, "a.cu", cwd=src)
         assert r.exit_code == 2 and "unknown key 'selct'; did you mean 'select'?" in r.stderr, (cmd, r.output)
     assert (src / "a.cu").read_bytes() == LEGACY
+
+
+@pytest.mark.parametrize("command", ["scan", "fix", "plan"])
+@pytest.mark.parametrize("args,flag", [(["--max-file-size", "-5"], "'--max-file-size'"), (["-j", "0"], "'--jobs' / '-j'"),
+                                       (["-j", "-3"], "'--jobs' / '-j'"), (["--max-file-size=0"], "'--max-file-size'")])
+def test_numeric_options_out_of_range_are_usage_errors(tmp_path, command, args, flag):
+    (tmp_path / "a.cu").write_bytes(LEGACY)
+    r = run(command, *args, "a.cu", cwd=tmp_path)
+    errors = [ln for ln in r.output.splitlines() if ln.startswith("Error:")]
+    assert r.exit_code == 2 and len(errors) == 1 and flag in errors[0] and "is not in the range x>=1" in errors[0], r.output
+    assert (tmp_path / "a.cu").read_bytes() == LEGACY  # nothing ran

@@ -43,7 +43,7 @@ def test_a_rename_one_file_cannot_write_is_withheld_in_every_file(tmp_path):
     assert "`double4`" in note and "particle.h:7:3" in note.split("All")[0]  # the use that cannot be written
     for use in ("main.cu:5:3", "main.cu:5:15", "particle.h:7:3"):  # every use is listed
         assert use in note.split("All")[1], note
-    assert "Fixed 0 finding(s) in 0 file(s); 3 remaining." in r.stderr
+    assert "Fixed 0 finding(s) in 0 file(s); 3 remaining." in r.stdout
 
 
 def test_without_keep_compat_the_whole_group_is_renamed(tmp_path):

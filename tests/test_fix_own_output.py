@@ -65,8 +65,8 @@ def test_a_fixed_project_reports_nothing_the_fix_wrote(project, tmp_path):
     scan = run_cli("scan", "--format", "json", ".", cwd=proj)
     scanned = json.loads(scan.stdout)["findings"]
     fix = run_cli("fix", "--unsafe-fixes", ".", cwd=proj)
-    m = SUMMARY.search(fix.stderr)
-    assert m, fix.stderr
+    m = SUMMARY.search(fix.stdout)
+    assert m, fix.stdout + fix.stderr
     after = json.loads(run_cli("scan", "--format", "json", ".", cwd=proj).stdout)["findings"]
     assert int(m[1]) + int(m[2]) == len(scanned), fix.stderr
     assert int(m[2]) == len(after), fix.stderr  # what fix says remains is what a scan of its output finds

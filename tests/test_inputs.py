@@ -118,3 +118,40 @@ def test_fix_and_plan_name_a_missing_path_too(tmp_path):
         assert _lines(r) == [f"cudamigrate: error: {tmp_path / 'gone.cu'}: no such file or directory"], (cmd, r.output)
     (tmp_path / "empty").mkdir()
     assert run_cli("plan", "empty", cwd=tmp_path).exit_code == EXIT_INPUT
+
+
+def _hook_entry(hook_id: str) -> list[str]:
+    """The shipped pre-commit hook's command line, less the program name."""
+    import shlex
+    from pathlib import Path
+
+    import yaml
+
+    hooks = yaml.safe_load((Path(__file__).resolve().parent.parent / ".pre-commit-hooks.yaml").read_text())
+    entry = shlex.split(next(h["entry"] for h in hooks if h["id"] == hook_id))
+    assert entry[0] == "cudamigrate"
+    return entry[1:]
+
+
+def test_hook_entry_passes_a_commit_of_only_excluded_files_and_a_plain_scan_notes_them(tmp_path):
+    (tmp_path / ".cudamigrate.toml").write_text('exclude = ["third_party/"]\n')
+    (tmp_path / "third_party").mkdir()
+    (tmp_path / "third_party" / "old.cu").write_bytes(GOOD)
+    for hook in ("cudamigrate", "cudamigrate-fix"):
+        r = run_cli(*_hook_entry(hook), "third_party/old.cu", cwd=tmp_path)
+        assert r.exit_code == 0 and not _lines(r), (hook, r.output)
+    assert (tmp_path / "third_party" / "old.cu").read_bytes() == GOOD  # excluded: the fix hook left it alone
+    r = run_cli("scan", "third_party/old.cu", cwd=tmp_path)
+    assert r.exit_code == EXIT_INPUT and _lines(r) == [
+        f"cudamigrate: error: third_party/old.cu: excluded by `exclude` in {tmp_path / '.cudamigrate.toml'}; "
+        "no file left to scan"], r.output
+
+
+def test_force_exclude_still_scans_the_other_named_files_and_reports_missing_ones(tmp_path):
+    (tmp_path / ".cudamigrate.toml").write_text('exclude = ["skip.cu"]\n')
+    (tmp_path / "skip.cu").write_bytes(GOOD)
+    (tmp_path / "good.cu").write_bytes(GOOD)
+    r = run_cli("scan", "--force-exclude", "good.cu", "skip.cu", cwd=tmp_path)
+    assert r.exit_code == 1 and "good.cu:1:" in r.output and "skip.cu" not in r.output, r.output
+    r = run_cli("scan", "--force-exclude", "skip.cu", "gone.cu", cwd=tmp_path)
+    assert r.exit_code == EXIT_INPUT and _lines(r) == ["cudamigrate: error: gone.cu: no such file or directory"], r.output

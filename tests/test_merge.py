@@ -139,3 +139,95 @@ def test_show_files_of_the_shards_partition_the_run(tmp_path):
     whole = run_cli("scan", "--show-files", ".", cwd=tmp_path).output.splitlines()
     parts = [run_cli("scan", "--show-files", "--shard", f"{i}/3", ".", cwd=tmp_path).output.splitlines() for i in (1, 2, 3)]
     assert sorted(sum(parts, [])) == sorted(whole) and len(whole) == 12 and all(len(p) < 12 for p in parts)
+
+
+def _small_shards(tmp_path: Path, n: int = 2, fmt: str = "json") -> tuple[Path, list[Path]]:
+    """A tree of four files with findings in every one, scanned in n shards (reports beside the tree)."""
+    tree = tmp_path / "tree"
+    tree.mkdir(exist_ok=True)
+    for i in range(4):
+        (tree / f"f{i}.cu").write_text(f"int main{i}() {{ cudaThreadSynchronize(); return 0; }}\n")
+    parts = []
+    for i in range(1, n + 1):
+        p = tmp_path / f"s{i}-of-{n}.{fmt}"
+        r = run_cli("scan", ".", "-j", "1", "--shard", f"{i}/{n}", "--format", fmt, "-o", p, cwd=tree)
+        assert r.exit_code in (0, 1), r.output
+        parts.append(p)
+    return tree, parts
+
+
+def _one_error_line(r) -> str:
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert r.exit_code == 2 and len(lines) == 1 and "Traceback" not in r.output, r.output
+    return lines[0]
+
+
+def test_shard_reports_record_their_identity(tmp_path):
+    tree, (a, b) = _small_shards(tmp_path)
+    ia, ib = json.loads(a.read_text())["shard"], json.loads(b.read_text())["shard"]
+    assert (ia["index"], ia["count"], ib["index"], ib["count"]) == (1, 2, 2, 2)
+    assert ia["files"] == ib["files"] and ia["config"] == ib["config"] and ia["root"] == ib["root"] == str(tree)
+    whole = tmp_path / "whole.json"
+    run_cli("scan", ".", "-j", "1", "--format", "json", "-o", whole, cwd=tree)
+    assert "shard" not in json.loads(whole.read_text())  # a whole run's report is as it was
+
+
+def test_merge_refuses_duplicated_missing_and_mixed_shards(tmp_path):
+    tree, (a, b) = _small_shards(tmp_path)
+    assert run_cli("merge", a, b, cwd=tree).exit_code == 0
+    assert "are both shard 1/2" in _one_error_line(run_cli("merge", a, a, b, cwd=tree))
+    assert "shard(s) 2/2 missing: 1 of 2 shard reports given" in _one_error_line(run_cli("merge", a, cwd=tree))
+    whole = tmp_path / "whole.json"
+    run_cli("scan", ".", "-j", "1", "--format", "json", "-o", whole, cwd=tree)
+    assert "is the report of a whole run" in _one_error_line(run_cli("merge", whole, a, b, cwd=tree))
+    _, (c1, c2, c3) = _small_shards(tmp_path, n=3)
+    assert "(a different shard count)" in _one_error_line(run_cli("merge", a, b, c3, cwd=tree))
+    (tree / "f9.cu").write_text("int g() { cudaThreadSynchronize(); return 0; }\n")
+    other = tmp_path / "other.json"
+    run_cli("scan", ".", "-j", "1", "--shard", "2/2", "--format", "json", "-o", other, cwd=tree)
+    assert "(a different file set)" in _one_error_line(run_cli("merge", a, other, cwd=tree))
+    (tree / "f9.cu").unlink()
+    run_cli("scan", ".", "-j", "1", "--shard", "2/2", "--select", "CM5", "--format", "json", "-o", other, cwd=tree)
+    assert "(a different configuration or rule set)" in _one_error_line(run_cli("merge", a, other, cwd=tree))
+
+
+def test_merge_gates_on_findings_with_a_flag(tmp_path):
+    tree, parts = _small_shards(tmp_path)
+    assert run_cli("merge", *parts, "-o", tmp_path / "m.json", cwd=tree).exit_code == 0
+    assert run_cli("merge", *parts, "--fail-on-findings", "-o", tmp_path / "m.json", cwd=tree).exit_code == 1
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "ok.cu").write_text("int main() { return 0; }\n")
+    r = run_cli("scan", ".", "--shard", "1/1", "--format", "json", "-o", tmp_path / "c.json", cwd=clean)
+    assert r.exit_code == 0, r.output
+    assert run_cli("merge", tmp_path / "c.json", "--fail-on-findings", "-o", tmp_path / "m.json", cwd=clean).exit_code == 0
+
+
+def test_merge_outside_the_checkout_keeps_the_source_root_and_snippets(tmp_path):
+    tree, parts = _small_shards(tmp_path, fmt="sarif")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for inputs in (parts, _small_shards(tmp_path)[1]):
+        out = elsewhere / "m.sarif"
+        r = run_cli("merge", *inputs, "--format", "sarif", "-o", out, cwd=elsewhere)
+        assert r.exit_code == 0, r.output
+        run = json.loads(out.read_text())["runs"][0]
+        assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == tree.as_uri() + "/"
+        regions = [res["locations"][0]["physicalLocation"]["region"] for res in run["results"]]
+        assert len(regions) == 4 and all(reg.get("snippet", {}).get("text") == "cudaThreadSynchronize()"
+                                          for reg in regions), regions
+
+
+def test_merge_of_a_hostile_or_foreign_report_is_one_line(tmp_path):
+    tree, (a, b) = _small_shards(tmp_path)
+    doc = json.loads(a.read_text())
+    nan = tmp_path / "nan.json"
+    nan.write_text(a.read_text().replace('"roi": ', '"roi": NaN, "x": ', 1))
+    assert "NaN is not a number a report may hold" in _one_error_line(run_cli("merge", nan, b, cwd=tree))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100000 + "]" * 100000)
+    assert "nested too deeply" in _one_error_line(run_cli("merge", deep, cwd=tree))
+    doc["version"] = "0.0.1"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    assert "written by cudamigrate 0.0.1, not by this version" in _one_error_line(run_cli("merge", old, b, cwd=tree))

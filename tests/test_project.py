@@ -46,7 +46,7 @@ def test_legacy_app_builds_only_after_fix(tmp_path):
     snap = _snapshot(root)
     again = _fix(root)
     assert again.returncode == 0, again.stdout + again.stderr
-    assert "Fixed 0 finding(s) in 0 file(s)" in again.stderr
+    assert "Fixed 0 finding(s) in 0 file(s)" in again.stdout
     assert _snapshot(root) == snap
     if gpu_available() and not os.environ.get("CUDAMIGRATE_NO_GPU"):
         run = subprocess.run([str(root / "build" / "legacy-app")], capture_output=True, text=True, timeout=120)

@@ -173,7 +173,7 @@ def test_two_concurrent_fix_runs_never_lose_an_update(tmp_path):
     b = subprocess.Popen(cmd + ["--select", "CM501", str(d)], env=env, text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     outs = [p.communicate(timeout=120) for p in (a, b)]
-    reported = [int(re.search(r"Fixed (\d+) finding", err).group(1)) for _, err in outs]
+    reported = [int(re.search(r"Fixed (\d+) finding", out).group(1)) for out, _ in outs]
     present_a = sum(1 - (d / f"f{i:03d}.cu").read_text().count("cudaSetDoubleForDevice") for i in range(n))
     present_b = sum((d / f"f{i:03d}.cu").read_text().count("cudaDeviceSynchronize") for i in range(n))
     assert (present_a, present_b) == tuple(reported), outs

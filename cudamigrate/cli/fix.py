@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
-from .options import _split, _tracebacks, selection_options, stdin_option
+from .options import _split, _tracebacks, force_exclude_option, selection_options, stdin_option
 from .output import err as _err
 from .prepare import _input_gate, _setup, _stdin_input
 from .scan import _write_report
@@ -66,6 +66,7 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
 @click.option("--write-outside-links", is_flag=True,
               help="Also rewrite files reached through a symlink whose target lies outside the paths given.")
 @stdin_option
+@force_exclude_option
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
         exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
     """Rewrite PATHS in place, applying automatic fixes; list the findings that remain.
@@ -82,7 +83,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         raise click.UsageError("--commit-per-rule/--commit-per-family commit files; not with `-` (stdin)")
     paths = (stdin.path,) if stdin is not None else paths
     engine, spec, files, cfg, rule_errors = _setup(paths, kw)
-    files, input_error = _input_gate(paths, files, cfg, stdin is not None)
+    files, input_error = _input_gate(paths, files, cfg, stdin is not None, bool(kw.get("force_exclude")))
     display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
     if stdin is not None:
         _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)
@@ -126,7 +127,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if kw.get("timings"):
         timings(db, {"semantic": t_sem, "fix": since(c1, clock())}, len(files))
     verb = "Fixed" if write else "Would fix"
-    list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes)
+    list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes, err=not write)
     msg = f"{verb} {tally.applied} finding(s) in {tally.changed} file(s); {tally.remaining} remaining"
     if tally.unsafe_left and not unsafe_fixes:
         msg += f" ({tally.unsafe_left} fixable with --unsafe-fixes)"
@@ -134,7 +135,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         msg += f"; {tally.suggested_left} with a display-only suggested edit (never applied by --unsafe-fixes: review it)"
     if tally.not_written:
         msg += f"; {tally.not_written} file(s) not written"
-    click.echo(msg + ".", err=True)
+    click.echo(msg + ".", err=not write)  # stdout beside the remaining findings, unless it holds the diff
     if verified is not None and (verified.units or verified.unverified):  # nothing changed: nothing to say
         click.echo(verified.line(), err=True)
     if kw.get("verify_report") is not None:
@@ -183,7 +184,7 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
         out.write(res.diff().encode("utf-8", "surrogateescape") if diff else res.fixed)
     out.flush()
     applied, left = (res.applied, res.remaining) if res is not None else ([], [])
-    list_fix_outcome(applied, left, show_fixes)
+    list_fix_outcome(applied, left, show_fixes, err=True)  # stdout holds the buffer
     click.echo(f"{'Would fix' if diff else 'Fixed'} {len(applied)} finding(s) in stdin; {len(left)} remaining.", err=True)
     if rule_errors or (res is not None and res.internal):
         sys.exit(EXIT_ERROR)
@@ -240,5 +241,5 @@ def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, un
         click.echo(f"{sha} {subject}")
     list_fix_outcome(res.applied, res.remaining, show_fixes)
     click.echo(f"Fixed {len(res.applied)} finding(s) in {res.files} file(s) in {len(res.commits)} commit(s); "
-               f"{len(res.remaining)} remaining.", err=True)
+               f"{len(res.remaining)} remaining.")
     sys.exit(EXIT_FINDINGS if res.remaining and not exit_zero else EXIT_CLEAN)

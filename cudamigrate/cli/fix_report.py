@@ -91,21 +91,23 @@ def record_fix(outcome: FixOutcome, write: bool, tally: FixTally) -> None:
                 sys.stdout.buffer.flush()
 
 
-def list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
-    """What `fix` leaves (always, like ruff's --fix) and, with --show-fixes, what it changed; on stderr."""
+def list_fix_outcome(applied: list, left: list, show_fixes: bool, err: bool = False) -> None:
+    """What `fix` leaves (always, like ruff's --fix) and, with --show-fixes, what it changed: on stdout, as
+    ruff writes its remaining diagnostics (`fix . > log` keeps them), or on stderr (`err`) when stdout holds
+    the fixed buffer (`fix -`) or the diff (`--diff`, `--dry-run`)."""
     from ..report.plan import plan_order
     from ..report.text import MARK
 
     if show_fixes and applied:
         from ..fix.commits import per_file_rules
 
-        click.echo("Fixed:", err=True)
+        click.echo("Fixed:", err=err)
         for path, rules in sorted(per_file_rules(applied).items()):
-            click.echo(f"  {path}: " + ", ".join(f"{rid} x{n}" for rid, n in sorted(rules.items())), err=True)
+            click.echo(f"  {path}: " + ", ".join(f"{rid} x{n}" for rid, n in sorted(rules.items())), err=err)
     if left:
-        click.echo("Remaining:", err=True)
+        click.echo("Remaining:", err=err)
         for f in plan_order(left):
-            click.echo(f"  {f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message}", err=True)
+            click.echo(f"  {f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message}", err=err)
 
 
 def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome], kw: dict[str, Any], cfg: Any,

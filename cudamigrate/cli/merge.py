@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..core.textsafe import printable
-from .app import EXIT_CLEAN, EXIT_ERROR, main
+from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main
 from .output import err as _err
 from .options import _check_writable
 from .scan import _write_report, render_report
@@ -20,9 +20,13 @@ from .scan import _write_report, render_report
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report to a file.")
 @click.option("--rules-dir", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Extra rule directory the shards ran with (describes their rules in SARIF and HTML).")
-def merge(reports: tuple[Path, ...], fmt: str, output: Path | None, rules_dir: tuple[Path, ...]) -> None:
+@click.option("--fail-on-findings", is_flag=True,
+              help="Exit 1 when the merged report holds findings or errors, as `scan` does: the CI gate.")
+def merge(reports: tuple[Path, ...], fmt: str, output: Path | None, rules_dir: tuple[Path, ...],
+          fail_on_findings: bool) -> None:
     """Join the JSON or SARIF reports of `scan --shard I/N` runs into one JSON, SARIF or HTML report with the
-    totals of a single run. Run it in the checkout the shards scanned (reports name files relative to it)."""
+    totals of a single run. Refuses (exit 2) the same shard twice, missing shards, shards of different runs and
+    reports of another version. Reports name files relative to the directory the shards ran in."""
     from ..knowledge.load import builtin_rules_dir
     from ..workflow.merge import MergeError, merged_run
 
@@ -36,4 +40,4 @@ def merge(reports: tuple[Path, ...], fmt: str, output: Path | None, rules_dir: t
         _err(printable(str(exc)))
         sys.exit(EXIT_ERROR)
     _write_report(render_report(fmt, run), output)
-    sys.exit(EXIT_CLEAN)
+    sys.exit(EXIT_FINDINGS if fail_on_findings and (run.findings or run.errors) else EXIT_CLEAN)

@@ -11,7 +11,7 @@ import click
 from ..core.textsafe import printable
 from ..rules.schema import parse_version
 
-FORMATS = ["text", "json", "sarif", "github", "json-lines", "junit", "html"]
+FORMATS = ["text", "concise", "json", "sarif", "github", "json-lines", "junit", "html"]
 
 
 def _tracebacks(kw: dict[str, Any], tracebacks: list[str]) -> None:
@@ -78,8 +78,11 @@ def selection_options(fn):
         click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
                      help="Configuration file (default: nearest .cudamigrate.toml or pyproject.toml [tool.cudamigrate])."),
         click.option("--option", "cli_options", multiple=True, help="Template option KEY=VALUE, e.g. stream=my_stream."),
-        click.option("--jobs", "-j", type=int, default=None, help="Worker processes (default: CPUs)."),
-        click.option("--max-file-size", type=int, default=None, help="Skip files larger than this many bytes (default 8 MiB)."),
+        # at least 1 (a count of processes, a size in bytes): `-j 0`, `-j -3` and `--max-file-size -5` are usage
+        # errors (exit 2) naming the option, not a run that silently does something else
+        click.option("--jobs", "-j", type=click.IntRange(min=1), default=None, help="Worker processes (default: CPUs)."),
+        click.option("--max-file-size", type=click.IntRange(min=1), default=None,
+                     help="Skip files larger than this many bytes (default 8 MiB)."),
         click.option("--compile-commands", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
                      help="Semantic mode: parse translation units with libclang using the flags in this "
                           "compile_commands.json (default: as clangd finds it: in . or a build*/ directory, upward from the paths)."),
@@ -107,3 +110,18 @@ def diff_base_option(fn):
     return click.option("--diff-base", metavar="REF", default=None,
                         help="Only report findings on lines added or changed since git revision REF (`git diff -U0 "
                              "REF`; untracked files count as wholly changed).")(fn)
+
+
+def force_exclude_option(fn):
+    """`--force-exclude`: what ruff's pre-commit hooks pass (pipeline/inputs.py says what it changes)."""
+    return click.option("--force-exclude", is_flag=True,
+                        help="Named files that the configuration excludes are skipped silently; when every named "
+                             "file is excluded the run passes (exit 0). The pre-commit hooks pass it.")(fn)
+
+
+def color_option(fn):
+    """`--color auto|always|never` (ruff's flag) for the text and concise reports (cli/output.py: use_color)."""
+    return click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto",
+                        show_default=True,
+                        help="Colour the text and concise reports: auto on a terminal (not when piped, written "
+                             "with -o or NO_COLOR is set).")(fn)

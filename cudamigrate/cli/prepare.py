@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.config import Config, ConfigError, find_config, load_config
+from ..core.per_file import from_config
 from ..core.textsafe import printable
 from ..knowledge.load import builtin_rules_dir, load_rules
 from .options import _check_regular, _split, _version
@@ -125,7 +126,8 @@ def _prepare(paths: tuple[Path, ...], kw: dict[str, Any]) -> Prepared:
     opts = Options(target=target, from_version=from_v, select=select, ignore=ignore, extend_select=extend,
                    options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
                    keep_compat=_version(kw.get("keep_compat") or cfg.get("keep-compat"), "--keep-compat"),
-                   include_roots=tuple(str(p if os.path.isdir(p) else p.parent) for p in (paths or (Path("."),))))
+                   include_roots=tuple(str(p if os.path.isdir(p) else p.parent) for p in (paths or (Path("."),))),
+                   per_file_ignores=from_config(str(base), cfg.get("per-file-ignores")))
     walk_errors: list[str] = []
     files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
                           respect_gitignore=cfg.get("respect-gitignore", True), errors=walk_errors,
@@ -150,7 +152,9 @@ def _setup(paths: tuple[Path, ...], kw: dict[str, Any],
     where = f"{cfg.path}" if cfg.path else "config"
     bad = check_selectors({flag: _split(kw.get(k)) for flag, k in (("--select", "select"), ("--ignore", "ignore"),
                                                                      ("--extend-select", "extend_select"))}
-                          | {f"{where}: {k}": _split(cfg.get(k)) for k in ("select", "ignore", "extend-select")}, rs.rules)
+                          | {f"{where}: {k}": _split(cfg.get(k)) for k in ("select", "ignore", "extend-select")}
+                          | {f"{where}: per-file-ignores {g!r}": v for g, v in (cfg.get("per-file-ignores") or {}).items()},
+                          rs.rules)
     from ..knowledge.versions import check as check_versions
 
     bad += check_versions(opts.target, opts.from_version, opts.keep_compat, rs.rules)
@@ -193,7 +197,8 @@ def _replay_key(paths: tuple[Path, ...], pre: Prepared, kw: dict[str, Any], pres
     items = list(zip(map(str, pre.files), display_paths(pre.files), strict=True))
     return db, replay_key(run, [(os.path.abspath(p), d) for p, d in items], presentation), run, items
 
-def _input_gate(paths: tuple[Path, ...], files: list[Path], cfg: Config, stdin: bool) -> tuple[list[Path], bool]:
+def _input_gate(paths: tuple[Path, ...], files: list[Path], cfg: Config, stdin: bool,
+                force_exclude: bool = False) -> tuple[list[Path], bool]:
     """`fix` and `plan`: the named paths that give no file, one line each (pipeline/inputs.py); exit 3 at
     once when nothing is left to read. (stdin: a buffer whose name is excluded is handled as ruff does.)"""
     if stdin:
@@ -201,7 +206,7 @@ def _input_gate(paths: tuple[Path, ...], files: list[Path], cfg: Config, stdin: 
     from ..pipeline.inputs import gate
     from .app import EXIT_INPUT
 
-    files, input_error = gate(list(paths), files, cfg, _err)
+    files, input_error = gate(list(paths), files, cfg, _err, force_exclude)
     if input_error and not files:
         sys.exit(EXIT_INPUT)
     return files, input_error

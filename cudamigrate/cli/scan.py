@@ -17,11 +17,14 @@ from .options import (
     _check_regular,
     _check_writable,
     _tracebacks,
+    color_option,
     diff_base_option,
+    force_exclude_option,
     selection_options,
     stdin_option,
 )
 from .output import err as _err
+from .output import use_color
 from .prepare import Prepared, _diff_scope, _on_changed_lines, _prepare, _replay_key, _setup, _stdin_input
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
@@ -34,6 +37,7 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("--report", "report_fmt", type=click.Choice(FORMATS), default=None, help="Alias of --format (e.g. --report html).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Write the report to a file.")
+@color_option
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--statistics", is_flag=True, help="Print counts per rule instead of findings.")
 @click.option("--sort", type=click.Choice(["plan", "roi", "file"]), default="plan", show_default=True,
@@ -43,6 +47,7 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
 @click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Record current findings as the baseline.")
 @diff_base_option
 @stdin_option
+@force_exclude_option
 @click.option("--show-files", is_flag=True, help="List the files that would be scanned (after excludes) and exit.")
 @click.option("--show-settings", is_flag=True, help="Print the resolved settings (configuration file, rules, options) and exit.")
 @click.option("--shard", default=None, metavar="I/N",
@@ -67,14 +72,20 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         _check_regular(baseline, "--baseline")
     from .semantic import clock, semantic_timed, since, timings
 
+    color = fmt in ("text", "concise") and not statistics and use_color(kw.get("color"), sys.stdout, output is not None)
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
     pre = _prepare(paths, kw)
+    if baseline is None and write_baseline is None and pre.cfg.get("baseline"):  # the configuration's key
+        from ..workflow.baseline import configured
+
+        baseline = configured(pre.cfg.path, str(pre.cfg.get("baseline")))
+        _check_regular(baseline, f"`baseline` in {printable(str(pre.cfg.path))}")
     input_error = False
     if stdin is None:
         from ..pipeline.inputs import gate
 
-        pre.files, input_error = gate(list(paths), pre.files, pre.cfg, _err)
+        pre.files, input_error = gate(list(paths), pre.files, pre.cfg, _err, bool(kw.get("force_exclude")))
         if input_error and not pre.files and not kw.get("show_settings"):
             sys.exit(EXIT_INPUT)
     pre.files, pre.project = _shard(pre.files, kw.get("shard")), pre.files
@@ -85,7 +96,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         sys.exit(EXIT_INPUT if input_error else EXIT_CLEAN)
     replay = None
     if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None and not input_error:
-        replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics})
+        replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics}
+                             | ({"shard": kw["shard"]} if kw.get("shard") else {}) | ({"color": True} if color else {}))
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
     from .progress import Progress  # after the replay, which needs neither the engine nor the reports
@@ -162,13 +174,14 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         if warning:
             _err(f"warning: {warning}")
     run = Run(findings=findings, errors=errors + rule_errors, files_scanned=len(files), rules=engine.rules,
-              target=engine.opts.target, sources=sources, unused_suppressions=unused, keep_compat=engine.opts.keep_compat)
+              target=engine.opts.target, sources=sources, unused_suppressions=unused, keep_compat=engine.opts.keep_compat,
+              shard=_shard_identity(pre, kw.get("shard")))
     if statistics:
         from ..report.text import statistics as stats
 
         text = stats(run)
     else:
-        text = render_report(fmt, run, sort)
+        text = render_report(fmt, run, sort, color)
     if replay is not None and db is None and completed and completed[0][0] == replay[2] and not errors \
             and not rule_errors and not internal:
         from ..pipeline.replay import Replay, store
@@ -204,6 +217,21 @@ def _shard(files: list[Path], shard: str | None) -> list[Path]:
         raise click.BadParameter(str(exc), param_hint="--shard") from None
 
 
+def _shard_identity(pre: Prepared, shard: str | None) -> dict[str, Any] | None:
+    """`--shard I/N`'s identity for the report (pipeline/shard.py: identity), None without the option."""
+    if shard is None:
+        return None
+    import os
+
+    from ..pipeline.result_cache import options_digest, ruleset_digest, unrecorded
+    from ..pipeline.runner import display_path
+    from ..pipeline.shard import identity, parse_shard
+
+    with unrecorded():  # the rule files are in the result cache's run digest already
+        config = options_digest(pre.opts, max_bytes=pre.max_bytes, rules=ruleset_digest(pre.rule_dirs))
+    return identity(*parse_shard(shard), [display_path(p) for p in pre.project or pre.files], config, os.getcwd())
+
+
 def _write_report(text: str, output: Path | None) -> None:
     if output is not None:
         try:
@@ -211,8 +239,8 @@ def _write_report(text: str, output: Path | None) -> None:
         except OSError as exc:
             _err(f"{output}: cannot write the report: {exc.strerror or exc}")
             sys.exit(EXIT_ERROR)
-    else:
-        click.echo(text, nl=False)
+    else:  # (report text is escaped: an ESC in it is --color's, which a pipe keeps only when asked for)
+        click.echo(text, nl=False, color=True if "\x1b[" in text else None)
 
 
 def _replay_or_continue(replay: tuple[Any, str, str, list[tuple[str, str]]], pre: Prepared, output: Path | None,
@@ -233,13 +261,13 @@ def _replay_or_continue(replay: tuple[Any, str, str, list[tuple[str, str]]], pre
     sys.exit(EXIT_FINDINGS if got.findings and not exit_zero else EXIT_CLEAN)
 
 
-def render_report(fmt: str, run: Run, sort: str = "plan") -> str:
+def render_report(fmt: str, run: Run, sort: str = "plan", color: bool = False) -> str:
     import importlib
 
-    if fmt == "text":
-        from ..report.text import render
+    if fmt in ("text", "concise"):
+        from ..report.text import concise, render
 
-        return render(run, sort=sort)
+        return render(run, sort=sort, color=color) if fmt == "text" else concise(run, sort=sort, color=color)
     module = {"json-lines": "jsonlines"}.get(fmt, fmt)
     try:
         mod = importlib.import_module(f"..report.{module}", __package__)

@@ -22,7 +22,7 @@ from .textsafe import one_line, printable
 KNOWN = {"select", "ignore", "extend-select", "exclude", "target-cuda", "from-cuda", "options", "rule-options",
          "rules-dirs", "max-file-size", "respect-gitignore", "calibration", "keep-compat",
          "verify", "build-command", "run-command", "reference", "include-dirs", "defines",
-         "verify-timeout"}
+         "verify-timeout", "baseline", "per-file-ignores"}
 
 MAX_CONFIG_BYTES = 4 * 1024 * 1024
 

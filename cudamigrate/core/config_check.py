@@ -61,4 +61,19 @@ def check_values(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     if "rule-options" in doc and not (isinstance(doc["rule-options"], dict)
                                       and all(isinstance(v, dict) for v in doc["rule-options"].values())):
         raise bad("rule-options", "a table of tables, e.g. [tool.cudamigrate.rule-options.CM101]")
+    if "baseline" in doc and not (isinstance(doc["baseline"], str) and doc["baseline"].strip()):
+        raise bad("baseline", 'a file name, e.g. baseline = "cudamigrate-baseline.json"')
+    if "per-file-ignores" in doc:
+        table = doc["per-file-ignores"]
+        if not (isinstance(table, dict) and all(
+                isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)) for v in table.values())):
+            raise bad("per-file-ignores", 'a table of glob = [rule ids], e.g. per-file-ignores = {"tests/**" = ["CM101"]}')
+        from .per_file import PerFileIgnoresError, check_glob
+
+        for glob in table:
+            try:
+                check_glob(glob)
+            except PerFileIgnoresError as exc:
+                raise ConfigValueError(f"{path}: `per-file-ignores` {exc}") from None
+        out["per-file-ignores"] = {g: [v] if isinstance(v, str) else list(v) for g, v in table.items()}
     return out

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .per_file import PerFileIgnores
+
 
 @dataclass
 class Options:
@@ -22,4 +24,5 @@ class Options:
     calibration: dict[str, Any] | None = None
     keep_compat: tuple[int, int] | None = None  # oldest toolkit the fixed code must still build with
     include_roots: tuple[str, ...] = ()  # the scanned paths: where `#include` finds the project's headers
+    per_file_ignores: PerFileIgnores | None = None  # `per-file-ignores`: rules off in the files a glob matches
     time_budget_s: float | None = 60.0  # per file and scan: a pathological file becomes an error, not a hang

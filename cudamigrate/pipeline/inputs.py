@@ -74,11 +74,15 @@ def _why_empty_dir(d: Path, cfg: Config) -> str:
     return f"no source file found: every one is excluded by `exclude` in {_config_name(cfg)}"
 
 
-def check_inputs(paths: list[Path], files: list[Path], cfg: Config) -> list[InputProblem]:
+def check_inputs(paths: list[Path], files: list[Path], cfg: Config, force_exclude: bool = False) -> list[InputProblem]:
     """One problem per named path that contributes no file: missing (error), a directory with no source file
     left (error), a named file excluded by the configuration (note: excluding it may be intended, as with
     pre-commit passing every changed file). Files that exist are read by the scan, which reports what else is
-    wrong with them (a FIFO, no permission) itself."""
+    wrong with them (a FIFO, no permission) itself.
+
+    `force_exclude` (ruff's `--force-exclude`, which the pre-commit hooks pass): the caller hands over every
+    changed file and wants the configuration's excludes to apply to them silently, so an excluded named file
+    is no problem at all, and a run whose named files are all excluded scans nothing and passes."""
     out: list[InputProblem] = []
     roots = paths or [Path(".")]
     found = {os.path.abspath(f) for f in files}
@@ -89,7 +93,7 @@ def check_inputs(paths: list[Path], files: list[Path], cfg: Config) -> list[Inpu
             prefix = os.path.join(os.path.abspath(root), "")
             if not any(f.startswith(prefix) for f in found):
                 out.append(InputProblem(root, _why_empty_dir(root, cfg), True))
-        elif os.path.abspath(root) not in found:
+        elif os.path.abspath(root) not in found and not force_exclude:
             out.append(InputProblem(root, _why_excluded_file(root, cfg), False))
     if not files and not any(p.error for p in out):  # every named file excluded: nothing at all was scanned
         out = [InputProblem(p.path, p.reason + "; no file left to scan", True) for p in out]
@@ -103,10 +107,11 @@ def without_missing(files: list[Path], problems: list[InputProblem]) -> list[Pat
     return [f for f in files if str(f) not in missing]
 
 
-def gate(paths: list[Path], files: list[Path], cfg: Config, echo) -> tuple[list[Path], bool]:
+def gate(paths: list[Path], files: list[Path], cfg: Config, echo,
+         force_exclude: bool = False) -> tuple[list[Path], bool]:
     """What the CLI does with the problems: print one line each (`echo`), and return the files to scan (the
     missing named ones left out) and whether an input error happened (the run then exits EXIT_INPUT)."""
-    problems = check_inputs(paths, files, cfg)
+    problems = check_inputs(paths, files, cfg, force_exclude)
     for p in problems:
         echo(p.line())
     return without_missing(files, problems), any(p.error for p in problems)

@@ -40,3 +40,12 @@ def shard_of(path: Path, n: int) -> int:
 def shard_files(files: list[Path], i: int, n: int) -> list[Path]:
     """The files of shard i of n, in the run's order."""
     return [f for f in files if shard_of(f, n) == i]
+
+
+def identity(i: int, n: int, displayed: list[str], config: str, root: str) -> dict[str, object]:
+    """What a shard's report records so `merge` can tell a complete set from duplicates, gaps and mixtures:
+    its index and count, a digest of the whole run's file set (the displayed paths of every file, sorted: every
+    shard of one run sees the same set, another checkout or another path list does not), a digest of the
+    configuration (`config`: options and rules), and the directory its paths are relative to."""
+    files = hashlib.sha256("\n".join(sorted(displayed)).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    return {"index": i, "count": n, "files": files, "config": config[:16], "root": root}

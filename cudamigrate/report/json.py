@@ -47,7 +47,7 @@ def document(run: Run) -> dict:
             "related": [r.to_dict() for r in f.related],
         }
         findings.append(d)
-    return {
+    doc = {
         "tool": "cudamigrate",
         "version": __version__,
         "target_cuda": run.target_str,
@@ -55,6 +55,9 @@ def document(run: Run) -> dict:
         "findings": findings,
         "errors": run.errors,
     }
+    if run.shard is not None:  # only a shard's report says which part of which run it is
+        doc["shard"] = run.shard
+    return doc
 
 
 def render(run: Run) -> str:

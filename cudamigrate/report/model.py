@@ -20,6 +20,10 @@ class Run:
     sources: dict[str, bytes] = field(default_factory=dict)  # for reports that show code
     unused_suppressions: list[dict[str, Any]] = field(default_factory=list)
     keep_compat: tuple[int, int] | None = None  # the project's declared oldest toolkit (decides CM410's fixes)
+    # `scan --shard I/N`: the shard's identity (index, count, the run's file-set and configuration digests,
+    # root), recorded in JSON and SARIF so `merge` can refuse duplicates, gaps and mixtures (workflow/merge.py)
+    shard: dict[str, Any] | None = None
+    source_root: str | None = None  # the directory report paths are relative to (default: the current one)
 
     @property
     def minimum_str(self) -> str | None:

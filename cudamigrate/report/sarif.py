@@ -18,6 +18,7 @@ import json
 import os
 import re
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import quote
 
 from .. import __version__
@@ -195,6 +196,10 @@ def document(run: Run) -> dict:
             positions[f.path] = Positions(data) if data else None
         results.append(result(f, index, positions[f.path]))
     notes = [{"level": "error", "message": {"text": e}} for e in run.errors]
+    props: dict[str, Any] = {"files_scanned": run.files_scanned, "target_cuda": run.target_str}
+    if run.shard is not None:  # only a shard's report says which part of which run it is
+        props["shard"] = run.shard
+    root = Path(run.source_root) if run.source_root else Path.cwd()
     return {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -207,10 +212,10 @@ def document(run: Run) -> dict:
                 "properties": {"target_cuda": run.target_str},
             }},
             "invocations": [{"executionSuccessful": not run.errors, "toolExecutionNotifications": notes}],
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
             "columnKind": "unicodeCodePoints",
             "results": results,
-            "properties": {"files_scanned": run.files_scanned, "target_cuda": run.target_str},
+            "properties": props,
         }],
     }
 

@@ -12,21 +12,38 @@ from ..core.textsafe import printable
 from .model import Run
 
 MARK = {"safe": "[*]", "unsafe": "[~]", "display-only": "[?]", "manual": "[ ]"}
+# ANSI SGR codes of `--color` (ruff's palette: bold location, red code, the fix marker by how safe it is)
+STYLE = {"path": "1", "rule": "1;31", "safe": "32", "unsafe": "33", "display-only": "36", "manual": "2"}
 
 
-def render(run: Run, show_source: bool = True, sort: str = "plan") -> str:
-    lines = []
-    from .plan import fmt_roi, plan_order
+def _paint(text: str, style: str, color: bool) -> str:
+    """`text` (already printable) in an SGR style when `color` is on; as it is otherwise."""
+    return f"\x1b[{STYLE[style]}m{text}\x1b[0m" if color else text
+
+
+def _ordered(run: Run, sort: str) -> list:
+    from .plan import plan_order
 
     if sort == "plan":  # build breaks first (safe, unsafe, manual), then deprecated, performance, hygiene; by ROI
-        findings = plan_order(run.findings)
-    elif sort == "roi":
-        findings = run.by_roi()
-    else:
-        findings = sorted(run.findings, key=lambda f: (f.path, f.line, f.column))
-    for f in findings:
+        return plan_order(run.findings)
+    if sort == "roi":
+        return run.by_roi()
+    return sorted(run.findings, key=lambda f: (f.path, f.line, f.column))
+
+
+def _head(f, color: bool) -> str:
+    """`path:line:col: ID [*]` of a finding, escaped, painted when `color` is on."""
+    return (_paint(printable(f"{f.path}:{f.line}:{f.column}:"), "path", color) + " "
+            + _paint(printable(f.rule_id), "rule", color) + " " + _paint(MARK[f.applicability], f.applicability, color))
+
+
+def render(run: Run, show_source: bool = True, sort: str = "plan", color: bool = False) -> str:
+    lines = []
+    from .plan import fmt_roi
+
+    for f in _ordered(run, sort):
         roi = f.cost.roi if f.cost else 0
-        lines.append(printable(f"{f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message} (roi {fmt_roi(roi)})"))
+        lines.append(_head(f, color) + " " + printable(f"{f.message} (roi {fmt_roi(roi)})"))
         if show_source and f.snippet.strip():
             lines.append(f"    | {printable(f.snippet.rstrip())}")
         for r in f.related:  # clang's notes: where else the finding shows (a texture reference's uses)
@@ -54,12 +71,28 @@ ROI_LINE = ("(roi N) = impact / effort: the value of fixing a finding per unit o
             "whatever their ROI (`cudamigrate explain ID` shows how a rule scores).")
 
 
+def concise(run: Run, sort: str = "plan", color: bool = False) -> str:
+    """`--format concise` (ruff's name): one line per finding, `path:line:col: ID [*] message`, no source line,
+    notes or ROI, then one summary line; for editors' error lists, grep and quick reading."""
+    lines = [_head(f, color) + " " + printable(f.message) for f in _ordered(run, sort)]
+    files = len({f.path for f in run.findings})
+    lines.append(f"Found {len(run.findings)} finding(s) in {files} file(s)." if run.findings
+                 else f"No findings in {run.files_scanned} file(s).")
+    return "\n".join(lines) + "\n"
+
+
+# the statistics' marker of a rule: the most automatic fix among its findings, in the findings list's vocabulary
+_BEST_FIRST = ("safe", "unsafe", "display-only", "manual")
+
+
 def statistics(run: Run) -> str:
     counts = Counter(f.rule_id for f in run.findings)
-    fixable = Counter(f.rule_id for f in run.findings if f.applicability in ("safe", "unsafe"))
+    kinds: dict[str, set[str]] = {}
+    for f in run.findings:
+        kinds.setdefault(f.rule_id, set()).add(f.applicability)
     names = {r.id: r.name for r in run.rules}
     out = []
     for rid, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
-        mark = "[*]" if fixable[rid] else "[ ]"
+        mark = MARK[next(k for k in _BEST_FIRST if k in kinds[rid])]
         out.append(f"{n:6d}  {rid:6s} {mark} {names.get(rid, '')}")
     return "\n".join(out) + ("\n" if out else "")

@@ -383,6 +383,9 @@ class Engine:
             candidates = {k: r for k, r in candidates.items()
                           if (k not in self.prechecked or precheck.possible(r.where, text))
                           and (k not in self.prechecked_builtins or precheck.builtin_possible(self.prechecked_builtins[k], text))}
+        off = self.opts.per_file_ignores.selectors_for(src.path) if self.opts.per_file_ignores else ()
+        if off:  # `per-file-ignores`: these rules do not run here (their findings are filtered below too)
+            candidates = {k: r for k, r in candidates.items() if not any(_selector_hits(r, s, self.all_ids) for s in off)}
         if not candidates:
             res.skipped = True
             return res
@@ -407,12 +410,17 @@ class Engine:
         self._budget = Budget(self.opts.time_budget_s)
         self._partial: list[Finding] = []
         try:
-            return self._scan_units(ctx, res, candidates, keys, semantic, display)
+            res = self._scan_units(ctx, res, candidates, keys, semantic, display)
         except FileTimeout as exc:
-            return self._timed_out(display, src.data, exc, res.notes)
+            res = self._timed_out(display, src.data, exc, res.notes)
         finally:
             reset_parent_cache()
             reset_scope_cache()
+        if off:  # what post-passes add (CM801) for a rule off in this file
+            by_id = {r.id: r for r in self.rules}
+            res.findings = [f for f in res.findings if f.rule_id not in by_id
+                            or not any(_selector_hits(by_id[f.rule_id], s, self.all_ids) for s in off)]
+        return res
 
     def _timed_out(self, display: str, data: bytes, exc: FileTimeout, notes: list[str]) -> FileResult:
         """A file past its budget keeps the findings already made (suppressions applied), with an error line

@@ -85,10 +85,10 @@ def run_fix(project: Path, fix_args: list[str], timeout: float) -> Step:
     env["PYTHONPATH"] = pkg_root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     from .procs import run_group_split
 
-    rc, _out, stderr = run_group_split(cmd, project, timeout, env)
+    rc, out, stderr = run_group_split(cmd, project, timeout, env)
     if rc is None:
         return Step("fix", False, time.perf_counter() - t0, f"timed out after {timeout:.0f} s", 124)
-    err = stderr.decode("utf-8", "replace")
+    err = (stderr + out).decode("utf-8", "replace")  # notes, then the remaining findings and summary
     return Step("fix", rc == 0, time.perf_counter() - t0, err, rc)
 
 

@@ -57,6 +57,13 @@ class _Texts:
         return hashlib.sha256(f.rule_id.encode() + b"\0" + norm).hexdigest()[:32]
 
 
+def configured(config_path: Path | None, value: str) -> Path:
+    """The configuration's `baseline` key as a path: relative to the configuration file's directory (so every
+    hook and CI entry need not repeat `--baseline FILE`, and it means the same file from any directory)."""
+    base = config_path.parent if config_path is not None else Path(".")
+    return base / value
+
+
 def entries(findings: list[Finding], root: Path, sources: dict[str, bytes] | None = None) -> list[dict]:
     texts = _Texts(sources)
     out = []

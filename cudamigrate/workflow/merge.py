@@ -15,8 +15,11 @@ The inputs become a `report.model.Run` again and are rendered by the ordinary re
   impact, effort minutes, fingerprint, related locations); the cost's scores come from the effort class, and `context` is
   empty. Merge JSON reports when a JSON report must match a single run exactly.
 
-Paths in the reports are relative to the directory each shard ran in; merge in the same checkout, so the
-sources that SARIF regions and HTML code excerpts read are found.
+Paths in the reports are relative to the directory each shard ran in, which a shard's report records: the
+sources that SARIF regions and HTML code excerpts read are found there (when it exists on the merging
+machine, else in the current directory), and the merged SARIF's `%SRCROOT%` is it. `check_set` refuses what
+would merge wrong: duplicates, gaps, shards of different runs, a whole-run report among shards, reports of
+another tool version.
 """
 
 from __future__ import annotations
@@ -43,13 +46,17 @@ class MergeError(ValueError):
 
 @dataclass
 class Shard:
-    """One input report, as findings and totals."""
+    """One input report, as findings and totals, and what it says of itself: the tool version that wrote it
+    and, for a `scan --shard I/N` report, its identity (pipeline/shard.py: identity)."""
 
     findings: list[Finding]
     errors: list[str]
     files_scanned: int
     target: str
     rule_ids: set[str] = field(default_factory=set)
+    version: str = ""
+    identity: dict[str, Any] | None = None
+    path: str = ""
 
 
 def _target(text: str, where: str) -> tuple[int, int]:
@@ -61,15 +68,20 @@ def _target(text: str, where: str) -> tuple[int, int]:
 
 
 class Sources:
-    """The reports' files read once from disk (relative to the current directory, as the shards ran)."""
+    """The reports' files read once from disk, relative to the directory the shards ran in (`root`, which
+    their identity records) or else the current one."""
 
-    def __init__(self) -> None:
+    def __init__(self, root: str | None = None) -> None:
         self.data: dict[str, bytes] = {}
+        self.root = root
+
+    def where(self, path: str) -> str:
+        return os.path.join(self.root, path) if self.root else path
 
     def get(self, path: str) -> bytes:
         if path not in self.data:
             try:
-                self.data[path] = Path(path).read_bytes()
+                self.data[path] = Path(self.where(path)).read_bytes()
             except OSError:
                 self.data[path] = b""
         return self.data[path]
@@ -166,19 +178,48 @@ def _related_from_sarif(x: dict[str, Any]) -> Related:
                    reg.get("endLine"), reg.get("endColumn"), (x.get("message") or {}).get("text", ""))
 
 
+def _no_constant(name: str) -> Any:
+    """json.loads's hook for NaN and Infinity, which no cudamigrate report holds (its writers refuse them)."""
+    raise ValueError(f"{name} is not a number a report may hold")
+
+
+def load_report(path: Path) -> Any:
+    """A report file's JSON, or MergeError in one line: unreadable, not JSON, NaN/Infinity, nested too deeply."""
+    where = str(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except OSError as exc:
+        raise MergeError(f"{where}: cannot read: {exc.strerror or exc}") from None
+    except RecursionError:
+        raise MergeError(f"{where}: not a cudamigrate report: JSON nested too deeply") from None
+    except ValueError as exc:  # (UnicodeDecodeError and JSONDecodeError are ValueErrors)
+        raise MergeError(f"{where}: not JSON: {exc}") from None
+
+
+def _identity(value: Any, where: str) -> dict[str, Any] | None:
+    """A report's shard identity, checked for shape (None: a report of a whole run)."""
+    if value is None:
+        return None
+    if not (isinstance(value, dict) and all(isinstance(value.get(k), int) and not isinstance(value.get(k), bool)
+                                            for k in ("index", "count"))
+            and all(isinstance(value.get(k), str) for k in ("files", "config", "root"))
+            and 1 <= value["index"] <= value["count"]):
+        raise MergeError(f"{where}: not a cudamigrate report: malformed `shard` record")
+    return value
+
+
 def read_shard(path: Path, sources: Sources) -> Shard:
     """One report, JSON or SARIF (told apart by content, not by name)."""
     where = str(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise MergeError(f"{where}: cannot read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise MergeError(f"{where}: not JSON: {exc}") from None
+    doc = load_report(path)
     try:
         if isinstance(doc, dict) and doc.get("tool") == "cudamigrate":
+            ident = _identity(doc.get("shard"), where)
+            if ident is not None and sources.root is None and os.path.isdir(ident["root"]):
+                sources.root = ident["root"]
             return Shard([finding_from_json(d, sources) for d in doc["findings"]], list(doc["errors"]),
-                         int(doc["summary"]["files_scanned"]), str(doc["target_cuda"]))
+                         int(doc["summary"]["files_scanned"]), str(doc["target_cuda"]), version=str(doc.get("version")),
+                         identity=ident, path=where)
         if isinstance(doc, dict) and isinstance(doc.get("runs"), list) and len(doc["runs"]) == 1:
             run = doc["runs"][0]
             driver = run["tool"]["driver"]
@@ -187,12 +228,51 @@ def read_shard(path: Path, sources: Sources) -> Shard:
             rules = driver.get("rules", [])
             notes = [n["message"]["text"] for inv in run.get("invocations", [])
                      for n in inv.get("toolExecutionNotifications", [])]
+            ident = _identity(run["properties"].get("shard"), where)
+            if ident is not None and sources.root is None and os.path.isdir(ident["root"]):
+                sources.root = ident["root"]
             return Shard([finding_from_sarif(r, rules) for r in run.get("results", [])], notes,
                          int(run["properties"]["files_scanned"]), str(run["properties"]["target_cuda"]),
-                         {d["id"] for d in rules})
-    except (KeyError, TypeError, IndexError, ValueError) as exc:
+                         {d["id"] for d in rules}, version=str(driver.get("version")), identity=ident, path=where)
+    except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
         raise MergeError(f"{where}: not a cudamigrate report ({type(exc).__name__}: {exc})") from None
     raise MergeError(f"{where}: neither a cudamigrate JSON report nor a SARIF report")
+
+
+def check_set(shards: list[Shard]) -> None:
+    """MergeError naming the reports when they are not one run's: another tool version than this one, a
+    whole-run report beside shards or beside another report, shards of different runs (count, file set,
+    configuration), the same shard twice, or missing shards."""
+    from .. import __version__
+
+    for s in shards:
+        if s.version != __version__:
+            raise MergeError(f"{s.path}: written by cudamigrate {s.version}, not by this version ({__version__}); "
+                             "merge with the version that scanned")
+    whole = [s for s in shards if s.identity is None]
+    if whole and len(shards) > 1:
+        raise MergeError(f"{whole[0].path} is the report of a whole run, not of a `--shard I/N` run: merging it "
+                         f"with {len(shards) - 1} other report(s) would count its findings twice")
+    if whole:
+        return
+    first = shards[0]
+    for key, what in (("count", "a different shard count"), ("files", "a different file set"),
+                      ("config", "a different configuration or rule set")):
+        for s in shards[1:]:
+            if s.identity[key] != first.identity[key]:  # type: ignore[index]
+                raise MergeError(f"{s.path} and {first.path} are shards of different runs ({what}): merge the "
+                                 "shards of one run")
+    seen: dict[int, str] = {}
+    for s in shards:
+        i = s.identity["index"]  # type: ignore[index]
+        if i in seen:
+            raise MergeError(f"{s.path} and {seen[i]} are both shard {i}/{first.identity['count']}: "  # type: ignore[index]
+                             "each shard once")
+        seen[i] = s.path
+    n = first.identity["count"]  # type: ignore[index]
+    missing = [f"{i}/{n}" for i in range(1, n + 1) if i not in seen]
+    if missing:
+        raise MergeError(f"shard(s) {', '.join(missing)} missing: {len(seen)} of {n} shard reports given")
 
 
 def merge(paths: list[Path], rules: list[Rule]) -> Run:
@@ -205,6 +285,7 @@ def merge(paths: list[Path], rules: list[Rule]) -> Run:
     targets = {s.target for s in shards}
     if len(targets) > 1:
         raise MergeError(f"the reports were made for different CUDA targets ({', '.join(sorted(targets))})")
+    check_set(shards)
     described = set().union(*(s.rule_ids for s in shards))
     found = {f.rule_id for s in shards for f in s.findings}
     if described:
@@ -213,7 +294,8 @@ def merge(paths: list[Path], rules: list[Rule]) -> Run:
     return Run(findings=findings, errors=[e for s in shards for e in s.errors],
                files_scanned=sum(s.files_scanned for s in shards), rules=rules,
                target=_target(targets.pop(), str(paths[0])),
-               sources={f.path: sources.get(f.path) for f in findings if os.path.exists(f.path)})
+               sources={f.path: sources.get(f.path) for f in findings if os.path.exists(sources.where(f.path))},
+               source_root=sources.root)
 
 
 def merged_run(paths: list[Path], rule_dirs: list[Path]) -> Run:
