@@ -66,3 +66,14 @@ def test_per_file_ignores_bad_values_are_one_line_errors(tmp_path):
         (tmp_path / ".cudamigrate.toml").write_text(f"per-file-ignores = {value}\n")
         r = run_cli("scan", "a.cu", cwd=tmp_path)
         assert r.exit_code == 2 and words in r.output and "Traceback" not in r.output, (value, r.output)
+
+
+def test_per_file_ignores_hold_for_fix_too(tmp_path):
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "g.cu").write_text(CODE)
+    (tmp_path / "a.cu").write_text(CODE)
+    (tmp_path / ".cudamigrate.toml").write_text('per-file-ignores = {"gen/" = ["removals"]}\n')
+    r = run_cli("fix", "--no-verify", ".", cwd=tmp_path)
+    assert r.exit_code == 1, r.output  # CM101 remains in both
+    assert (tmp_path / "gen" / "g.cu").read_text() == CODE  # CM501 (family removals) is off under gen/
+    assert "cudaDeviceSynchronize();" in (tmp_path / "a.cu").read_text()
