@@ -77,3 +77,18 @@ def test_per_file_ignores_hold_for_fix_too(tmp_path):
     assert r.exit_code == 1, r.output  # CM101 remains in both
     assert (tmp_path / "gen" / "g.cu").read_text() == CODE  # CM501 (family removals) is off under gen/
     assert "cudaDeviceSynchronize();" in (tmp_path / "a.cu").read_text()
+
+
+def test_readme_configuration_example_loads_as_written(tmp_path):
+    """The README's `[tool.cudamigrate]` example is a valid configuration (it named a `core.options` table)."""
+    import re
+    from pathlib import Path
+
+    from cudamigrate.core.config import load_config
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## Configuration\n"):]
+    block = re.search(r"```toml\n(.*?)```", section, re.S)[1]
+    (tmp_path / "pyproject.toml").write_text("[tool.cudamigrate]\n" + block)
+    cfg = load_config(tmp_path / "pyproject.toml", ("tool", "cudamigrate"))
+    assert cfg.get("options") == {"stream": "cudaStreamPerThread"} and cfg.get("per-file-ignores")
