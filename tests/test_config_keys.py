@@ -92,3 +92,11 @@ def test_readme_configuration_example_loads_as_written(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.cudamigrate]\n" + block)
     cfg = load_config(tmp_path / "pyproject.toml", ("tool", "cudamigrate"))
     assert cfg.get("options") == {"stream": "cudaStreamPerThread"} and cfg.get("per-file-ignores")
+
+
+def test_show_settings_names_per_file_ignores_and_the_baseline(tmp_path):
+    (tmp_path / ".cudamigrate.toml").write_text('baseline = "b.json"\nper-file-ignores = {"gen/" = ["CM501", "CM1"]}\n')
+    (tmp_path / "a.cu").write_text(CODE)
+    r = run_cli("scan", "--show-settings", ".", cwd=tmp_path)
+    got = dict(ln.split(" = ", 1) for ln in r.output.splitlines())
+    assert got["per-file-ignores"] == "[gen/: CM501,CM1]" and got["baseline"] == str(tmp_path / "b.json"), r.output
