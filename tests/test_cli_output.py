@@ -124,3 +124,11 @@ def test_color_on_request_or_on_a_terminal_only(tmp_path, monkeypatch):
     assert not use_color("auto", Tty(), to_file=True) and not use_color("never", Tty())
     monkeypatch.setenv("NO_COLOR", "1")
     assert not use_color("auto", Tty()) and use_color("always", None)
+
+
+def test_fix_colours_what_remains_on_request(tmp_path):
+    (tmp_path / "a.cu").write_text(CODE)
+    plain = run_cli("fix", "--no-verify", "--diff", "a.cu", cwd=tmp_path)
+    painted = run_cli("fix", "--no-verify", "--diff", "--color", "always", "a.cu", cwd=tmp_path)
+    assert "\x1b" not in plain.stderr and "\x1b" not in painted.stdout  # the diff is never painted
+    assert "  \x1b[1ma.cu:3:3:\x1b[0m \x1b[1;31mCM101\x1b[0m \x1b[36m[?]\x1b[0m `cudaMemsetAsync`" in painted.stderr

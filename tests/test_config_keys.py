@@ -66,3 +66,37 @@ def test_per_file_ignores_bad_values_are_one_line_errors(tmp_path):
         (tmp_path / ".cudamigrate.toml").write_text(f"per-file-ignores = {value}\n")
         r = run_cli("scan", "a.cu", cwd=tmp_path)
         assert r.exit_code == 2 and words in r.output and "Traceback" not in r.output, (value, r.output)
+
+
+def test_per_file_ignores_hold_for_fix_too(tmp_path):
+    (tmp_path / "gen").mkdir()
+    (tmp_path / "gen" / "g.cu").write_text(CODE)
+    (tmp_path / "a.cu").write_text(CODE)
+    (tmp_path / ".cudamigrate.toml").write_text('per-file-ignores = {"gen/" = ["removals"]}\n')
+    r = run_cli("fix", "--no-verify", ".", cwd=tmp_path)
+    assert r.exit_code == 1, r.output  # CM101 remains in both
+    assert (tmp_path / "gen" / "g.cu").read_text() == CODE  # CM501 (family removals) is off under gen/
+    assert "cudaDeviceSynchronize();" in (tmp_path / "a.cu").read_text()
+
+
+def test_readme_configuration_example_loads_as_written(tmp_path):
+    """The README's `[tool.cudamigrate]` example is a valid configuration (it named a `core.options` table)."""
+    import re
+    from pathlib import Path
+
+    from cudamigrate.core.config import load_config
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("\n## Configuration\n"):]
+    block = re.search(r"```toml\n(.*?)```", section, re.S)[1]
+    (tmp_path / "pyproject.toml").write_text("[tool.cudamigrate]\n" + block)
+    cfg = load_config(tmp_path / "pyproject.toml", ("tool", "cudamigrate"))
+    assert cfg.get("options") == {"stream": "cudaStreamPerThread"} and cfg.get("per-file-ignores")
+
+
+def test_show_settings_names_per_file_ignores_and_the_baseline(tmp_path):
+    (tmp_path / ".cudamigrate.toml").write_text('baseline = "b.json"\nper-file-ignores = {"gen/" = ["CM501", "CM1"]}\n')
+    (tmp_path / "a.cu").write_text(CODE)
+    r = run_cli("scan", "--show-settings", ".", cwd=tmp_path)
+    got = dict(ln.split(" = ", 1) for ln in r.output.splitlines())
+    assert got["per-file-ignores"] == "[gen/: CM501,CM1]" and got["baseline"] == str(tmp_path / "b.json"), r.output

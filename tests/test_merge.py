@@ -231,3 +231,10 @@ def test_merge_of_a_hostile_or_foreign_report_is_one_line(tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps(doc))
     assert "written by cudamigrate 0.0.1, not by this version" in _one_error_line(run_cli("merge", old, b, cwd=tree))
+
+
+def test_shard_reports_are_valid_against_the_report_schema(tmp_path):
+    schema = json.loads((ROOT / "cudamigrate" / "schemas" / "report.schema.json").read_text())
+    _, parts = _small_shards(tmp_path)
+    for p in parts:
+        jsonschema.validate(json.loads(p.read_text()), schema)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
-from .options import _split, _tracebacks, force_exclude_option, selection_options, stdin_option
+from .options import _split, _tracebacks, color_option, force_exclude_option, selection_options, stdin_option
 from .output import err as _err
 from .prepare import _input_gate, _setup, _stdin_input
 from .scan import _write_report
@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
               help="Also rewrite files reached through a symlink whose target lies outside the paths given.")
 @stdin_option
 @force_exclude_option
+@color_option
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
         exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
     """Rewrite PATHS in place, applying automatic fixes; list the findings that remain.
@@ -127,7 +128,10 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if kw.get("timings"):
         timings(db, {"semantic": t_sem, "fix": since(c1, clock())}, len(files))
     verb = "Fixed" if write else "Would fix"
-    list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes, err=not write)
+    from .output import use_color
+
+    list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes, err=not write,
+                     color=use_color(kw.get("color"), sys.stderr if not write else sys.stdout))
     msg = f"{verb} {tally.applied} finding(s) in {tally.changed} file(s); {tally.remaining} remaining"
     if tally.unsafe_left and not unsafe_fixes:
         msg += f" ({tally.unsafe_left} fixable with --unsafe-fixes)"

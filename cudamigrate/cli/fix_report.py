@@ -91,12 +91,12 @@ def record_fix(outcome: FixOutcome, write: bool, tally: FixTally) -> None:
                 sys.stdout.buffer.flush()
 
 
-def list_fix_outcome(applied: list, left: list, show_fixes: bool, err: bool = False) -> None:
+def list_fix_outcome(applied: list, left: list, show_fixes: bool, err: bool = False, color: bool = False) -> None:
     """What `fix` leaves (always, like ruff's --fix) and, with --show-fixes, what it changed: on stdout, as
     ruff writes its remaining diagnostics (`fix . > log` keeps them), or on stderr (`err`) when stdout holds
-    the fixed buffer (`fix -`) or the diff (`--diff`, `--dry-run`)."""
+    the fixed buffer (`fix -`) or the diff (`--diff`, `--dry-run`); painted when `color`."""
     from ..report.plan import plan_order
-    from ..report.text import MARK
+    from ..report.text import finding_head
 
     if show_fixes and applied:
         from ..fix.commits import per_file_rules
@@ -106,8 +106,8 @@ def list_fix_outcome(applied: list, left: list, show_fixes: bool, err: bool = Fa
             click.echo(f"  {path}: " + ", ".join(f"{rid} x{n}" for rid, n in sorted(rules.items())), err=err)
     if left:
         click.echo("Remaining:", err=err)
-        for f in plan_order(left):
-            click.echo(f"  {f.path}:{f.line}:{f.column}: {f.rule_id} {MARK[f.applicability]} {f.message}", err=err)
+        for f in plan_order(left):  # (`--color`: painted as scan's findings are)
+            click.echo(f"  {finding_head(f, color)} {f.message}", err=err, color=True if color else None)
 
 
 def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome], kw: dict[str, Any], cfg: Any,

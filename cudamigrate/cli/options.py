@@ -120,8 +120,9 @@ def force_exclude_option(fn):
 
 
 def color_option(fn):
-    """`--color auto|always|never` (ruff's flag) for the text and concise reports (cli/output.py: use_color)."""
+    """`--color auto|always|never` (ruff's flag): scan's text and concise reports, fix's remaining findings
+    (cli/output.py: use_color)."""
     return click.option("--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto",
                         show_default=True,
-                        help="Colour the text and concise reports: auto on a terminal (not when piped, written "
-                             "with -o or NO_COLOR is set).")(fn)
+                        help="Colour the findings listed: auto on a terminal (not when piped, written with -o or "
+                             "NO_COLOR is set).")(fn)

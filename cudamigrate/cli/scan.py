@@ -76,7 +76,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     stdin = _stdin_input(paths, kw)
     paths = (stdin.path,) if stdin is not None else paths
     pre = _prepare(paths, kw)
-    if baseline is None and write_baseline is None and pre.cfg.get("baseline"):  # the configuration's key
+    if baseline is None and write_baseline is None and pre.cfg.get("baseline") \
+            and not (kw.get("show_files") or kw.get("show_settings")):  # the configuration's key
         from ..workflow.baseline import configured
 
         baseline = configured(pre.cfg.path, str(pre.cfg.get("baseline")))

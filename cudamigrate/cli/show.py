@@ -40,6 +40,9 @@ def settings(pre: Prepared) -> list[tuple[str, str]]:
         ("max-file-size", _value(pre.max_bytes or "8388608 (default)")),
         ("options", _value(sorted(f"{k}={v}" for k, v in opts.options.items()))),
         ("rule-options", _value(sorted(opts.rule_options))),
+        ("per-file-ignores", _value([f"{g}: {','.join(v)}" for g, v in opts.per_file_ignores.table]
+                                    if opts.per_file_ignores else [])),
+        ("baseline", path_text(cfg.path.parent / cfg.get("baseline")) if cfg.path and cfg.get("baseline") else "(none)"),
         ("rules-dirs", _value([path_text(d) for d in pre.rule_dirs])),
         ("cache", "on" if pre.use_cache else "off"),
         ("files", str(len(pre.files))),

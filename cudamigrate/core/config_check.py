@@ -57,7 +57,7 @@ def check_values(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     if "calibration" in doc and not isinstance(doc["calibration"], str):
         raise bad("calibration", "a path (string)")
     if "options" in doc and not isinstance(doc["options"], dict):
-        raise bad("options", "a table, e.g. [tool.cudamigrate.core.options] stream = \"s\"")
+        raise bad("options", "a table, e.g. [tool.cudamigrate.options] stream = \"s\"")
     if "rule-options" in doc and not (isinstance(doc["rule-options"], dict)
                                       and all(isinstance(v, dict) for v in doc["rule-options"].values())):
         raise bad("rule-options", "a table of tables, e.g. [tool.cudamigrate.rule-options.CM101]")

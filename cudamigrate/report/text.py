@@ -31,7 +31,7 @@ def _ordered(run: Run, sort: str) -> list:
     return sorted(run.findings, key=lambda f: (f.path, f.line, f.column))
 
 
-def _head(f, color: bool) -> str:
+def finding_head(f, color: bool) -> str:
     """`path:line:col: ID [*]` of a finding, escaped, painted when `color` is on."""
     return (_paint(printable(f"{f.path}:{f.line}:{f.column}:"), "path", color) + " "
             + _paint(printable(f.rule_id), "rule", color) + " " + _paint(MARK[f.applicability], f.applicability, color))
@@ -43,7 +43,7 @@ def render(run: Run, show_source: bool = True, sort: str = "plan", color: bool =
 
     for f in _ordered(run, sort):
         roi = f.cost.roi if f.cost else 0
-        lines.append(_head(f, color) + " " + printable(f"{f.message} (roi {fmt_roi(roi)})"))
+        lines.append(finding_head(f, color) + " " + printable(f"{f.message} (roi {fmt_roi(roi)})"))
         if show_source and f.snippet.strip():
             lines.append(f"    | {printable(f.snippet.rstrip())}")
         for r in f.related:  # clang's notes: where else the finding shows (a texture reference's uses)
@@ -74,7 +74,7 @@ ROI_LINE = ("(roi N) = impact / effort: the value of fixing a finding per unit o
 def concise(run: Run, sort: str = "plan", color: bool = False) -> str:
     """`--format concise` (ruff's name): one line per finding, `path:line:col: ID [*] message`, no source line,
     notes or ROI, then one summary line; for editors' error lists, grep and quick reading."""
-    lines = [_head(f, color) + " " + printable(f.message) for f in _ordered(run, sort)]
+    lines = [finding_head(f, color) + " " + printable(f.message) for f in _ordered(run, sort)]
     files = len({f.path for f in run.findings})
     lines.append(f"Found {len(run.findings)} finding(s) in {files} file(s)." if run.findings
                  else f"No findings in {run.files_scanned} file(s).")
