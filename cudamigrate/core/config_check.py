@@ -32,6 +32,18 @@ def normalize_version(v: Any) -> str | None:
     return s if re.fullmatch(r"\d+\.\d+", s) else None
 
 
+def glob_problem(pattern: str) -> str | None:
+    """Why a gitignore-style pattern cannot be used (None: it can). pathspec turns `[z-a]` into a regex
+    Python's `re` refuses, and a trailing `\\` is no pattern; git itself accepts both and matches nothing."""
+    import pathspec
+
+    try:
+        pathspec.PathSpec.from_lines("gitignore", [pattern])
+    except (re.error, ValueError, RecursionError) as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
+
+
 def check_values(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     """The configuration with versions normalised; ConfigValueError naming the key on a wrong type."""
     out = dict(doc)
@@ -43,6 +55,10 @@ def check_values(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
         if k in doc and not (isinstance(doc[k], list) and all(isinstance(x, str) for x in doc[k])):
             example = '["streams"]' if k != "exclude" else '["third_party/"]'
             raise bad(k, f"a list of strings, e.g. {k} = {example}")
+    for pattern in doc.get("exclude", []):
+        why = glob_problem(pattern)
+        if why is not None:
+            raise ConfigValueError(f"{path}: `exclude` pattern {pattern!r} cannot be used: {why}")
     for k in VERSION_KEYS:
         if k in doc:
             v = normalize_version(doc[k])
@@ -57,7 +73,7 @@ def check_values(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     if "calibration" in doc and not isinstance(doc["calibration"], str):
         raise bad("calibration", "a path (string)")
     if "options" in doc and not isinstance(doc["options"], dict):
-        raise bad("options", "a table, e.g. [tool.cudamigrate.core.options] stream = \"s\"")
+        raise bad("options", "a table, e.g. [tool.cudamigrate.options] stream = \"s\"")
     if "rule-options" in doc and not (isinstance(doc["rule-options"], dict)
                                       and all(isinstance(v, dict) for v in doc["rule-options"].values())):
         raise bad("rule-options", "a table of tables, e.g. [tool.cudamigrate.rule-options.CM101]")
