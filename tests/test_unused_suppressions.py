@@ -41,6 +41,11 @@ def cm801(eng, text):
     ("  cudaMemsetAsync(d, 0, n, s);  // cudamigrate: ignore\n", "  cudaMemsetAsync(d, 0, n, s);\n"),
     # partly used: only the stale id goes
     ("  cudaMemsetAsync(d, 0, n);  // cudamigrate: ignore[CM102,CM101]\n", "  cudaMemsetAsync(d, 0, n);  // cudamigrate: ignore[CM101]\n"),
+    # a comment between two tokens is a space to C: removed, it leaves one (`sizeofx` does not compile)
+    ("  int x = 1;\n  size_t y = sizeof/* cudamigrate: ignore[CM101] */x;\n  (void)y;\n",
+     "  int x = 1;\n  size_t y = sizeof x;\n  (void)y;\n"),
+    ("  int x = 1;\n  size_t y = sizeof/* cudamigrate: ignore[CM101]\n  */x;\n  (void)y;\n",
+     "  int x = 1;\n  size_t y = sizeof x;\n  (void)y;\n"),
 ])
 def test_unused_suppression_is_flagged_and_removed(body, fixed):
     eng = engine()

@@ -32,6 +32,18 @@ def normalize_version(v: Any) -> str | None:
     return s if re.fullmatch(r"\d+\.\d+", s) else None
 
 
+def glob_problem(pattern: str) -> str | None:
+    """Why a gitignore-style pattern cannot be used (None: it can). pathspec turns `[z-a]` into a regex
+    Python's `re` refuses, and a trailing `\\` is no pattern; git itself accepts both and matches nothing."""
+    import pathspec
+
+    try:
+        pathspec.PathSpec.from_lines("gitignore", [pattern])
+    except (re.error, ValueError, RecursionError) as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return None
+
+
 def check_values(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     """The configuration with versions normalised; ConfigValueError naming the key on a wrong type."""
     out = dict(doc)
@@ -43,6 +55,10 @@ def check_values(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
         if k in doc and not (isinstance(doc[k], list) and all(isinstance(x, str) for x in doc[k])):
             example = '["streams"]' if k != "exclude" else '["third_party/"]'
             raise bad(k, f"a list of strings, e.g. {k} = {example}")
+    for pattern in doc.get("exclude", []):
+        why = glob_problem(pattern)
+        if why is not None:
+            raise ConfigValueError(f"{path}: `exclude` pattern {pattern!r} cannot be used: {why}")
     for k in VERSION_KEYS:
         if k in doc:
             v = normalize_version(doc[k])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator
 
@@ -15,15 +16,35 @@ SOURCE_SUFFIXES = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".h
 ALWAYS_SKIP = {".git", ".hg", ".svn", "__pycache__", ".venv", "venv", "node_modules", ".tox", ".mypy_cache"}
 
 
-def _spec_for(directory: Path) -> "pathspec.PathSpec | _NoPatterns | None":
+def _spec_for(directory: Path, errors: list[str] | None = None) -> "pathspec.PathSpec | _NoPatterns | None":
+    """The ignore files' patterns of `directory`. A pattern pathspec cannot compile (`[z-a]`, which git accepts
+    and matches nothing with) matches nothing here too, and is one line in `errors` naming the file and line."""
     lines: list[str] = []
     for name in (".gitignore", ".cudamigrateignore"):
         p = directory / name
         try:
             if p.is_file():
-                lines += p.read_text(encoding="utf-8", errors="replace").splitlines()
+                own = p.read_text(encoding="utf-8", errors="replace").splitlines()
+            else:
+                continue
         except OSError:
-            pass
+            continue
+        try:
+            patterns(own)
+        except (re.error, ValueError, RecursionError):
+            from ..core.config_check import glob_problem
+
+            kept = []
+            for i, line in enumerate(own, 1):
+                why = glob_problem(line)
+                if why is None:
+                    kept.append(line)
+                    continue
+                msg = f"{path_text(p)}:{i}: pattern {line!r} cannot be used: {why}; it matches nothing (as in git)"
+                if errors is not None and msg not in errors:
+                    errors.append(msg)
+            own = kept
+        lines += own
     if not lines:
         return None
     return patterns(lines)
@@ -60,12 +81,12 @@ def _under(rel: str) -> str:
     return "" if rel == "." else rel + "/"
 
 
-def _named_file_ignored(p: Path) -> bool:
+def _named_file_ignored(p: Path, errors: list[str] | None = None) -> bool:
     """A named file under a `.gitignore`/`.cudamigrateignore` of its directory or one above, up to the git root."""
     f = Path(os.path.abspath(p))
     d = f.parent
     while True:
-        spec = _spec_for(d)
+        spec = _spec_for(d, errors)
         if spec is not None and spec.match_file(os.path.relpath(f, d)):
             return True
         if (d / ".git").exists() or d.parent == d:
@@ -73,12 +94,13 @@ def _named_file_ignored(p: Path) -> bool:
         d = d.parent
 
 
-def named_file_excluded(p: Path, excl: "pathspec.PathSpec | _NoPatterns", base: Path | None, respect_gitignore: bool) -> bool:
+def named_file_excluded(p: Path, excl: "pathspec.PathSpec | _NoPatterns", base: Path | None, respect_gitignore: bool,
+                        errors: list[str] | None = None) -> bool:
     """A file named on the command line (or by --stdin-filename; it need not exist) that `exclude` or an
     ignore file covers: patterns anchored at `base` (the configuration's directory), else at the cwd."""
     rel = _rel_to(p, base)
     rel = rel if rel is not None else (_rel_to(p, Path.cwd()) or p.name)
-    return bool(excl.match_file(rel)) or (respect_gitignore and _named_file_ignored(p))
+    return bool(excl.match_file(rel)) or (respect_gitignore and _named_file_ignored(p, errors))
 
 
 def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[str] | None = None,
@@ -103,7 +125,7 @@ def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[
     for root in paths:
         try:
             is_dir = root.is_dir()
-            if not is_dir and named_file_excluded(root, excl, base, respect_gitignore):
+            if not is_dir and named_file_excluded(root, excl, base, respect_gitignore, errors):
                 continue
         except OSError as exc:
             problem(root, "cannot read", exc)
@@ -116,7 +138,7 @@ def discover(paths: list[Path], exclude: list[str] | None = None, suffixes: set[
         stack: list[tuple[Path, list[tuple[Path, "pathspec.PathSpec | _NoPatterns"]]]] = [(root, [])]
         while stack:
             d, specs = stack.pop()
-            spec = _spec_for(d) if respect_gitignore else None
+            spec = _spec_for(d, errors) if respect_gitignore else None
             if spec is not None:
                 specs = specs + [(d, spec)]
             try:

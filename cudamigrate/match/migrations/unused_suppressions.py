@@ -77,6 +77,16 @@ def _drop(data: bytes, start: int, end: int) -> Edit:
     return Edit(s, e, "")
 
 
+def _whole_comment(data: bytes, e: Edit) -> Edit:
+    """The removal of a whole comment, as a space when code touches it on both sides: C reads a comment as a
+    space, so `return/* cudamigrate: ignore[X] */x;` must become `return x;`, not `returnx;`."""
+    before = data[e.start - 1 : e.start] if e.start > 0 else b""
+    after = data[e.end : e.end + 1]
+    if before and after and not before.isspace() and not after.isspace():
+        return Edit(e.start, e.end, " ")
+    return e
+
+
 def comment_span(tree, start: int, end: int) -> tuple[int, int] | None:
     """The parsed comment that holds bytes [start, end), if any: comments do not nest, so in
     `/* old /* cudamigrate: ignore[X] */` the comment begins at the first `/*`, not the last."""
@@ -102,7 +112,9 @@ def removal(data: bytes, s: Suppression, comment: tuple[int, int] | None = None)
         else:
             return None
         if data.find(b"\n", c0, c1) != -1:  # a comment over several lines: only the directive, or the whole comment
-            return _drop(data, s.start, s.end) if body.strip() != data[s.start : s.end].strip() else Edit(c0, c1, "")
+            if body.strip() != data[s.start : s.end].strip():
+                return _drop(data, s.start, s.end)
+            return _whole_comment(data, Edit(c0, c1, ""))
     elif block_c != -1 and (line_c == -1 or (block_c < line_c and data.find(b"*/", block_c, line_c) == -1)):
         close = data.find(b"*/", s.end)
         if close == -1:
@@ -120,7 +132,7 @@ def removal(data: bytes, s: Suppression, comment: tuple[int, int] | None = None)
     _, end_le, end_nxt = _line_bounds(data, c1)
     if _blank(data[ls:c0]) and _blank(data[c1:end_le]):
         return Edit(ls, end_nxt, "")
-    return _drop(data, c0, c1)
+    return _whole_comment(data, _drop(data, c0, c1))
 
 
 def _ids_span(data: bytes, s: Suppression) -> tuple[int, int, list[str]] | None:
