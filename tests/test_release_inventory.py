@@ -111,3 +111,17 @@ def test_data_file_is_what_the_script_generates():
     """Reads the headers of 17 releases (about 40 s)."""
     assert build.render(build.build()) == build.OUT.read_bytes(), (
         "cudamigrate/data/api_releases.json.gz is stale: run python scripts/build_release_inventory.py")
+
+
+def test_target_inside_the_inventory_must_be_a_release():
+    from cudamigrate.knowledge import versions
+
+    rules = all_rules()
+    assert versions.check((13, 5), (10, 2), None, rules) == []  # newest release; --from older than any wheel
+    assert versions.check((11, 5), None, None, rules) == []  # a real release older than the oldest wheel
+    assert versions.check((12, 7), None, None, rules) == [
+        "--target-cuda 12.7 is not a CUDA release (the 12.x releases: 12.0, 12.1, 12.2, 12.3, 12.4, 12.5, 12.6, 12.8, 12.9)"]
+    assert versions.check((13, 6), None, None, rules) == [
+        "--target-cuda 13.6 is newer than the newest CUDA release whose headers cudamigrate has read (13.5)"]
+    (outside,) = versions.check((14, 0), None, None, rules)  # the catalog's range, as before: one message
+    assert outside.startswith("--target-cuda 14.0 is outside the CUDA versions the rule catalog knows")
