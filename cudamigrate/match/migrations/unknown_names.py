@@ -11,7 +11,8 @@ none from 11.7 on did, and the closest name the target does have.
 Conservative on purpose: names that a rule of this run reports (`ctx.api_names`) are that rule's; qualified
 names (`cuda::std::...`, `mylib::cudaFoo`) and fields are left alone; a name declared in the file (a function,
 variable, macro, type, enumerator, parameter) or spelled anywhere in a project header the file reaches is the
-project's; `cuFile*` (GPUDirect Storage, its own wheel) is not read from the runtime headers.
+project's (so is a name that is a member of a class of the file, used inside its methods); `cuFile*`
+(GPUDirect Storage, its own wheel) is not read from the runtime headers.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ _DECLARED = (
     "(preproc_function_def name: (identifier) @d) (preproc_params (identifier) @d) "
     "(type_definition declarator: (type_identifier) @d) (enumerator name: (identifier) @d) "
     "(struct_specifier name: (type_identifier) @d) (class_specifier name: (type_identifier) @d) "
-    "(enum_specifier name: (type_identifier) @d) (union_specifier name: (type_identifier) @d)")
+    "(enum_specifier name: (type_identifier) @d) (union_specifier name: (type_identifier) @d) "
+    "(field_identifier) @d")  # a member of that name anywhere in the file: `cudaExtMem` used inside a method
 _USES = "(identifier) @u (type_identifier) @u"
 
 
