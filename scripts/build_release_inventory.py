@@ -45,6 +45,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -59,6 +60,7 @@ import build_api_inventory as inv  # noqa: E402
 ROOT = inv.ROOT
 OUT = ROOT / "cudamigrate" / "data" / "api_releases.json.gz"
 ANNOUNCED_RULE = ROOT / "rules" / "announced" / "CM1900-announced-deprecations.yaml"
+NAMES_OUT = ROOT / "cudamigrate" / "data" / "cuda_names.json.gz"
 CACHE = inv.HEADER_CACHE / "releases"
 
 
@@ -103,7 +105,13 @@ READ = {"cudart": "runtime", "driver": "runtime", "nvrtc": "nvrtc"}
 
 
 def wheel_dir(cache: Path, spec: str) -> Path:
-    return cache / spec.replace("==", "-")
+    return cache / spec.replace("==", "-").replace("@", "-")
+
+
+def windows(spec: str) -> str:
+    """The Windows wheel of a distribution: the runtime's carries the Direct3D interop headers
+    (cuda_d3d9/10/11_interop.h, cudaD3D*.h), which the Linux wheels lack; read for names only."""
+    return f"{spec}@win_amd64"
 
 
 def include_of(cache: Path, spec: str) -> Path:
@@ -116,7 +124,7 @@ def include_of(cache: Path, spec: str) -> Path:
 
 
 def specs() -> list[str]:
-    return [s for r in RELEASES for s in (r.runtime, r.nvrtc, r.crt, r.profiler) if s]
+    return [s for r in RELEASES for s in (r.runtime, r.nvrtc, r.crt, r.profiler, windows(r.runtime)) if s]
 
 
 def fetch(cache: Path = CACHE) -> tuple[int, float]:
@@ -127,8 +135,9 @@ def fetch(cache: Path = CACHE) -> tuple[int, float]:
         if (wheel_dir(cache, spec) / ".done").is_file():
             continue
         with tempfile.TemporaryDirectory(prefix="rel-wheel-") as tmp:
+            req, _, platform = spec.partition("@")
             subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                            "-d", tmp, spec], check=True)
+                            *(["--platform", platform] if platform else []), "-d", tmp, req], check=True)
             for whl in Path(tmp).glob("*.whl"):
                 total += whl.stat().st_size
                 with zipfile.ZipFile(whl) as z:
@@ -252,6 +261,38 @@ def build(cache: Path = CACHE, timing: bool = False) -> dict:
     }
 
 
+_COMMENT = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
+_CUDA_NAME = re.compile(rb"\b(?:cuda|cu)[A-Z]\w*")
+
+
+def release_names(cache: Path = CACHE) -> dict:
+    """Every `cuda[A-Z]...` / `cu[A-Z]...` identifier outside comments in each release's runtime (Linux and
+    Windows wheels: the latter adds Direct3D interop), crt, profiler-API and NVRTC headers (all of them: interop,
+    cuComplex.h, the device runtime, cooperative_groups/), as name -> bitmask of the releases (bit i:
+    RELEASES[i]) that have it; the names of the venv's 13.0 library wheels (cuBLAS, cuFFT's cudalibxt.h, ...,
+    read once) count for every release. A token, not a parsed declaration: an over-approximation, so that the
+    unknown-name check (CM583) reports only names no header spells at all."""
+    names: dict[str, int] = {}
+    every = (1 << len(RELEASES)) - 1
+    for d in [inv.site_include_13()]:  # the venv's 13.0 library wheels (cudalibxt.h's cudaLibXtDesc, ...)
+        for f in sorted(Path(d).rglob("*")):
+            if f.is_file() and f.suffix in (".h", ".hpp", ".inl", ""):
+                for m in _CUDA_NAME.findall(_COMMENT.sub(b" ", f.read_bytes())):
+                    names[m.decode()] = every
+    for i, rel in enumerate(RELEASES):
+        dirs = [runtime_include(rel, cache), include_of(cache, rel.nvrtc), include_of(cache, windows(rel.runtime))]
+        dirs += [include_of(cache, rel.crt)] if rel.crt else []
+        seen: set[str] = set()
+        for d in dirs:
+            for f in sorted(Path(d).rglob("*")):
+                if f.is_file() and f.suffix in (".h", ".hpp", ".inl", ""):
+                    seen.update(m.decode() for m in _CUDA_NAME.findall(_COMMENT.sub(b" ", f.read_bytes())))
+        for n in seen:
+            names[n] = names.get(n, 0) | (1 << i)
+    return {"generated_by": "scripts/build_release_inventory.py", "releases": [r.version for r in RELEASES],
+            "names": dict(sorted(names.items()))}
+
+
 def render(doc: dict) -> bytes:
     """Deterministic gzip (mtime 0, no file name) of the indented JSON."""
     text = json.dumps(doc, indent=0, ensure_ascii=False) + "\n"
@@ -335,14 +376,16 @@ def main(argv: list[str] | None = None) -> int:
     doc = build(timing=args.timing)
     data = render(doc)
     rule = announced_rule(doc)
+    names = gzip.compress(json.dumps(release_names(), separators=(",", ":")).encode("utf-8"), 9, mtime=0)
     if args.check:
         same = (args.out.is_file() and args.out.read_bytes() == data and ANNOUNCED_RULE.is_file()
-                and ANNOUNCED_RULE.read_text(encoding="utf-8") == rule)
+                and ANNOUNCED_RULE.read_text(encoding="utf-8") == rule and NAMES_OUT.read_bytes() == names)
         print(f"{args.out}: {'up to date' if same else 'differs from the headers (re-run scripts/build_release_inventory.py)'}")
         return 0 if same else 1
     args.out.write_bytes(data)
     ANNOUNCED_RULE.parent.mkdir(exist_ok=True)
     ANNOUNCED_RULE.write_text(rule, encoding="utf-8")
+    NAMES_OUT.write_bytes(names)
     print(f"wrote {args.out} ({len(doc['entries'])} entries, {len(data)} bytes) in {time.perf_counter() - t0:.1f}s")
     for pair, c in doc["counts"].items():
         print(f"  {pair}: " + ", ".join(f"{k} {v}" for k, v in c.items()))

@@ -111,3 +111,55 @@ def test_data_file_is_what_the_script_generates():
     """Reads the headers of 17 releases (about 40 s)."""
     assert build.render(build.build()) == build.OUT.read_bytes(), (
         "cudamigrate/data/api_releases.json.gz is stale: run python scripts/build_release_inventory.py")
+    from cudamigrate.match.migrations import unknown_names
+
+    releases, names = unknown_names.release_names()
+    assert build.release_names()["names"] == names, "cudamigrate/data/cuda_names.json.gz is stale"
+
+
+def test_target_inside_the_inventory_must_be_a_release():
+    from cudamigrate.knowledge import versions
+
+    rules = all_rules()
+    assert versions.check((13, 5), (10, 2), None, rules) == []  # newest release; --from older than any wheel
+    assert versions.check((11, 5), None, None, rules) == []  # a real release older than the oldest wheel
+    assert versions.check((12, 7), None, None, rules) == [
+        "--target-cuda 12.7 is not a CUDA release (the 12.x releases: 12.0, 12.1, 12.2, 12.3, 12.4, 12.5, 12.6, 12.8, 12.9)"]
+    assert versions.check((13, 6), None, None, rules) == [
+        "--target-cuda 13.6 is newer than the newest CUDA release whose headers cudamigrate has read (13.5)"]
+    (outside,) = versions.check((14, 0), None, None, rules)  # the catalog's range, as before: one message
+    assert outside.startswith("--target-cuda 14.0 is outside the CUDA versions the rule catalog knows")
+
+
+def test_names_file_records_each_release_that_spells_a_name():
+    from cudamigrate.match.migrations import unknown_names
+
+    releases, names = unknown_names.release_names()
+    assert [f"{a}.{b}" for a, b in releases] == [r["version"] for r in DOC["releases"]]
+    spelled = lambda n: [f"{a}.{b}" for i, (a, b) in enumerate(releases) if names.get(n, 0) >> i & 1]  # noqa: E731
+    assert spelled("cudaThreadSynchronize")[-1] == "12.9"  # removed in 13.0
+    assert spelled("cudaBindTexture") == ["11.7", "11.8"]  # removed in 12.0
+    assert spelled("cudaStreamBeginCaptureToGraph")[0] == "12.3"
+    assert "cudaInComment" not in names  # comments are not read
+    assert unknown_names.target_index((11, 5), releases) is None
+    assert unknown_names.target_index((12, 7), releases) == [f"{a}.{b}" for a, b in releases].index("12.6")
+
+
+UNKNOWN = ("#include <cuda_runtime.h>\n"
+           "int f() { cudaStreamBeginCaptureToGraph(0, 0, 0, 0, 0, cudaStreamCaptureModeGlobal);\n"
+           "  cudaThreadSynchronize(); return 0; }\n")
+
+
+def _unknown(target: tuple[int, int], select: list[str] | None = None, extend: list[str] | None = None) -> list[str]:
+    eng = Engine(all_rules(), Options(target=target, select=select, extend_select=extend or []))
+    res = eng.scan_bytes(Path("u.cu"), UNKNOWN.encode())
+    assert not res.errors, res.errors
+    return [f"{f.rule_id}:{f.message.split('`')[1]}" for f in res.findings if f.rule_id in ("CM583", "CM501")]
+
+
+def test_unknown_cuda_name_is_opt_in_target_aware_and_leaves_known_names_to_their_rules():
+    assert _unknown((13, 0)) == ["CM501:cudaThreadSynchronize"]  # default: CM583 off
+    assert _unknown((12, 2), ["CM583"]) == ["CM583:cudaStreamBeginCaptureToGraph"]  # 12.3's API under a 12.2 target
+    assert _unknown((13, 0), ["CM583"]) == ["CM583:cudaThreadSynchronize"]  # alone, it reports the removal too
+    assert _unknown((13, 0), extend=["CM583"]) == ["CM501:cudaThreadSynchronize"]  # with CM501 in the run: CM501's
+    assert _unknown((11, 0), ["CM583"]) == []  # older than the oldest headers read
