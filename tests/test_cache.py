@@ -140,6 +140,16 @@ def test_tree_state_header_and_include_lines_are_shared_bodies_are_not():
     assert tex.texture and tex.shared(False) == tex.coarse
 
 
+def test_a_header_calling_a_maskless_warp_intrinsic_makes_the_run_coarse():
+    """CM502 picks a header helper's mask from its callers in the including files (match/warp_flow.py): an edit
+    of an includer's body must re-scan the header."""
+    base = [("/p/a.cu", b'#include "w.cuh"\nint a;\n'), ("/p/w.cuh", b"__device__ int f(int v) { return __shfl_down(v, 1); }\n")]
+    s = tree_state(base)
+    assert s.texture and s.shared(False) == s.coarse
+    assert not tree_state([base[0], ("/p/w.cuh", b"__device__ int f(int v) { return __shfl_down_sync(~0u, v, 1); }\n")]).texture
+    assert not tree_state([("/p/a.cu", b"__global__ void k(int *p) { p[0] = __shfl_down(p[0], 1); }\n")]).texture
+
+
 def test_depset_sees_edits_and_new_headers(tmp_path):
     h = tmp_path / "h.h"
     h.write_text("int a;\n")

@@ -120,10 +120,11 @@ STATEMENT = b"void f() {\n  legacy_fn();\n}\n"
 INITIALIZER = b"int g() {\n  int x = legacy_fn();\n  return x;\n}\n"
 
 
-def _braced(tmp_path: Path, group: bool) -> tuple[Engine, EngineSpec, list[Path]]:
+def _braced(tmp_path: Path, group: bool, applicability: str = "safe") -> tuple[Engine, EngineSpec, list[Path]]:
     rd = tmp_path / "rules"
     rd.mkdir()
-    (rd / "CM9101-braced.yaml").write_text(BRACED + ("consistency: '{{ name }}'\n" if group else ""))
+    rule = BRACED.replace("applicability: safe", f"applicability: {applicability}")
+    (rd / "CM9101-braced.yaml").write_text(rule + ("consistency: '{{ name }}'\n" if group else ""))
     rs = load_rules([rd])
     assert not rs.errors, rs.errors
     files = [tmp_path / "a.cu", tmp_path / "b.cu"]
@@ -141,6 +142,16 @@ def test_a_fix_refused_in_one_file_is_not_applied_in_another(tmp_path):
     assert not a.changed and not b.changed  # the statement form alone would be a partial migration
     assert any("fix refused" in e for e in b.errors)
     assert len(run.withheld) == 1 and "b.cu:2:11" in run.withheld[0] and "a.cu:2:3" in run.withheld[0]
+
+
+def test_a_refused_unsafe_fix_is_named_as_refused_not_as_needing_unsafe_fixes(tmp_path):
+    """With --unsafe-fixes given, an unsafe use the syntax guard refused stays for that reason (issue 31: Parboil's
+    rpes note said "needs --unsafe-fixes")."""
+    engine, spec, files = _braced(tmp_path, group=True, applicability="unsafe")
+    run = fix_files(engine, spec, files, unsafe=True)
+    assert len(run.withheld) == 1, run.withheld
+    stuck = run.withheld[0].split("All")[0]
+    assert "b.cu:2:11 (its fix was refused: it would make a syntax error)" in stuck and "--unsafe-fixes" not in stuck
 
 
 def test_without_a_group_each_finding_stands_alone(tmp_path):

@@ -228,6 +228,10 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
         errors_now = errors_new
         scan = engine.scan_bytes(path, current, display)
     res.remaining = scan.findings
+    for f in res.remaining:
+        if (f.rule_id, f.fingerprint) in withdrawn and not f.context.get("fix_blocked"):
+            # why it stays, for the consistency note: not "needs --unsafe-fixes" when that was given
+            f.context["fix_blocked"] = "its fix was refused: it would make a syntax error"
     res.errors = scan.errors + sorted(set(notes))
     if scan is not None and scan.internal:
         res.internal, res.tracebacks = scan.internal, list(scan.tracebacks)

@@ -16,7 +16,8 @@ price of every doubt):
   decide a header's language and what includes what), and the content of every file that can be
   included (a header suffix, or a base name that some `#include` names). When any file of the run
   (or a file the run read outside it) declares a texture or surface reference, the texture migration
-  reads every file that sees it: the shared digest then covers every file's content (`coarse`);
+  reads every file that sees it: the shared digest then covers every file's content (`coarse`); so it does
+  when a file that can be included calls a mask-less warp intrinsic (CM502 reads its includers' callers);
 * the files and directories outside the run that the run read while scanning (headers found through
   `-I`-like searches, directory listings): recorded by an audit hook on `open`/`os.listdir`/
   `os.scandir` (so every matcher's reads count, also those behind per-process memo caches, which are
@@ -72,6 +73,10 @@ MAX_MB_ENV = "CUDAMIGRATE_CACHE_MAX_MB"
 HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc", ".cuinc", ""}
 # a texture/surface *reference* declaration (the removed API whose migration is project-wide)
 TEXTURE_REF = re.compile(rb"\b(?:texture|surface)\s*<")
+# a mask-less warp intrinsic call: CM502 picks its mask from the callers of the function holding it, also in the
+# files of the run that include that file (cudamigrate/match/warp_flow.py), so a header holding one depends on the
+# content of its includers
+WARP_LEGACY = re.compile(rb"\b__(?:shfl(?:_up|_down|_xor)?|ballot|any|all)\s*\(")
 # not anchored at line starts (25x faster on large trees): an `#include` in a comment also counts, which
 # only makes the shared digest cover more
 INCLUDE_LINE = re.compile(rb"#[ \t]*include\b[^\n]*")
@@ -281,7 +286,7 @@ class TreeState:
     hashes: dict[str, str | None]  # absolute path -> content hash (None: unreadable)
     fine: str  # file list, include lines, contents of includable files
     coarse: str  # every file's content
-    texture: bool  # a file of the run declares a texture/surface reference
+    texture: bool  # a file of the run declares a texture/surface reference (or an includable one a warp intrinsic)
 
     def shared(self, texture_outside: bool) -> str:
         return self.coarse if self.texture or texture_outside else self.fine
@@ -305,10 +310,14 @@ def tree_state(contents: Iterable[tuple[str, bytes | None]]) -> TreeState:
         if not texture and (b"texture" in data or b"surface" in data) and TEXTURE_REF.search(data):
             texture = True
     shared: list[Any] = []
+    by_path = dict(items)
     for path, h in hashes.items():
         if os.path.splitext(path)[1].lower() in HEADER_SUFFIXES or os.path.basename(path).encode(
                 "utf-8", "surrogateescape") in included:
             shared += [path, str(h)]
+            if not texture and h is not None:
+                data = by_path[path]
+                texture = data is not None and b"__" in data and WARP_LEGACY.search(data) is not None
     fine = _digest("fine", *hashes.keys(), "includes", *includes, "shared", *shared)
     coarse = _digest("coarse", *(x for kv in hashes.items() for x in (kv[0], str(kv[1]))))
     return TreeState(hashes, fine, coarse, texture)

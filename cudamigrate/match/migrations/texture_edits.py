@@ -129,15 +129,13 @@ inline cudaError_t cudamigrateBindTextureToMipmappedArray(cudaTextureObject_t *o
     res.res.mipmap.mipmap = (cudaMipmappedArray_t)mipmap;
     return cudamigratePublishTexture(obj, symbol, &res, tex);
 }
-/* Unbinding destroys the object; kernels still running may read it, so wait for them first. */
+/* cudaUnbindTexture did not wait for kernels, and kernels still running may read the object, which must not be
+   destroyed under them: the object stays until the next bind of the reference replaces and destroys it (after
+   the queued kernels are done, as above), or until the program ends. */
 inline cudaError_t cudamigrateUnbindTexture(cudaTextureObject_t *obj)
 {
-    if (*obj == 0)
-        return cudaSuccess;
-    cudaError_t err = cudaDeviceSynchronize();
-    cudaError_t err2 = cudaDestroyTextureObject(*obj);
-    *obj = 0;
-    return err != cudaSuccess ? err : err2;
+    (void)obj;
+    return cudaSuccess;
 }
 inline cudaError_t cudamigrateBindSurfaceToArray(cudaSurfaceObject_t *obj, const void *symbol,
                                                  cudaArray_const_t array)
