@@ -5,14 +5,15 @@
 
 For each CORPUS (a directory, e.g. /work/oracle/v11.8 or any fetched legacy CUDA project) it
 1. copies the corpus (or only the `--only` subdirectories, with `Common/` when there is one, so the
-   samples' `<helper_cuda.h>` still resolves) into a work directory (the corpus is only read);
-2. times `cudamigrate fix --unsafe-fixes --no-verify --diff` on the copy (the cost of fixing alone);
-3. times `cudamigrate fix --unsafe-fixes --verify-report R.json` on the copy, which writes the verified fix,
-   and reads the report: units verified, compiled before, now building, still worse (must be 0), rollbacks
-   with the rule to blame and the compiler's first error;
-4. with `--recheck`, checks the claim independently of the overlay: every unit the written fix reaches is
-   compiled again, in the original corpus and in the fixed copy (real files, same synthesized nvcc command),
-   and units that compiled before and fail after, or fail with a new error, are counted (must be 0).
+   samples' `<helper_cuda.h>` still resolves) twice into a work directory (the corpus is only read);
+2. times `cudamigrate fix --unsafe-fixes --no-verify` on the first copy (the cost of fixing alone);
+3. times `cudamigrate fix --unsafe-fixes --verify-report R.json` on the second copy (default verification)
+   and reads the report: units reached, verified, building after, unverified, still worse (must be 0),
+   rollbacks with the rule to blame and the compiler's first error, compiles (and per unit reached);
+4. with `--recheck`, checks the claim independently of the overlay: every unit (file no other file includes)
+   either written fix reaches is compiled again in the original, the --no-verify copy and the verified copy
+   (real files, same synthesized nvcc command): units building in each, units that build after --no-verify
+   but not after verification ("lost": correct edits rolled back; must be 0), units worse than before.
 A fresh compile cache is used per run unless `--keep-cache` (a cached second run measures the cache).
 
 Prints one line of figures per corpus and, with --json, all of it. Needs nvcc on PATH. The whole of
@@ -55,49 +56,60 @@ def cudamigrate(args: list[str], env: dict[str, str]) -> tuple[float, subprocess
     return time.perf_counter() - t0, p
 
 
-def recheck(original: Path, fixed: Path, jobs: int) -> dict:
-    """Compile every unit the written fix reaches in the original and in the fixed copy (no overlay)."""
+def recheck(original: Path, noverify: Path, verified: Path, jobs: int) -> dict:
+    """Compile every unit either written fix reaches (the build's units, cudamigrate/verify/units.py: files no
+    other file includes) in the original, the `--no-verify` copy and the verified copy: real files, the same
+    synthesized nvcc command. Counts the units that build in each, the units that build after `--no-verify` but
+    not after verification (correct edits lost) and the units worse than before in the verified copy."""
     from concurrent.futures import ThreadPoolExecutor
 
     from cudamigrate.read.project_index import ProjectIndex
-    from cudamigrate.verify.compile_check import UnitCommand, compile_unit, is_source, nvcc_path, synthesize, worse
+    from cudamigrate.verify.compile_check import UnitCommand, compile_unit, nvcc_path, synthesize, worse
+    from cudamigrate.verify.units import select_units
 
     nvcc = nvcc_path()
     assert nvcc is not None
-    files = [p for p in fixed.rglob("*") if p.is_file() and p.suffix.lower() in
-             {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hxx", ".inl"}]
-    changed = [p for p in files if (original / p.relative_to(fixed)).read_bytes() != p.read_bytes()]
+    exts = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hxx", ".inl"}
+    files = [p for p in original.rglob("*") if p.is_file() and p.suffix.lower() in exts]
+    changed = [os.path.realpath(p) for p in files
+               if any((t / p.relative_to(original)).is_file() and (t / p.relative_to(original)).read_bytes() != p.read_bytes()
+                      for t in (noverify, verified))]
     index = ProjectIndex(files=files)
-    units: list[Path] = []
-    for p in changed:
-        users = [p] if is_source(str(p)) else [Path(u) for u in index.includers(p) if is_source(str(u))] or [p]
-        units += [u for u in users if u not in units]
+    units = [Path(u.path) for u in select_units(changed, index, {})]
+    root = os.path.realpath(original)
 
-    def one(u: Path) -> tuple[str, bool, bool, str]:
-        after_cmd = synthesize(u, u.read_bytes(), files, nvcc)
-        o = original / u.relative_to(fixed)
-        before_cmd = UnitCommand(str(o), str(o.parent), tuple(a.replace(str(fixed), str(original)) for a in after_cmd.argv),
-                                 True)
-        b, a = compile_unit(before_cmd), compile_unit(after_cmd)
-        a.errors = [type(d)(d.file.replace(str(fixed), str(original)), d.line, d.message) for d in a.errors]
-        return str(u.relative_to(fixed)), b.ok, worse(b, a), a.first_error if worse(b, a) else ""
+    def moved(cmd: UnitCommand, tree: Path) -> UnitCommand:
+        t = os.path.realpath(tree)
+        return UnitCommand(cmd.file.replace(root, t), cmd.directory.replace(root, t),
+                           tuple(a.replace(root, t) for a in cmd.argv), True)
+
+    def one(u: Path) -> dict:
+        cmd = synthesize(u, u.read_bytes(), files, nvcc)
+        b, n, v = (compile_unit(moved(cmd, t)) for t in (original, noverify, verified))
+        for res, t in ((n, noverify), (v, verified)):
+            res.errors = [type(d)(d.file.replace(os.path.realpath(t), root), d.line, d.message, d.stage)
+                          for d in res.errors]
+        return {"unit": str(u.relative_to(original)), "before": b.ok, "noverify": n.ok, "verified": v.ok,
+                "worse": worse(b, v), "broke": b.ok and not v.ok, "first_error": "" if v.ok else v.first_error}
 
     with ThreadPoolExecutor(jobs) as pool:
         got = list(pool.map(one, units))
-    return {"units": len(got), "compiled_before": sum(1 for g in got if g[1]),
-            "worse": [{"unit": g[0], "first_error": g[3]} for g in got if g[2]]}
+    return {"units": len(got), "build_before": sum(g["before"] for g in got),
+            "build_noverify": sum(g["noverify"] for g in got), "build_verified": sum(g["verified"] for g in got),
+            "lost": [g for g in got if g["noverify"] and not g["verified"]],
+            "worse": [g for g in got if g["worse"]], "per_unit": got}
 
 
 def bench(corpus: Path, only: list[str], jobs: int, work: Path, do_recheck: bool, keep_cache: bool) -> dict:
     name = corpus.name
-    dst = work / name
-    targets = copy_corpus(corpus, dst, only)
+    plain_dst, dst = work / f"{name}-noverify", work / name
+    plain_targets, targets = copy_corpus(corpus, plain_dst, only), copy_corpus(corpus, dst, only)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     env.pop("CUDAMIGRATE_VERIFY", None)
     if not keep_cache:
         env["CUDAMIGRATE_CACHE_DIR"] = tempfile.mkdtemp(prefix="cmcache-bench-verify-")
     base = ["--unsafe-fixes", "--exit-zero", "-j", str(jobs)]
-    t_plain, p0 = cudamigrate(["fix", *base, "--no-verify", "--diff", *map(str, targets)], env)
+    t_plain, p0 = cudamigrate(["fix", *base, "--no-verify", *map(str, plain_targets)], env)
     report = work / f"{name}-verify.json"
     t_verify, p1 = cudamigrate(["fix", *base, "--verify-report", str(report), *map(str, targets)], env)
     if p1.returncode not in (0, 1):
@@ -105,10 +117,10 @@ def bench(corpus: Path, only: list[str], jobs: int, work: Path, do_recheck: bool
     rep = json.loads(report.read_text())
     out = {"corpus": str(corpus), "only": only, "jobs": jobs, "fix_seconds": round(t_plain, 1),
            "fix_verified_seconds": round(t_verify, 1), "verify": rep,
+           "compiles_per_unit": round(rep["compiles"] / rep["units"], 2) if rep and rep.get("units") else None,
            "summary": [ln for ln in p1.stderr.splitlines() if ln.startswith(("Fixed ", "Verified "))]}
     if do_recheck:
-        orig_root = corpus
-        out["recheck"] = recheck(orig_root if not only else corpus, dst, jobs)
+        out["recheck"] = recheck(corpus if not only else corpus, plain_dst, dst, jobs)
     return out
 
 
@@ -128,13 +140,19 @@ def main() -> None:
     for c in a.corpora:
         r = bench(c.resolve(), a.only, a.jobs, work, a.recheck, a.keep_cache)
         v = r["verify"] or {}
-        line = (f"{c}: {v.get('units', 0)} unit(s) verified ({v.get('compiled_before', 0)} compiled before), "
-                f"{v.get('rolled_back', 0)} edit(s) rolled back, {v.get('now_build', 0)} now build, "
-                f"{v.get('worse', 0)} worse; fix {r['fix_seconds']} s, fix+verify {r['fix_verified_seconds']} s "
-                f"(-j {a.jobs}, {v.get('compiles', 0)} compiles)")
+        line = (f"{c}: {v.get('units', 0)} unit(s) reached, {v.get('verified', 0)} verified, "
+                f"{v.get('builds_after', 0)} build after, {len(v.get('unverified', []))} unverified, "
+                f"{v.get('rolled_back', 0)} edit(s) rolled back, {v.get('worse', 0)} worse; "
+                f"fix --no-verify {r['fix_seconds']} s, fix {r['fix_verified_seconds']} s "
+                f"(-j {a.jobs}, {v.get('compiles', 0)} compiles, {r['compiles_per_unit']} per unit reached)")
         if "recheck" in r:
-            line += f"; recheck: {r['recheck']['units']} unit(s), {len(r['recheck']['worse'])} worse"
+            k = r["recheck"]
+            line += (f"; recheck: {k['units']} unit(s), build before {k['build_before']}, after --no-verify "
+                     f"{k['build_noverify']}, after fix {k['build_verified']}, lost {len(k['lost'])}, "
+                     f"worse {len(k['worse'])}")
         print(line, flush=True)
+        for g in r.get("recheck", {}).get("lost", []) + r.get("recheck", {}).get("worse", []):
+            print(f"  {'lost' if g['noverify'] and not g['verified'] else 'worse'}: {g['unit']}: {g['first_error']}")
         for rb in v.get("rollbacks", []):
             print(f"  rolled back {rb['rule_id']} at {rb['path']}:{rb['line']} ({rb['unit']}): {rb['first_error']}")
         results.append(r)

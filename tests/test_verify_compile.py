@@ -326,3 +326,33 @@ def test_a_terminal_gets_a_progress_line(tmp_path, monkeypatch):
     src = _fake_project(tmp_path, "void f() {\n  cudaThreadSynchronize();\n}\n")
     r = run("--select", "CM501", "--no-cache", "--no-semantic", str(src))
     assert "\rverifying: 1/1 unit(s), 1 compile(s), 0 rollback(s)" in err(r)
+
+
+SHARED_CHECKER = f"""import os, sys
+src = next(a for a in sys.argv[1:] if a.endswith(".cpp"))
+header = open(os.path.join(os.path.dirname(src), "h.h")).read()
+if src.endswith("a.cpp") and "{BROKEN}" in header:
+    print(f"{{src}}:1:1: error: a.cpp cannot use {BROKEN}")
+    sys.exit(1)
+if src.endswith("b.cpp") and "cudaGetLastError()" in header:
+    print(f"{{src}}:1:1: error: b.cpp needs the new name")
+    sys.exit(1)
+"""
+
+
+def test_a_unit_that_built_with_every_edit_and_not_after_a_rollback_is_shown(tmp_path):
+    """A rollback in a shared header repairs a.cpp and brings back b.cpp's old error: b.cpp is no worse than
+    before, but it built with the edits; the summary and the JSON report say so instead of hiding it."""
+    (tmp_path / "checker.py").write_text(SHARED_CHECKER)
+    (tmp_path / "h.h").write_text("inline void g() {\n  cudaGetLastError();\n}\n")
+    a, b = tmp_path / "a.cpp", tmp_path / "b.cpp"
+    a.write_text('#include "h.h"\n')
+    b.write_text('#include "h.h"\n')
+    db = [{"directory": str(tmp_path), "file": str(p), "arguments": [sys.executable, str(tmp_path / "checker.py"), str(p)]}
+          for p in (a, b)]
+    (tmp_path / "compile_commands.json").write_text(json.dumps(db))
+    report = tmp_path / "v.json"
+    r = run("--select", "CM9901", "--no-cache", "--no-semantic", "--verify-report", str(report), str(tmp_path))
+    got = json.loads(report.read_text())
+    assert got["rolled_back"] == 1 and [x.rsplit("/", 1)[-1] for x in got["lost"]] == ["b.cpp"], err(r)
+    assert "1 unit(s) built with every edit but not after the rollbacks" in err(r)

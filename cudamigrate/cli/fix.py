@@ -36,15 +36,17 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
                    "a single `fix` run.")
 @click.option("--commit-per-family", "commit_by", flag_value="family", help="Like --commit-per-rule, one commit per family.")
 @click.option("--verify", "verify_mode", flag_value="auto", default=None,
-              help="Compile every translation unit the fix reaches before and after it; roll back edits that make "
-                   "one worse (default when nvcc or a compile_commands.json is found; config key `verify`). The "
+              help="Compile every translation unit the fix reaches with the edits (and, where that fails, without "
+                   "them); roll back edits that make one worse (default when nvcc or a compile_commands.json is "
+                   "found, except with --diff/--dry-run; config key `verify`). The "
                    "units and their flags come from the compile database (--compile-commands, or one found as "
                    "clangd finds it); without one, units are the files no other file includes, compiled with nvcc, "
                    "the -I/-D given here or in the config and the include dirs the #includes point at "
                    "(see --show-units).")
 @click.option("--no-verify", "verify_mode", flag_value="off", help="Do not compile to verify the fix.")
 @click.option("--require-verify", "verify_mode", flag_value="require",
-              help="Like --verify, but exit 2 (writing nothing) when no compiler or compile command is known.")
+              help="Like --verify, but exit 2 (writing nothing) when no compiler or compile command is known or "
+                   "a unit reached compiles neither before nor after the fix (unverified).")
 @click.option("--include-dir", "-I", "include_dirs", multiple=True, metavar="DIR",
               help="An include directory for verification's compiles without a compile database (repeatable; "
                    "config key `include-dirs`).")

@@ -143,15 +143,12 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
                  jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"), groups=groups, flags=_flags(kw, cfg),
                  trusted=trusted, roots=_project_roots(paths, db_path),
                  timeout=kw.get("verify_timeout") or cfg.get("verify-timeout"), progress=status)
-    if v.refused:
-        err(f"note: {db_path}: found, not named: {len(v.refused)} of its command(s) are not run "
-            f"({next(iter(v.refused.values()))}); their units are not verified. To run them, name the database "
-            "with --compile-commands or pass --trust-compile-commands (CUDAMIGRATE_TRUST_COMPILE_COMMANDS=1)")
     if kw.get("show_units"):
         from ..verify.units import describe
 
         units = v.plan(list(outcomes))
-        click.echo(describe([Unit(u, v.why[u]) for u in units], v.command, v.display), nl=False)
+        _note_refused(v, units, db_path)
+        click.echo(describe([Unit(u, v.why[u]) for u in units], v.command, v.display, v.refused), nl=False)
         sys.exit(0)
     if not v.available():
         if mode == "require":
@@ -166,6 +163,7 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
     finally:
         engine.semantic_provider = None
         status.close()
+    _note_refused(v, list(v.why), db_path)
     for r in summary.rollbacks:
         err(r.text())
     for u in summary.unverified:
@@ -194,3 +192,12 @@ def _project_roots(paths: tuple[Path, ...], db_path: Path | None) -> tuple[str, 
         d = Path(os.path.realpath(db_path)).parent
         roots.append(str(d.parent if d.name.startswith("build") else d))
     return tuple(dict.fromkeys(roots))
+
+
+def _note_refused(v: Any, units: list[str], db_path: Path | None) -> None:
+    """One line when units reached have commands of a found database that are not run (verify/consent.py)."""
+    refused = [u for u in units if u in v.refused]
+    if refused:
+        err(f"note: {db_path}: found, not named: the command(s) of {len(refused)} unit(s) are not run "
+            f"({v.refused[refused[0]]}); those units are not verified. To run them, name the database with "
+            "--compile-commands or pass --trust-compile-commands (CUDAMIGRATE_TRUST_COMPILE_COMMANDS=1)")

@@ -64,6 +64,7 @@ class VerifySummary:
     units: int = 0  # units the edits reach
     verified: int = 0  # units that compiled before or after: the compiler could check the edits
     builds_after: int = 0  # units that compile with the edits
+    lost: list[str] = field(default_factory=list)  # built with every edit, not after another unit's rollbacks
     originals_compiled: int = 0  # units whose original was compiled: only those that fail with the edits
     compiled_before: int = 0  # of those originals, how many compiled
     worse: int = 0  # still worse after every rollback (0 unless a unit could not be repaired)
@@ -80,6 +81,8 @@ class VerifySummary:
              f"fix): {len(self.rollbacks)} edit(s) rolled back")
         if self.worse:
             s += f", {self.worse} unit(s) still worse"
+        if self.lost:
+            s += f", {len(self.lost)} unit(s) built with every edit but not after the rollbacks"
         if self.unverified:
             common = Counter(self.first_errors).most_common(1)
             s += f"; {len(self.unverified)} unverified" + (f" (first error: {common[0][0]})" if common else "")
@@ -89,7 +92,7 @@ class VerifySummary:
     def to_json(self) -> dict[str, Any]:
         return {"units": self.units, "verified": self.verified, "builds_after": self.builds_after,
                 "originals_compiled": self.originals_compiled, "compiled_before": self.compiled_before,
-                "worse": self.worse, "rolled_back": len(self.rollbacks), "compiles": self.compiles,
+                "worse": self.worse, "lost": self.lost, "rolled_back": len(self.rollbacks), "compiles": self.compiles,
                 "cached": self.cached, "seconds": round(self.seconds, 3), "unverified": self.unverified,
                 "rollbacks": [r.__dict__ for r in self.rollbacks], "per_unit": self.per_unit}
 
@@ -279,6 +282,7 @@ class Verifier:
             after = dict(zip(units, self._compile_all(pool, units), strict=True))
             self._originals(pool, units, before, after)
         self.summary.units = len(units) + len(self.summary.unverified)
+        built = {u for u in units if after[u].ok}  # with every edit: a rollback that undoes this is a loss, shown
         for _ in range(MAX_ROUNDS):
             bad = [u for u in units if not after[u].ok and worse(before[u], after[u])]
             if not bad:
@@ -299,6 +303,7 @@ class Verifier:
                 if not after[u].ok and u not in before:
                     before[u] = self.compile(u, {})
         self.summary.worse = sum(1 for u in units if not after[u].ok and worse(before[u], after[u]))
+        self.summary.lost = [self.display(u) for u in units if u in built and not after[u].ok]
         self.summary.builds_after = sum(1 for u in units if after[u].ok)
         self.summary.originals_compiled = len(before)
         self.summary.compiled_before = sum(1 for b in before.values() if b.ok)

@@ -91,11 +91,16 @@ def user_flags(include_dirs: Iterable[str], defines: Iterable[str], base: Path |
     return tuple(dict.fromkeys(out))
 
 
-def describe(units: list[Unit], command: Callable[[str], UnitCommand | None], show: Callable[[str], str]) -> str:
-    """The `fix --show-units` listing: each unit, why it was chosen, and the command it is compiled with."""
+def describe(units: list[Unit], command: Callable[[str], UnitCommand | None], show: Callable[[str], str],
+             refused: dict[str, str] | None = None) -> str:
+    """The `fix --show-units` listing: each unit, why it was chosen, and the command it is compiled with (or why
+    a found database's command is not run: `refused`)."""
     lines = []
     for u in units:
         cmd = command(u.path)
+        if refused and u.path in refused:
+            lines += [f"{show(u.path)}: {u.why}", f"  not run (found compile database): {refused[u.path]}"]
+            continue
         how = "no command (no compile database entry and no nvcc)" if cmd is None else \
             f"cd {shlex.quote(cmd.directory)} && {shlex.join(cmd.argv)}" + \
             (" (synthesized)" if cmd.synthesized else " (compile database)")
