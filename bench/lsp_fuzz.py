@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import random
 import re
 import subprocess
@@ -122,7 +123,11 @@ class Fuzz:
         self.next_id = 1
         self.sent = 0
         self.kinds: dict[str, int] = {}
+        self.outbox: queue.Queue[bytes | None] = queue.Queue(maxsize=500)  # a server that stops reading blocks
+        self.deadline = float("inf")  # the writer thread, never the fuzzer past its time limit
+        self.stuck = False
         threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._write, daemon=True).start()
         threading.Thread(target=self._read_err, daemon=True).start()
 
     def _read(self) -> None:
@@ -134,6 +139,23 @@ class Fuzz:
                 if f.body is not None:
                     self.got.append(json.loads(f.body))
 
+    def _write(self) -> None:
+        assert self.proc.stdin is not None
+        while (data := self.outbox.get()) is not None:
+            try:
+                self.proc.stdin.write(data)
+                if self.outbox.empty():
+                    self.proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                return
+
+    def drained(self, timeout: float) -> bool:
+        """Whether the server has read everything written so far (False: it stopped reading: a hang)."""
+        end = time.monotonic() + timeout
+        while not self.outbox.empty() and time.monotonic() < end:
+            time.sleep(0.05)
+        return self.outbox.empty()
+
     def _read_err(self) -> None:
         assert self.proc.stderr is not None
         while chunk := os.read(self.proc.stderr.fileno(), 1 << 16):
@@ -141,8 +163,13 @@ class Fuzz:
 
     # -- sending ---------------------------------------------------------------------------------------------
     def write(self, data: bytes, kind: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
+        if self.stuck:
+            return
+        try:
+            self.outbox.put(data, timeout=max(0.0, self.deadline - time.monotonic()))
+        except queue.Full:
+            self.stuck = True
+            return
         self.sent += 1
         self.kinds[kind] = self.kinds.get(kind, 0) + 1
 
@@ -290,6 +317,7 @@ def run(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="lsp-fuzz-") as tmp:
         root = Path(tmp)
         fz = Fuzz(args.seed, root)
+        fz.deadline = t0 + args.time_limit
         fz.request("initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}}, "initialize")
         fz.notify("initialized", {}, "initialized")
         for i in range(6):
@@ -297,7 +325,7 @@ def run(args: argparse.Namespace) -> None:
         big = ("#include <cuda_runtime.h>\nvoid f() {\n    cudaThreadSynchronize();\n}\n" * 160000)[: 10 << 20]
         fz.static |= {fz.open("huge.cu", big),  # over the 8 MiB default: refused with a message
                       fz.open("large.cu", "".join(CODE) * 300)}  # ~4,000 lines, scanned
-        while fz.sent < args.messages and time.monotonic() - t0 < args.time_limit:
+        while fz.sent < args.messages and time.monotonic() - t0 < args.time_limit and not fz.stuck:
             r = fz.rnd.random()
             if r < 0.55:
                 fz.edit()
@@ -310,13 +338,13 @@ def run(args: argparse.Namespace) -> None:
             else:
                 fz.other()
             if fz.rnd.random() < 0.004:  # a burst ends: let the debounce fire and scans run
-                fz.proc.stdin.flush()  # type: ignore[union-attr]
                 time.sleep(0.15)
         fz.request("textDocument/hover", {"textDocument": {"uri": (root / "doc0.cu").as_uri()},
                                           "position": {"line": 0, "character": 0}}, "hover")
-        fz.proc.stdin.flush()  # type: ignore[union-attr]
         sent_s = time.monotonic() - t0
         deadline = time.monotonic() + args.settle
+        fz.deadline = deadline
+        stopped_reading = fz.stuck or not fz.drained(args.settle)
         while time.monotonic() < deadline and fz.proc.poll() is None:
             last = fz.last_diagnostics()
             if fz.pending <= fz.answered() and all(
@@ -328,14 +356,18 @@ def run(args: argparse.Namespace) -> None:
         last = fz.last_diagnostics()
         stale = [u for u in fz.docs if last.get(u, {}).get("version") != fz.versions[u]]
         internal = [m for m in fz.got if "method" not in m and (m.get("error") or {}).get("code") == -32603]
+        fz.deadline = time.monotonic() + 10
         fz.write(frame({"jsonrpc": "2.0", "id": 999999, "method": "shutdown"}), "shutdown")
         fz.write(frame({"jsonrpc": "2.0", "method": "exit"}), "exit")
         try:
-            fz.proc.stdin.flush()  # type: ignore[union-attr]
             code = fz.proc.wait(60)
-        except (BrokenPipeError, subprocess.TimeoutExpired):
+        except subprocess.TimeoutExpired:
             fz.proc.kill()
             code = -1
+        try:
+            fz.outbox.put_nowait(None)  # the writer thread ends (or is left blocked on a dead pipe: a daemon)
+        except queue.Full:
+            pass
         time.sleep(0.2)
         tracebacks = (b"Traceback" in fz.raw_out) + (b"Traceback" in fz.err) + (b'"traceback"' in fz.raw_out)
         equal, compared, diffs = compare(fz, root, last)
@@ -345,8 +377,9 @@ def run(args: argparse.Namespace) -> None:
         print("by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(fz.kinds.items(), key=lambda kv: -kv[1])))
         print(f"crashes: {crashes} (ended early: {int(crashed_early)}, internal errors: {len(internal)}, "
               f"tracebacks: {tracebacks}, exit status {code})")
-        print(f"hangs: {len(unanswered) + len(stale)} (unanswered requests: {len(unanswered)}, documents without "
-              f"diagnostics of their last version: {len(stale)})")
+        print(f"hangs: {len(unanswered) + len(stale) + stopped_reading} (unanswered requests: {len(unanswered)}, "
+              f"documents without diagnostics of their last version: {len(stale)}, stopped reading its input: "
+              f"{int(stopped_reading)})")
         errors = [m for m in fz.got if "method" not in m and m.get("error")]
         codes: dict[int, int] = {}
         for m in errors:
@@ -370,7 +403,7 @@ def compare(fz: Fuzz, root: Path, last: dict[str, dict]) -> tuple[int, int, list
         p.write_bytes(stored(text).encode("utf-8"))
         paths[str(p)] = uri
     out = subprocess.run([sys.executable, "-m", "cudamigrate", "scan", "--format", "json", *sorted(paths)],
-                         cwd=ROOT, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=600)
+                         cwd=ROOT, capture_output=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)
     report = json.loads(out.stdout)
     want: dict[str, list] = {u: [] for u in paths.values()}
     for f in report["findings"]:

@@ -71,6 +71,8 @@ def test_every_bad_message_is_answered_and_the_server_keeps_serving(tmp_path: Pa
     binary.write_bytes(b"\x00\x01\x02" * 100)
     uri = (tmp_path / "a.cu").as_uri()
     s = Server(tmp_path)
+    s.send(frame(req(9, "textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}})))
+    assert s.answer(9)["error"]["code"] == -32002  # before initialize
     s.send(frame(req(1, "initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}})))
     assert "capabilities" in s.answer(1)["result"]
     s.send(frame(note("initialized", {})))

@@ -69,10 +69,9 @@ class Engines:
         """(engine, problems, the configured `max-file-size` in bytes) for `path`."""
         import click
 
-        from ..read.source import DEFAULT_MAX_BYTES
-
         from ..cli.prepare import _prepare
         from ..core.config import ConfigError, find_config
+        from ..read.source import DEFAULT_MAX_BYTES
 
         try:
             cfg = find_config(path)
@@ -177,7 +176,8 @@ def apply_edits(data: bytes, edits: tuple[ByteEdit, ...] | list[ByteEdit]) -> by
 
 
 def position(data: bytes, offset: int) -> tuple[int, int]:
-    """0-based line and 0-based column in code points of a byte offset (pygls converts to the client's units)."""
+    """0-based line (counted at `\\n`) and column in code points of a byte offset: the engine's coordinates
+    (a finding's and a related location's, less one), not LSP's; `buffer.Buffer` gives the client's."""
     line = data.count(b"\n", 0, offset)
     start = data.rfind(b"\n", 0, offset) + 1
     return line, len(data[start:offset].decode("utf-8", errors="replace"))

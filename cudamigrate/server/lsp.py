@@ -97,6 +97,8 @@ class CudamigrateServer(LanguageServer):
 
     def _publish(self, snap: Snapshot, s: Scanned) -> None:
         self.scanned[snap.uri] = s
+        if self.protocol._shutdown:  # a scan that ended after `shutdown`: nothing more is sent
+            return
         problems = tuple(s.analysis.errors)
         if problems and self.shown.get(snap.uri) != problems:
             for p in problems:

@@ -8,6 +8,7 @@ swallows (exit status 0 even without `shutdown`). Here every message goes throug
 - not JSON (or not UTF-8): `-32700 Parse error`, id null; not a JSON-RPC object: `-32600 Invalid Request`;
 - parameters that do not fit the method: `-32602 Invalid params` to a request, a log line for a notification;
 - `exit`: the process ends with 0 after `shutdown`, else 1 (the LSP spec), as does the end of the input;
+- before `initialize`: a request is answered `-32002`, a notification dropped (the spec);
 - the methods in `own` (the text synchronisation the server keeps itself: `lsp`) go to their handlers, the
   rest to pygls, whose handlers' errors reach the client as one line.
 
@@ -34,7 +35,7 @@ from .framing import Frame, Framer
 
 MAX_MESSAGE_BYTES = 256 << 20  # one JSON-RPC body; a larger Content-Length is refused unread
 STALL_S = 2.0  # silence after which a message cut off mid-way is dropped
-PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS, SERVER_NOT_INITIALIZED = -32700, -32600, -32602, -32002
 log = logging.getLogger(__name__)
 
 
@@ -99,6 +100,10 @@ class Transport:
         method = data.get("method")
         if method == types.EXIT:
             self.finish(0 if self.server.protocol._shutdown else 1)
+            return
+        if getattr(self.server.protocol, "_workspace", None) is None and method not in (types.INITIALIZE, None):
+            if "id" in data:  # the spec: a request before `initialize` is refused, a notification dropped
+                self.error(_id(data), SERVER_NOT_INITIALIZED, f"{method} before initialize")
             return
         try:
             msg = self.server.protocol.structure_message(data)
