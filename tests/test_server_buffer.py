@@ -48,8 +48,23 @@ def test_one_engine_per_configuration_file_is_kept(tmp_path: Path):
     src = tmp_path / "a.cu"
     src.write_text("int main() { cudaThreadSynchronize(); }\n")
     engines = Engines()
-    for i in range(3):  # each saved edit of the configuration builds an engine; only the newest stays
+    for i in range(2):  # each saved edit of the configuration builds an engine; only the newest stays
         cfg.write_text(f'ignore = ["CM10{i}"]\n')
         os.utime(cfg, (1_000_000 + i, 1_000_000 + i))
         assert [f.rule_id for f in analyse(engines, src, src.read_text()).findings] == ["CM501"]
     assert len(engines._by_key) == 1
+
+
+def test_incremental_line_index_equals_a_full_one():
+    """Edits that join or split CR LF pairs, at the start, middle and end: the line index kept by each edit
+    is the one found from scratch."""
+    import random
+
+    rnd = random.Random(5)
+    buf = Buffer.of("a\r\nb\rc\n")
+    for _ in range(2000):
+        n = len(buf.data)
+        start = rnd.randint(0, n)
+        end = min(n, start + rnd.choice([0, 0, 1, 2, 5]))
+        buf.edit(start, end, "".join(rnd.choice(["\r", "\n", "\r\n", "x", ""]) for _ in range(rnd.randint(0, 3))))
+        assert buf._starts == line_starts(buf.data), buf.data
