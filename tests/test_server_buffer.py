@@ -37,8 +37,16 @@ def test_positions_past_the_end_clamp_and_a_lone_surrogate_keeps_positions():
 
 def test_incremental_edits_after_a_form_feed_land_where_the_editor_made_them():
     buf = Buffer.of("// \f page\nint x;\n")
+    before = buf.generation
     buf.edit(buf.offset(1, 4), buf.offset(1, 5), "y", version=2)
-    assert buf.text == "// \f page\nint y;\n" and buf.version == 2 and buf.generation == 1
+    assert buf.text == "// \f page\nint y;\n" and buf.version == 2 and buf.generation > before
+
+
+def test_generations_are_unique_across_documents():
+    """A document closed and opened again gets a generation no scan of its old text carries."""
+    a, b = Buffer.of("x"), Buffer.of("x")
+    a.edit(0, 0, "y")
+    assert len({a.generation, b.generation, Buffer.of("z").generation}) == 3
 
 
 def test_one_engine_per_configuration_file_is_kept(tmp_path: Path):

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import bisect
 import re
-from itertools import accumulate
+from itertools import accumulate, count
 from dataclasses import dataclass, field
 
 _EOL = re.compile(rb"\r\n|\r|\n")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+_GENERATIONS = count(1)
 
 
 def encode(text: str) -> bytes:
@@ -67,11 +68,17 @@ class Buffer:
     data: bytes
     version: int | None = None
     encoding: str = UTF16
-    generation: int = 0  # edits so far: what tells a scan's text from the current one (versions may repeat)
+    generation: int = 0  # this text's number, unique in the process: what tells a scan's text from the current
+    # one (a client's versions may repeat, and a document closed and opened again starts afresh)
     _starts: list[int] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         self._starts = line_starts(self.data)
+        self.generation = self.generation or next(_GENERATIONS)
+
+    def touch(self) -> None:
+        """A new generation for the same text (a save: the configuration or a header may have changed)."""
+        self.generation = next(_GENERATIONS)
 
     @classmethod
     def of(cls, text: str, version: int | None = None, encoding: str = UTF16) -> Buffer:
@@ -131,7 +138,7 @@ class Buffer:
         else:
             self._starts = starts[:lo] + middle
         self.version = version if version is not None else self.version
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
 
     def replace(self, text: str, version: int | None = None) -> None:
         """Take the whole text (a full change)."""
