@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import bisect
 import re
+from itertools import accumulate, count
 from dataclasses import dataclass, field
 
 _EOL = re.compile(rb"\r\n|\r|\n")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 UTF8, UTF16, UTF32 = "utf-8", "utf-16", "utf-32"
+_GENERATIONS = count(1)
 
 
 def encode(text: str) -> bytes:
@@ -33,6 +35,8 @@ def encode(text: str) -> bytes:
 
 def line_starts(data: bytes) -> list[int]:
     """Byte offset of each line's start, lines ended by `\\n`, `\\r\\n` or `\\r` only (LSP's rule)."""
+    if b"\r" not in data:  # the common case, without a match object per line
+        return list(accumulate((len(line) + 1 for line in data.split(b"\n")[:-1]), initial=0))
     return [0] + [m.end() for m in _EOL.finditer(data)]
 
 
@@ -64,11 +68,17 @@ class Buffer:
     data: bytes
     version: int | None = None
     encoding: str = UTF16
-    generation: int = 0  # edits so far: what tells a scan's text from the current one (versions may repeat)
+    generation: int = 0  # this text's number, unique in the process: what tells a scan's text from the current
+    # one (a client's versions may repeat, and a document closed and opened again starts afresh)
     _starts: list[int] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         self._starts = line_starts(self.data)
+        self.generation = self.generation or next(_GENERATIONS)
+
+    def touch(self) -> None:
+        """A new generation for the same text (a save: the configuration or a header may have changed)."""
+        self.generation = next(_GENERATIONS)
 
     @classmethod
     def of(cls, text: str, version: int | None = None, encoding: str = UTF16) -> Buffer:
@@ -111,10 +121,24 @@ class Buffer:
         """Replace bytes [start, end) with `text` (an incremental change), keeping the line index true."""
         start = max(0, min(start, len(self.data)))
         end = max(start, min(end, len(self.data)))
-        self.data = self.data[:start] + encode(text) + self.data[end:]
-        self._starts = line_starts(self.data)
+        new = encode(text)
+        delta = len(new) - (end - start)
+        self.data = self.data[:start] + new + self.data[end:]
+        # only the lines around the edit are found again (a CR before it may now pair with an LF it inserted);
+        # the later ones move by `delta`: a keystroke in a 10 MB buffer does not re-split the whole of it
+        starts = self._starts
+        lo = max(bisect.bisect_right(starts, start) - 2, 0)
+        hi = bisect.bisect_right(starts, end) + 1
+        begin = starts[lo]
+        stop = starts[hi] + delta if hi < len(starts) else len(self.data)
+        middle = [begin + x for x in line_starts(self.data[begin:stop])]
+        if hi < len(starts):
+            middle = [x for x in middle if x < stop]
+            self._starts = starts[:lo] + middle + [x + delta for x in starts[hi:]]
+        else:
+            self._starts = starts[:lo] + middle
         self.version = version if version is not None else self.version
-        self.generation += 1
+        self.generation = next(_GENERATIONS)
 
     def replace(self, text: str, version: int | None = None) -> None:
         """Take the whole text (a full change)."""

@@ -208,7 +208,7 @@ def did_change(ls: CudamigrateServer, params: types.DidChangeTextDocumentParams)
 def did_save(ls: CudamigrateServer, params: types.DidSaveTextDocumentParams) -> None:
     uri = params.text_document.uri
     if uri in ls.buffers:  # a saved configuration or header may change the answer: scan again at once
-        ls.buffers[uri].generation += 1
+        ls.buffers[uri].touch()
         ls.scheduler.request(uri, 0)
 
 
