@@ -15,6 +15,7 @@ labels, macro bodies and initialisers outside functions keep a manual finding, w
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from pathlib import Path
 
 import tree_sitter as ts
@@ -225,15 +226,26 @@ def _hoist_point(fe: ts.Node) -> tuple[ts.Node | None, str | None]:
 def error_macro(ctx: FileContext, unit: Unit, fn: ts.Node | None) -> str | None:
     """The file's own CUDA error-check wrapper (`checkCudaErrors(cudaX(...))`, `CUDA_CHECK(...)`), preferring one used
     in the same function; one used only elsewhere is taken when its definition cannot `return` (which would not
-    compile in a function of another return type)."""
-    counts: dict[str, list[int]] = {}
-    q = query("(call_expression function: (identifier) @w arguments: (argument_list . (call_expression function: (_) @in) .)) @c")
-    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
-        w = node_text(caps["w"][0])
-        inner = normalize_name(node_text(caps["in"][0]))
-        if w in _NOT_CHECKS or not _CHECK_NAME.search(w) or not inner.startswith("cuda") or inner.startswith("cudaGetError"):
-            continue
-        counts.setdefault(w, []).append(caps["c"][0].start_byte)
+    compile in a function of another return type). The file's wrapped calls are found once per file and the
+    answer kept per function: a query of the whole file per read made N reads cost N files."""
+    memo = ctx.__dict__.setdefault("_error_macro", {})
+    key = fn.start_byte if fn is not None else None
+    if key not in memo:
+        memo[key] = _error_macro(ctx, fn)
+    return memo[key]
+
+
+def _error_macro(ctx: FileContext, fn: ts.Node | None) -> str | None:
+    counts: dict[str, list[int]] | None = ctx.__dict__.get("_error_macro_counts")
+    if counts is None:
+        counts = ctx.__dict__["_error_macro_counts"] = {}
+        q = query("(call_expression function: (identifier) @w arguments: (argument_list . (call_expression function: (_) @in) .)) @c")
+        for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
+            w = node_text(caps["w"][0])
+            inner = normalize_name(node_text(caps["in"][0]))
+            if w in _NOT_CHECKS or not _CHECK_NAME.search(w) or not inner.startswith("cuda") or inner.startswith("cudaGetError"):
+                continue
+            counts.setdefault(w, []).append(caps["c"][0].start_byte)
     if not counts:
         return None
     if fn is not None:
@@ -256,11 +268,19 @@ def error_macro(ctx: FileContext, unit: Unit, fn: ts.Node | None) -> str | None:
 def _fresh_name(ctx: FileContext, candidates: list[str]) -> str:
     """The first candidate that neither the file nor its project headers use as a name (`prop.clockRate`, a
     member access, does not count): the local must not hide anything the statement may read."""
-    texts = [data for _, data in _project_texts(ctx)]
+    words = ctx.__dict__.get("_dp_words")
+    if words is None:  # every word, and every word not after `.`/`->`, of the texts: one pass per file, not per read
+        texts = [data for _, data in _project_texts(ctx)]
+        words = ctx.__dict__["_dp_words"] = (
+            {w for t in texts for w in re.findall(rb"\w+", t)},
+            {w for t in texts for w in re.findall(rb"(?<![.>\w])\w+", t)})
 
     def used(name: str, member_ok: bool = True) -> bool:
-        rx = (rb"(?<![.>\w])" if member_ok else rb"\b") + re.escape(name.encode()) + rb"\b"
-        return any(re.search(rx, t) for t in texts)
+        raw = name.encode()
+        if not re.fullmatch(rb"\w+", raw):
+            rx = (rb"(?<![.>\w])" if member_ok else rb"\b") + re.escape(raw) + rb"\b"
+            return any(re.search(rx, data) for _, data in _project_texts(ctx))
+        return raw in (words[1] if member_ok else words[0])
 
     for c in candidates:
         if not used(c):
@@ -272,19 +292,33 @@ def _fresh_name(ctx: FileContext, candidates: list[str]) -> str:
     return f"{base}_{i}"
 
 
-def _earlier_hoists(stmt: ts.Node, field: str) -> int:
-    """How many other statements before `stmt` in its function read `field` and would get a hoisted local."""
+def _earlier_hoists(ctx: FileContext, stmt: ts.Node, field: str) -> int:
+    """How many other statements before `stmt` in its function read `field` and would get a hoisted local.
+    The function's reads are listed once (per file context) and each answer is a bisection: a walk of the
+    function per read made N reads in one function cost N^2."""
     fn = scope_of(stmt).function
     if fn is None:
         return 0
-    starts = set()
-    for _, fe, f in walk.field_matches(fn, FIELD_READS):
-        if node_text(f) != field or fe.start_byte >= stmt.start_byte:
-            continue
-        other, _ = _hoist_point(fe)
-        if other is not None and other.start_byte < stmt.start_byte:
-            starts.add(other.start_byte)
-    return len(starts)
+    memo = ctx.__dict__.setdefault("_hoist_reads", {})
+    key = (fn.start_byte, fn.end_byte, field)
+    if key not in memo:
+        reads = []  # (start of the read, start of its hoist point), in file order
+        for _, fe, f in walk.field_matches(fn, FIELD_READS):
+            if node_text(f) == field:
+                other, _ = _hoist_point(fe)
+                reads.append((fe.start_byte, other.start_byte if other is not None else None))
+        reads.sort()
+        starts, distinct, seen = [], [], set()
+        for r, o in reads:
+            # a hoist point is the statement holding the read, so it starts no later than the read
+            if o is not None and o <= r:
+                seen.add(o)
+            starts.append(r)
+            distinct.append(len(seen))
+        memo[key] = (starts, distinct)
+    starts, distinct = memo[key]
+    i = bisect_left(starts, stmt.start_byte)
+    return distinct[i - 1] if i else 0
 
 
 def hoist_edits(ctx: FileContext, unit: Unit, fe: ts.Node, field: str, attr: str, device: str,
@@ -314,7 +348,7 @@ def hoist_edits(ctx: FileContext, unit: Unit, fe: ts.Node, field: str, attr: str
     base = re.sub(r"\W+", "_", want.replace("->", "_").replace(".", "_")).strip("_") or "prop"
     # one fix pass applies every statement's hoist at once: statements of one function that read the same
     # field get distinct names (`computeMode`, `computeMode_2`, ...) so no block declares one twice
-    nth = _earlier_hoists(stmt, field)
+    nth = _earlier_hoists(ctx, stmt, field)
     suffix = "" if nth == 0 else f"_{nth + 1}"
     name = _fresh_name(ctx, [field + suffix, f"{base}_{field}{suffix}"])
     data = ctx.source.data
