@@ -400,6 +400,24 @@ def _declaration_index(root: ts.Node) -> dict[str, list[tuple[ts.Node, ts.Node, 
     return out
 
 
+_DECL_INDEXES: list[tuple[ts.Node, dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]]]] = []
+_DECL_INDEXED_ROOTS = 4  # the roots indexed last (a file, its macro bodies, a header), most recent first
+
+
+def _recent_declaration_index(root: ts.Node) -> dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]]:
+    """`_declaration_index(root)`, kept for the last few roots: callers without a file context (the device
+    property analysis) indexed the whole tree once per lookup, N lookups in a file costing N trees."""
+    for i, (r, index) in enumerate(_DECL_INDEXES):
+        if r == root:
+            if i:
+                _DECL_INDEXES.insert(0, _DECL_INDEXES.pop(i))
+            return index
+    index = _declaration_index(root)
+    _DECL_INDEXES.insert(0, (root, index))
+    del _DECL_INDEXES[_DECL_INDEXED_ROOTS:]
+    return index
+
+
 def declaration_of(root: ts.Node, ident: str, at: ts.Node,
                    index: dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]] | None = None
                    ) -> tuple[ts.Node, ts.Node, bool] | None:
@@ -408,7 +426,7 @@ def declaration_of(root: ts.Node, ident: str, at: ts.Node,
     Declarations inside a function that does not enclose `at` are skipped, so a `v` of another function
     is never taken for this one's. Pass `index` (from `_declaration_index(root)`) to avoid re-querying."""
     if index is None:
-        index = _declaration_index(root)
+        index = _recent_declaration_index(root)
     fn = scope_of(at).function
     best = None
     for decl, tnode, owns, dfn in index.get(ident, []):

@@ -15,6 +15,7 @@ labels, macro bodies and initialisers outside functions keep a manual finding, w
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from pathlib import Path
 
 import tree_sitter as ts
@@ -226,15 +227,26 @@ def _hoist_point(fe: ts.Node) -> tuple[ts.Node | None, str | None]:
 def error_macro(ctx: FileContext, unit: Unit, fn: ts.Node | None) -> str | None:
     """The file's own CUDA error-check wrapper (`checkCudaErrors(cudaX(...))`, `CUDA_CHECK(...)`), preferring one used
     in the same function; one used only elsewhere is taken when its definition cannot `return` (which would not
-    compile in a function of another return type)."""
-    counts: dict[str, list[int]] = {}
-    q = query("(call_expression function: (identifier) @w arguments: (argument_list . (call_expression function: (_) @in) .)) @c")
-    for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
-        w = node_text(caps["w"][0])
-        inner = normalize_name(node_text(caps["in"][0]))
-        if w in _NOT_CHECKS or not _CHECK_NAME.search(w) or not inner.startswith("cuda") or inner.startswith("cudaGetError"):
-            continue
-        counts.setdefault(w, []).append(caps["c"][0].start_byte)
+    compile in a function of another return type). The file's wrapped calls are found once per file and the
+    answer kept per function: a query of the whole file per read made N reads cost N files."""
+    memo = ctx.__dict__.setdefault("_error_macro", {})
+    key = fn.start_byte if fn is not None else None
+    if key not in memo:
+        memo[key] = _error_macro(ctx, fn)
+    return memo[key]
+
+
+def _error_macro(ctx: FileContext, fn: ts.Node | None) -> str | None:
+    counts: dict[str, list[int]] | None = ctx.__dict__.get("_error_macro_counts")
+    if counts is None:
+        counts = ctx.__dict__["_error_macro_counts"] = {}
+        q = query("(call_expression function: (identifier) @w arguments: (argument_list . (call_expression function: (_) @in) .)) @c")
+        for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
+            w = node_text(caps["w"][0])
+            inner = normalize_name(node_text(caps["in"][0]))
+            if w in _NOT_CHECKS or not _CHECK_NAME.search(w) or not inner.startswith("cuda") or inner.startswith("cudaGetError"):
+                continue
+            counts.setdefault(w, []).append(caps["c"][0].start_byte)
     if not counts:
         return None
     if fn is not None:
@@ -257,11 +269,19 @@ def error_macro(ctx: FileContext, unit: Unit, fn: ts.Node | None) -> str | None:
 def _fresh_name(ctx: FileContext, candidates: list[str]) -> str:
     """The first candidate that neither the file nor its project headers use as a name (`prop.clockRate`, a
     member access, does not count): the local must not hide anything the statement may read."""
-    texts = [data for _, data in _project_texts(ctx)]
+    words = ctx.__dict__.get("_dp_words")
+    if words is None:  # every word, and every word not after `.`/`->`, of the texts: one pass per file, not per read
+        texts = [data for _, data in _project_texts(ctx)]
+        words = ctx.__dict__["_dp_words"] = (
+            {w for t in texts for w in re.findall(rb"\w+", t)},
+            {w for t in texts for w in re.findall(rb"(?<![.>\w])\w+", t)})
 
     def used(name: str, member_ok: bool = True) -> bool:
-        rx = (rb"(?<![.>\w])" if member_ok else rb"\b") + re.escape(name.encode()) + rb"\b"
-        return any(re.search(rx, t) for t in texts)
+        raw = name.encode()
+        if not re.fullmatch(rb"\w+", raw):
+            rx = (rb"(?<![.>\w])" if member_ok else rb"\b") + re.escape(raw) + rb"\b"
+            return any(re.search(rx, data) for _, data in _project_texts(ctx))
+        return raw in (words[1] if member_ok else words[0])
 
     for c in candidates:
         if not used(c):
@@ -273,21 +293,35 @@ def _fresh_name(ctx: FileContext, candidates: list[str]) -> str:
     return f"{base}_{i}"
 
 
-def _earlier_hoists(stmt: ts.Node, field: str, device: str) -> int:
+def _earlier_hoists(ctx: FileContext, stmt: ts.Node, field: str, device: str) -> int:
     """How many other statements before `stmt` in its function read `field` and get a hoisted local of their own
-    (not those that reuse an earlier statement's, `_hoist_owner`)."""
+    (not those that reuse an earlier statement's, `_hoist_owner`). The function's reads are listed once (per file
+    context) and each answer is a bisection: a walk of the function per read made N reads in one function cost N^2."""
     fn = scope_of(stmt).function
     if fn is None:
         return 0
-    starts = set()
-    for fe, r, f in walk.pair_matches(fn, FIELD_READS, "argument"):
-        if node_text(f) != field or fe.start_byte >= stmt.start_byte:
-            continue
-        other, _ = _hoist_point(fe)
-        if other is not None and other.start_byte < stmt.start_byte \
-                and _hoist_owner(other, field, normalize(node_text(r)), device).id == other.id:
-            starts.add(other.start_byte)
-    return len(starts)
+    memo = ctx.__dict__.setdefault("_hoist_reads", {})
+    key = (fn.start_byte, fn.end_byte, field, device)
+    if key not in memo:
+        reads = []  # (start of the read, start of its hoist point when that statement owns its local), file order
+        for fe, r, f in walk.pair_matches(fn, FIELD_READS, "argument"):
+            if node_text(f) != field:
+                continue
+            other, _ = _hoist_point(fe)
+            owns = other is not None and _hoist_owner(ctx, other, field, normalize(node_text(r)), device).id == other.id
+            reads.append((fe.start_byte, other.start_byte if owns and other is not None else None))
+        reads.sort()
+        starts, distinct, seen = [], [], set()
+        for r0, o in reads:
+            # a hoist point is the statement holding the read, so it starts no later than the read
+            if o is not None and o <= r0:
+                seen.add(o)
+            starts.append(r0)
+            distinct.append(len(seen))
+        memo[key] = (starts, distinct)
+    starts, distinct = memo[key]
+    i = bisect_left(starts, stmt.start_byte)
+    return distinct[i - 1] if i else 0
 
 
 def _reads_only(stmt: ts.Node, field: str, want: str) -> bool:
@@ -338,27 +372,32 @@ def _disturbs(stmt: ts.Node, field: str, want: str, device: str) -> bool:
     return False
 
 
-def _hoist_owner(stmt: ts.Node, field: str, want: str, device: str) -> ts.Node:
+def _hoist_owner(ctx: FileContext, stmt: ts.Node, field: str, want: str, device: str) -> ts.Node:
     """The statement whose queried local `stmt`'s reads of `want.field` use: the earliest earlier statement of
     the same block that reads it too, with nothing in between that may change the struct or the device (one
     `cudaDeviceGetAttribute` per field per scope: deviceQuery prints `memoryClockRate` and then computes the
-    bandwidth from it); else `stmt` itself."""
+    bandwidth from it); else `stmt` itself. One forward pass per block (memoised in the file context): a walk
+    back from each statement made N reads in one block cost N^2."""
     p = stmt.parent
     if p is None or p.type not in _BLOCKS:
         return stmt
-    sibs = [c for c in p.named_children if c.type != "comment"]
-    i = next((k for k, c in enumerate(sibs) if c.id == stmt.id), None)
-    if i is None:
-        return stmt
-    owner = stmt
-    for k in range(i - 1, -1, -1):
-        x = sibs[k]
-        if _reads_only(x, field, want) and not _disturbs(x, field, want, device):
-            owner = x
-            continue
-        if _disturbs(x, field, want, device):
-            break
-    return owner
+    memo = ctx.__dict__.setdefault("_hoist_owners", {})
+    key = (p.start_byte, p.end_byte, field, want, device)
+    owners = memo.get(key)
+    if owners is None:
+        owners = {}
+        first: ts.Node | None = None  # the earliest reader since the last statement that may change the struct
+        for x in (c for c in p.named_children if c.type != "comment"):
+            if first is not None:
+                owners[x.id] = first
+            disturbs = _disturbs(x, field, want, device)
+            if _reads_only(x, field, want) and not disturbs:
+                if first is None:
+                    first = x
+            elif disturbs:
+                first = None
+        memo[key] = owners
+    return owners.get(stmt.id, stmt)
 
 
 def hoist_edits(ctx: FileContext, unit: Unit, fe: ts.Node, field: str, attr: str, device: str,
@@ -385,12 +424,12 @@ def hoist_edits(ctx: FileContext, unit: Unit, fe: ts.Node, field: str, attr: str
                               or (p.type == "assignment_expression" and p.child_by_field_name("left") is not None
                                   and p.child_by_field_name("left").start_byte <= n.start_byte < p.child_by_field_name("left").end_byte)):
             return [], "the same statement also writes it or takes its address", ""
-    owner = _hoist_owner(stmt, field, want, device)
+    owner = _hoist_owner(ctx, stmt, field, want, device)
     base = re.sub(r"\W+", "_", want.replace("->", "_").replace(".", "_")).strip("_") or "prop"
     # one fix pass applies every statement's hoist at once: statements of one function that read the same
     # field get distinct names (`computeMode`, `computeMode_2`, ...) so no block declares one twice; a statement
     # that follows another reading it in the same block reuses that one's local
-    nth = _earlier_hoists(owner, field, device)
+    nth = _earlier_hoists(ctx, owner, field, device)
     suffix = "" if nth == 0 else f"_{nth + 1}"
     name = _fresh_name(ctx, [field + suffix, f"{base}_{field}{suffix}"])
     if owner.id != stmt.id:
