@@ -382,8 +382,9 @@ def announced_rule(doc: dict) -> str:
         "cost": {"impact": "hygiene", "effort_minutes": 15},
         "data": {"apis": {n: apis[n] for n in names}},
         "docs": {
-            "what": (f"Calls of the {len(names)} functions (and the driver API's alias macros naming them) whose "
-                     f"CUDA {release} header comment says they will be deprecated in a future CUDA release."),
+            "what": (f"Calls of the {sum(1 for i in apis.values() if 'declared_as' not in i)} functions (and the "
+                     f"{sum(1 for i in apis.values() if 'declared_as' in i)} alias macros of the driver API naming "
+                     f"them) whose CUDA {release} header comment says they will be deprecated in a future CUDA release."),
             "why": ("The header announces the deprecation in a doc comment (\\warning), not an attribute: the "
                     "compiler says nothing yet. A team moving to this release can plan the migration to the generic "
                     "graph node API before the deprecation warnings arrive. Opt-in (`--select announced`): it is "
