@@ -22,9 +22,13 @@ Every CUDA release with wheels on the package index: 11.7, 11.8, 12.0-12.6, 12.8
   runtime wheels lack crt/, which the 13.0 toolkit's include supplies with -idirafter: macros only);
 * NVRTC (nvrtc.h): nvidia-cuda-nvrtc (-cu11, -cu12).
 
-Not read, and why: the library wheels (cuBLAS, cuFFT, cuSOLVER, cuSPARSE, NPP, ...) of every release are
-300-700 MB each (17 releases: over 10 GB to download here); their 12.9 -> 13.0 changes are in
-api_inventory.json. CCCL is C++ templates whose deprecations are `_CCCL_DEPRECATED` macros on class
+* the math libraries (cuBLAS, cuFFT, cuRAND, cuSOLVER, cuSPARSE, NPP, nvJPEG) for the pair where they changed
+  most, 11.8 -> 12.0 (LIBRARY_PAIRS: the -cu11 wheels of CUDA 11.8 against the -cu12 wheels numbered for 12.0;
+  2.1 GB, 46 s to download here); their 12.9 -> 13.0 changes are in api_inventory.json;
+* for names only (data/cuda_names.json.gz, CM583): the Windows runtime wheel of each release (Direct3D interop).
+
+Not read, and why: the library wheels of every other release are 300-700 MB each (17 releases: over
+10 GB). CCCL is C++ templates whose deprecations are `_CCCL_DEPRECATED` macros on class
 templates (its own catalog rows). Device-only headers and graphics interop as in build_api_inventory.py.
 
 Entries (one per declaration and release pair, `release` the release whose headers made the change,
@@ -102,6 +106,19 @@ RELEASES: tuple[Release, ...] = (
 
 # the libraries of build_api_inventory.LIBRARIES read for every release, and which wheel holds each
 READ = {"cudart": "runtime", "driver": "runtime", "nvrtc": "nvrtc"}
+# the library wheels read for the one pair where the math libraries changed most (the 11 -> 12 major step):
+# library -> (11.8 wheel, 12.0 wheel); the 12.9 -> 13.0 pair is api_inventory.json's
+LIBRARY_PAIRS: dict[tuple[str, str], dict[str, tuple[str, str]]] = {
+    ("11.8", "12.0"): {
+        "cublas": ("nvidia-cublas-cu11==11.11.3.6", "nvidia-cublas-cu12==12.0.1.189"),
+        "cufft": ("nvidia-cufft-cu11==10.9.0.58", "nvidia-cufft-cu12==11.0.0.21"),
+        "curand": ("nvidia-curand-cu11==10.3.0.86", "nvidia-curand-cu12==10.3.1.50"),
+        "cusolver": ("nvidia-cusolver-cu11==11.4.1.48", "nvidia-cusolver-cu12==11.4.2.57"),
+        "cusparse": ("nvidia-cusparse-cu11==11.7.5.86", "nvidia-cusparse-cu12==12.0.0.76"),
+        "npp": ("nvidia-npp-cu11==11.8.0.86", "nvidia-npp-cu12==12.0.0.30"),
+        "nvjpeg": ("nvidia-nvjpeg-cu11==11.9.0.86", "nvidia-nvjpeg-cu12==12.0.0.28"),
+    },
+}
 
 
 def wheel_dir(cache: Path, spec: str) -> Path:
@@ -124,7 +141,8 @@ def include_of(cache: Path, spec: str) -> Path:
 
 
 def specs() -> list[str]:
-    return [s for r in RELEASES for s in (r.runtime, r.nvrtc, r.crt, r.profiler, windows(r.runtime)) if s]
+    return ([s for r in RELEASES for s in (r.runtime, r.nvrtc, r.crt, r.profiler, windows(r.runtime)) if s]
+            + [s for libs in LIBRARY_PAIRS.values() for pair in libs.values() for s in pair])
 
 
 def fetch(cache: Path = CACHE) -> tuple[int, float]:
@@ -204,11 +222,15 @@ def mark_restored(entries: list[inv.Entry], declared: dict[str, set[tuple[str, s
                 break
 
 
-def pair_entries(lib: str, prev: Release, rel: Release, old: dict, new: dict) -> list[inv.Entry]:
+def pair_entries(lib: str, prev: Release, rel: Release, old: dict, new: dict,
+                 wheels: tuple[str, str] | None = None) -> list[inv.Entry]:
     """The changes `rel` made to `prev`: compare()'s entries less the deprecations `prev` already had, plus
-    the doc-comment announcements `prev` did not make."""
-    wheel = {"runtime": rel.runtime, "nvrtc": rel.nvrtc}[READ[lib]]
-    old_wheel = {"runtime": prev.runtime, "nvrtc": prev.nvrtc}[READ[lib]]
+    the doc-comment announcements `prev` did not make. `wheels`: (old, new) library wheels (LIBRARY_PAIRS)."""
+    if wheels is not None:
+        old_wheel, wheel = wheels
+    else:
+        wheel = {"runtime": rel.runtime, "nvrtc": rel.nvrtc}[READ[lib]]
+        old_wheel = {"runtime": prev.runtime, "nvrtc": prev.nvrtc}[READ[lib]]
     out = [e for e in inv.compare(lib, new, old, wheel, old_wheel)
            if not (e.status in ("deprecated", "unavailable") and e.deprecated_in_12) and not still_a_field(e, new)]
     aliases = inv._aliases(new)
@@ -221,6 +243,25 @@ def pair_entries(lib: str, prev: Release, rel: Release, old: dict, new: dict) ->
     for e in out:
         e.release, e.previous = rel.version, prev.version
         e.deprecated_in_12 = False  # compare()'s name for "the previous release already marked it"
+    return out
+
+
+def library_pair(prev: Release, rel: Release, cache: Path) -> list[inv.Entry]:
+    """LIBRARY_PAIRS' libraries of this pair: each read with its own release's runtime headers; the other
+    libraries of the same release (cusolver includes cublas_api.h and cusparse.h) come with -idirafter."""
+    libs = LIBRARY_PAIRS.get((prev.version, rel.version), {})
+    out: list[inv.Entry] = []
+    for lib in inv.LIBRARIES:
+        if lib.name not in libs:
+            continue
+        sides = []
+        for side, r in ((0, prev), (1, rel)):
+            own = include_of(cache, libs[lib.name][side])
+            others = [str(include_of(cache, w[side])) for n, w in sorted(libs.items()) if n != lib.name]
+            crt = [str(include_of(cache, r.crt))] if r.crt else [str(inv.TOOLKIT / "include")]
+            sides.append(inv.read_library(lib, [str(own), str(runtime_include(r, cache))], others + crt,
+                                          anonymous_members=True))
+        out += pair_entries(lib.name, prev, rel, sides[0], sides[1], libs[lib.name])
     return out
 
 
@@ -240,6 +281,7 @@ def build(cache: Path = CACHE, timing: bool = False) -> dict:
         declared[rel.version] = {(lib, n, k) for lib, d in decls.items() for (n, k) in d}
         if prev is not None:
             got = [e for lib in libs for e in pair_entries(lib.name, prev, rel, prev_decls[lib.name], decls[lib.name])]
+            got += library_pair(prev, rel, cache)
             entries += got
             counts[f"{prev.version}->{rel.version}"] = {
                 s: sum(1 for e in got if e.status == s)
@@ -254,6 +296,8 @@ def build(cache: Path = CACHE, timing: bool = False) -> dict:
         "generated_by": "scripts/build_release_inventory.py",
         "releases": [asdict(r) for r in RELEASES],
         "libraries": sorted(READ),
+        "library_pairs": {f"{a}->{b}": {lib: list(w) for lib, w in sorted(libs.items())}
+                          for (a, b), libs in LIBRARY_PAIRS.items()},
         "parser": f"{inv._libclang_dist()} (-x c++ -std=c++17)",
         "counts": counts,
         "entries": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(e).items()
@@ -338,8 +382,9 @@ def announced_rule(doc: dict) -> str:
         "cost": {"impact": "hygiene", "effort_minutes": 15},
         "data": {"apis": {n: apis[n] for n in names}},
         "docs": {
-            "what": (f"Calls of the {len(names)} functions (and the driver API's alias macros naming them) whose "
-                     f"CUDA {release} header comment says they will be deprecated in a future CUDA release."),
+            "what": (f"Calls of the {sum(1 for i in apis.values() if 'declared_as' not in i)} functions (and the "
+                     f"{sum(1 for i in apis.values() if 'declared_as' in i)} alias macros of the driver API naming "
+                     f"them) whose CUDA {release} header comment says they will be deprecated in a future CUDA release."),
             "why": ("The header announces the deprecation in a doc comment (\\warning), not an attribute: the "
                     "compiler says nothing yet. A team moving to this release can plan the migration to the generic "
                     "graph node API before the deprecation warnings arrive. Opt-in (`--select announced`): it is "

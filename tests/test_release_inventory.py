@@ -71,6 +71,11 @@ def test_changes_older_than_12_and_after_13_0_are_recorded_with_their_release_an
     assert by[("13.5", "cuGraphAddKernelNode_v2", "announced")]["aliases"] == ["cuGraphAddKernelNode"]
     # 13.2 moved CUmemLocation::id into an anonymous union: still a field, not a removal
     assert not [e for e in DOC["entries"] if e["name"] in ("CUmemLocation_st::id", "cudaMemLocation::id")]
+    # the math libraries of the 11 -> 12 step (LIBRARY_PAIRS): cuSPARSE's legacy algorithm enumerators, cuBLASLt's 3M mode
+    e = by[("12.0", "CUSPARSE_CSRMV_ALG1", "removed")]
+    assert e["library"] == "cusparse" and e["source"] == "nvidia-cusparse-cu11==11.7.5.86"
+    assert by[("12.0", "cublasLt3mMode_t", "removed")]["old_header"] == "cublasLt.h:1066"
+    assert set(DOC["library_pairs"]["11.8->12.0"]) == {"cublas", "cufft", "curand", "cusolver", "cusparse", "npp", "nvjpeg"}
     # 11.8 moved cudaTextureDesc::seamlessCubemap to cudaTextureDesc_v2; 12.0 declares it again
     assert by[("11.8", "cudaTextureDesc::seamlessCubemap", "removed")]["restored"] == "12.0"
 
