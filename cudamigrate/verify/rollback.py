@@ -261,8 +261,9 @@ class Verifier:
     # ------------------------------------------------------------------ the run
     def run(self, outcomes: list[FixOutcome]) -> VerifySummary:
         """Compile, repair, count; every compile's process group is killed if the run is interrupted."""
-        from .procs import interruptible
+        from .procs import interruptible, remove_stale_temps
 
+        remove_stale_temps()  # what a run killed with SIGKILL left behind
         with interruptible():
             return self._run(outcomes)
 
