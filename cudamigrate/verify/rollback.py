@@ -21,7 +21,7 @@ import os
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -280,8 +280,7 @@ class Verifier:
         self._total = len(units)
         before: dict[str, CompileResult] = {}  # the original compiled only where the fixed unit fails
         with ThreadPoolExecutor(self.jobs) as pool:
-            after = dict(zip(units, self._compile_all(pool, units), strict=True))
-            self._originals(pool, units, before, after)
+            after = self._first_pass(pool, units, before)
         self.summary.units = len(units) + len(self.summary.unverified)
         built = {u for u in units if after[u].ok}  # with every edit: a rollback that undoes this is a loss, shown
         for _ in range(MAX_ROUNDS):
@@ -320,6 +319,22 @@ class Verifier:
         self._finish()
         self.summary.seconds = time.perf_counter() - t0
         return self.summary
+
+    def _first_pass(self, pool: ThreadPoolExecutor, units: list[str],
+                    before: dict[str, CompileResult]) -> dict[str, CompileResult]:
+        """Every unit compiled with its edits; the original of each one that fails is queued as soon as that is
+        known, so the pool stays busy (no wait for the slowest fixed unit before the originals start)."""
+        jobs = [(u, self.changes(u)) for u in units]  # here: fixing runs the engine, which is not thread-safe
+        pending = {pool.submit(self.compile, u, ch): u for u, ch in jobs}
+        after: dict[str, CompileResult] = {}
+        originals: dict[str, Future[CompileResult]] = {}
+        for fut in as_completed(pending):
+            u = pending[fut]
+            after[u] = fut.result()
+            if not after[u].ok:
+                originals[u] = pool.submit(self.compile, u, {})
+        before.update((u, f.result()) for u, f in originals.items())
+        return {u: after[u] for u in units}
 
     def _originals(self, pool: ThreadPoolExecutor, units: list[str], before: dict[str, CompileResult],
                    after: dict[str, CompileResult]) -> None:
