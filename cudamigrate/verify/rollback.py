@@ -1,11 +1,15 @@
-"""Compile-verified `fix`: every translation unit the edits reach is compiled before and after them; a unit the
-edits make worse gets its edits rolled back, bisected by rule and then by finding, until it is no worse.
+"""Compile-verified `fix`: every translation unit the edits reach is compiled with them, and without them where
+that fails; a unit the edits make worse gets its edits rolled back, bisected by rule and then by finding, until
+it is no worse.
 
 Why this shape:
 
-* Rules are the fixer's own claims; the user's compiler is the proof. The units checked are every changed
-  source file, every file of the run that includes a changed header (project_index.ProjectIndex.includers),
-  and a changed header no file of the run includes, compiled on its own.
+* Rules are the fixer's own claims; the user's compiler is the proof. The units checked are the build's
+  translation units that reach a changed file (verify/units.py: the compile database's, else the files no other
+  file includes), with the commands a found database may run (verify/consent.py).
+* A unit that builds with the edits cannot be worse, so its original is never compiled; a unit that fails
+  before and after proves nothing and is counted unverified; one that fails later than before (verify/stages.py)
+  has progressed and is no worse.
 * A rollback re-runs the very pipeline `fix` uses (fix.apply.fix_bytes) with the blamed findings excluded, so
   the bytes kept are what `fix` would produce without them (later passes, conflicts and guards included).
 * Bisecting: the findings that reach a unit are ordered by rule, then file and position. The shortest prefix
