@@ -139,3 +139,18 @@ def test_verify_timeout_kills_the_programs_whole_process_group(tmp_path):
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
+
+
+def test_a_later_run_removes_what_a_killed_run_left_in_the_temporary_directory(tmp_path):
+    """SIGKILL runs no cleanup: the compile directories carry their run's pid, and those of dead runs go."""
+    from cudamigrate.verify.procs import remove_stale_temps, temp_prefix
+
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    (tmp_path / f"cudamigrate-verify-{dead.pid}-abc").mkdir()
+    (tmp_path / f"cudamigrate-obj-{dead.pid}-abc").mkdir()
+    mine = tmp_path / (temp_prefix("verify") + "xyz")
+    mine.mkdir()
+    (tmp_path / "cudamigrate-bench-1-x").mkdir()  # not a compile directory
+    assert remove_stale_temps(str(tmp_path)) == 2
+    assert sorted(e.name for e in tmp_path.iterdir()) == sorted([mine.name, "cudamigrate-bench-1-x"])

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
+from .procs import run_group, temp_prefix
 from .stages import FRONT_END, classify, progressed
 
 SOURCE_SUFFIXES = frozenset({".cu", ".cpp", ".cc", ".cxx", ".c", ".c++"})
@@ -256,7 +257,7 @@ def make_overlay(changes: dict[str, bytes], dirs: Iterable[str] = ()) -> str:
     ancestors: a `..` in an include is resolved by the kernel through the physical directory, so a directory
     an include starts from must not be a symlink into the original tree (the unit's, the -I directories, the
     directories of the headers it reaches)."""
-    top = tempfile.mkdtemp(prefix="cudamigrate-verify-")
+    top = tempfile.mkdtemp(prefix=temp_prefix("verify"))
     real_dirs: set[str] = set()
     for p in [*(os.path.join(d, ".") for d in dirs), *changes]:
         d = os.path.dirname(p)
@@ -415,11 +416,10 @@ def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs
     (`dirs`: more directories includes start from, see make_overlay); the object file goes to a temporary
     directory, removed after. The compiler runs in its own process group (verify/procs.py), killed as a whole
     after `timeout` seconds or when the run is interrupted."""
-    from .procs import run_group
 
     t0 = time.perf_counter()
     top = make_overlay(changes, [*search_dirs(cmd), *dirs]) if changes else None
-    out_dir = tempfile.mkdtemp(prefix="cudamigrate-obj-")
+    out_dir = tempfile.mkdtemp(prefix=temp_prefix("obj"))
     try:
         argv = overlay_argv(cmd.argv, top) if top else list(cmd.argv)
         cwd = _under(top, cmd.directory) if top else cmd.directory

@@ -5,14 +5,18 @@ leaves them running; and `fix` killed (Ctrl-C, SIGTERM from a CI runner) left ev
 and their temporary overlays behind. Each command here runs in its own process group (a new session), which is
 killed as a whole on a timeout, and every group still running is killed when the run is interrupted
 (`interruptible`: SIGTERM/SIGHUP become an exit whose cleanups run; a stop flag keeps queued compiles from
-starting). Temporary directories are the callers' (`finally`), so they go on every exit path that runs Python.
+starting). Temporary directories are the callers' (`finally`), so they go on every exit path that runs Python;
+those of a run killed with SIGKILL carry its pid and are removed by the next run (`remove_stale_temps`).
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -63,6 +67,42 @@ def run_group_split(argv: list[str] | str, cwd: str | os.PathLike[str], timeout:
         _kill_group(p)  # the command's children that outlived it (a host compiler nvcc left behind)
         with _LOCK:
             _RUNNING.discard(p)
+
+
+_TEMP = re.compile(r"^cudamigrate-(?:verify|obj)-(\d+)-")
+
+
+def temp_prefix(kind: str) -> str:
+    """The prefix of a compile's temporary directory: it names this process, so that a later run can remove what a
+    run killed with SIGKILL (which runs no cleanup) left behind, and nothing of a run still alive."""
+    return f"cudamigrate-{kind}-{os.getpid()}-"
+
+
+def remove_stale_temps(root: str | None = None) -> int:
+    """Remove the compile directories of cudamigrate processes that no longer exist; how many were removed."""
+    root = root or tempfile.gettempdir()
+    removed = 0
+    try:
+        entries = os.listdir(root)
+    except OSError:
+        return 0
+    for e in entries:
+        m = _TEMP.match(e)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        shutil.rmtree(os.path.join(root, e), ignore_errors=True)
+        removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
 
 
 def kill_all() -> None:

@@ -1,11 +1,15 @@
-"""Compile-verified `fix`: every translation unit the edits reach is compiled before and after them; a unit the
-edits make worse gets its edits rolled back, bisected by rule and then by finding, until it is no worse.
+"""Compile-verified `fix`: every translation unit the edits reach is compiled with them, and without them where
+that fails; a unit the edits make worse gets its edits rolled back, bisected by rule and then by finding, until
+it is no worse.
 
 Why this shape:
 
-* Rules are the fixer's own claims; the user's compiler is the proof. The units checked are every changed
-  source file, every file of the run that includes a changed header (project_index.ProjectIndex.includers),
-  and a changed header no file of the run includes, compiled on its own.
+* Rules are the fixer's own claims; the user's compiler is the proof. The units checked are the build's
+  translation units that reach a changed file (verify/units.py: the compile database's, else the files no other
+  file includes), with the commands a found database may run (verify/consent.py).
+* A unit that builds with the edits cannot be worse, so its original is never compiled; a unit that fails
+  before and after proves nothing and is counted unverified; one that fails later than before (verify/stages.py)
+  has progressed and is no worse.
 * A rollback re-runs the very pipeline `fix` uses (fix.apply.fix_bytes) with the blamed findings excluded, so
   the bytes kept are what `fix` would produce without them (later passes, conflicts and guards included).
 * Bisecting: the findings that reach a unit are ordered by rule, then file and position. The shortest prefix
@@ -21,7 +25,7 @@ import os
 import threading
 import time
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -261,8 +265,9 @@ class Verifier:
     # ------------------------------------------------------------------ the run
     def run(self, outcomes: list[FixOutcome]) -> VerifySummary:
         """Compile, repair, count; every compile's process group is killed if the run is interrupted."""
-        from .procs import interruptible
+        from .procs import interruptible, remove_stale_temps
 
+        remove_stale_temps()  # what a run killed with SIGKILL left behind
         with interruptible():
             return self._run(outcomes)
 
@@ -279,8 +284,7 @@ class Verifier:
         self._total = len(units)
         before: dict[str, CompileResult] = {}  # the original compiled only where the fixed unit fails
         with ThreadPoolExecutor(self.jobs) as pool:
-            after = dict(zip(units, self._compile_all(pool, units), strict=True))
-            self._originals(pool, units, before, after)
+            after = self._first_pass(pool, units, before)
         self.summary.units = len(units) + len(self.summary.unverified)
         built = {u for u in units if after[u].ok}  # with every edit: a rollback that undoes this is a loss, shown
         for _ in range(MAX_ROUNDS):
@@ -319,6 +323,22 @@ class Verifier:
         self._finish()
         self.summary.seconds = time.perf_counter() - t0
         return self.summary
+
+    def _first_pass(self, pool: ThreadPoolExecutor, units: list[str],
+                    before: dict[str, CompileResult]) -> dict[str, CompileResult]:
+        """Every unit compiled with its edits; the original of each one that fails is queued as soon as that is
+        known, so the pool stays busy (no wait for the slowest fixed unit before the originals start)."""
+        jobs = [(u, self.changes(u)) for u in units]  # here: fixing runs the engine, which is not thread-safe
+        pending = {pool.submit(self.compile, u, ch): u for u, ch in jobs}
+        after: dict[str, CompileResult] = {}
+        originals: dict[str, Future[CompileResult]] = {}
+        for fut in as_completed(pending):
+            u = pending[fut]
+            after[u] = fut.result()
+            if not after[u].ok:
+                originals[u] = pool.submit(self.compile, u, {})
+        before.update((u, f.result()) for u, f in originals.items())
+        return {u: after[u] for u in units}
 
     def _originals(self, pool: ThreadPoolExecutor, units: list[str], before: dict[str, CompileResult],
                    after: dict[str, CompileResult]) -> None:
