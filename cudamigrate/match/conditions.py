@@ -18,9 +18,8 @@ from ..parse.treesitter import parent_of
 from ..core.registry import (Registry, Schema, SchemaError, boolean, condition, conditions, did_you_mean, either, free_mapping,
                         integer, ints, mapping, one_of, regex, scalar, string_list, strings)
 
-from .context import FileContext, base_variable, declared_types, named_children, node_text, normalize, scope_of
-from .handles import (escapes, handle_key, passed_to_helper_that_calls, returned_handles, same_handle,
-                      same_or_element)
+from .context import FileContext, base_variable, declared_types, node_text, normalize, scope_of
+from .handles import arg_index, escapes, handle_key, passed_to_helper_that_calls, same_or_element
 from .matchers import Match
 from .arg_spelling import LITERAL_TYPES, NULL_SPELLINGS, NULL_STREAMS, ConditionError  # noqa: F401  (re-exported)
 from .arg_spelling import arg_is as _arg_is
@@ -68,20 +67,19 @@ def _calls_with_arg(m: Match, ctx: FileContext, spec: Any, within: ts.Node | Non
             return False
         # scope-aware: the same variable, not the same spelling (another function's local `h` is another handle)
         want = handle_key(node, m.unit, ctx)
-    for name in names:
-        for unit, call in ctx.calls.get(name, []):
-            if within is not None and (unit is not m.unit or not (within.start_byte <= call.start_byte < within.end_byte)):
-                continue
-            if call.start_byte == m.node.start_byte and unit is m.unit:
-                continue
-            if want is None:
-                return True
-            args = named_children(call.child_by_field_name("arguments"))
-            idx = arg if arg is not None else 0
-            if idx < len(args) and same_handle(handle_key(args[idx], unit, ctx), want):
-                return True
-            if idx < len(args) and any(same_or_element(k, want) for k in returned_handles(args[idx], ctx)):
-                return True  # through a getter of the file: `cublasSetStream(getCublasHandle(), s)`
+    def counted(unit: Any, call: ts.Node) -> bool:
+        if within is not None and (unit is not m.unit or not (within.start_byte <= call.start_byte < within.end_byte)):
+            return False
+        return not (call.start_byte == m.node.start_byte and unit is m.unit)
+
+    if want is None:
+        return any(counted(unit, call) for name in names for unit, call in ctx.calls.get(name, []))
+    index = arg_index(ctx, names, arg if arg is not None else 0)
+    if any(counted(unit, call) for unit, call in index.calls.same(want)):
+        return True
+    # through a getter of the file: `cublasSetStream(getCublasHandle(), s)`
+    if any(counted(unit, call) and any(same_or_element(k, want) for k in keys) for unit, call, keys in index.getters):
+        return True
     if want is not None:
         return passed_to_helper_that_calls(want, ctx, names, arg if arg is not None else 0, within)
     return False

@@ -10,8 +10,11 @@ dropped first, so `&h`, `&(h)`, `(&h)`, `h`, `(h)` and `this->h` have one key, `
 from __future__ import annotations
 
 from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 import tree_sitter as ts
+from typing import Any
 
 from ..parse.treesitter import Unit
 from .context import FileContext, _declaration_index, named_children, node_text, normalize, normalize_name, scope_of
@@ -168,6 +171,68 @@ def same_handle(a: HandleKey | None, b: HandleKey | None) -> bool:
         loc, nam = (a, b) if a[0] == "local" else (b, a)
         return loc[3] == nam[1] and loc[4] == nam[2]
     return False
+
+
+def _loose(key: HandleKey) -> tuple:
+    """What two keys `same_handle` may equate share: a local's and a name's (name, path), a text's text."""
+    if key[0] == "local":
+        return ("n", key[3], key[4])
+    if key[0] == "name":
+        return ("n", key[1], key[2])
+    return key
+
+
+@dataclass
+class KeyIndex:
+    """Payloads by handle key, answering "which keys `same_handle` this one" with dictionary lookups: a local
+    matches itself and a name of its spelling; a name matches itself and the locals of its spelling."""
+
+    exact: dict[HandleKey, list[Any]] = field(default_factory=dict)
+    names: dict[tuple, list[tuple[HandleKey, Any]]] = field(default_factory=dict)
+    locals: dict[tuple, list[tuple[HandleKey, Any]]] = field(default_factory=dict)
+
+    def add(self, key: HandleKey, payload: Any) -> None:
+        self.exact.setdefault(key, []).append(payload)
+        if key[0] == "name":
+            self.names.setdefault(_loose(key), []).append((key, payload))
+        elif key[0] == "local":
+            self.locals.setdefault(_loose(key), []).append((key, payload))
+
+    def same(self, want: HandleKey) -> Iterator[Any]:
+        yield from self.exact.get(want, [])
+        other = self.names if want[0] == "local" else self.locals if want[0] == "name" else {}
+        yield from (p for k, p in other.get(_loose(want), []) if k != want and same_handle(k, want))
+
+
+@dataclass
+class ArgIndex:
+    """The handles named at one argument of every call of some names: a lookup per match instead of computing
+    and comparing every call's key for every match (N handles in one function made CM211 and CM212
+    quadratic)."""
+
+    calls: KeyIndex = field(default_factory=KeyIndex)  # payload: (unit, call)
+    getters: list[tuple[Unit, ts.Node, list[HandleKey]]] = field(default_factory=list)  # `getter()` arguments
+
+
+def arg_index(ctx: FileContext, names: list[str], idx: int) -> ArgIndex:
+    """`ArgIndex` of argument `idx` of every call of `names` in the file (kept per file context)."""
+    memo = ctx.__dict__.setdefault("_arg_index", {})
+    key = (tuple(names), idx)
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = ArgIndex()
+        for name in dict.fromkeys(names):
+            for unit, call in ctx.calls.get(name, []):
+                args = named_children(call.child_by_field_name("arguments"))
+                if idx >= len(args):
+                    continue
+                k = handle_key(args[idx], unit, ctx)
+                if k is not None:
+                    got.calls.add(k, (unit, call))
+                returned = returned_handles(args[idx], ctx)
+                if returned:
+                    got.getters.append((unit, call, returned))
+    return got
 
 
 def _subscript_literal(path: str) -> bool:
@@ -342,27 +407,45 @@ def passed_to_helper_that_calls(key: HandleKey, ctx: FileContext, names: list[st
                                 within: ts.Node | None) -> bool:
     """One level through the file's own helpers: the handle is passed (by value, by address or as the array it
     lives in) to a function defined in this file whose matching parameter reaches one of `names` at `arg_idx`,
-    e.g. `run(h)` with `void run(cublasHandle_t x) { cublasSetStream(x, s); }`."""
-    defs = _definitions(ctx)
-    unit = ctx.main
-    if not defs:
-        return False
-    for fname, fns in defs.items():
-        for _unit, call in ctx.calls.get(fname, []):
-            if _unit is not unit or (within is not None and not (within.start_byte <= call.start_byte < within.end_byte)):
+    e.g. `run(h)` with `void run(cublasHandle_t x) { cublasSetStream(x, s); }`. The helpers' call arguments
+    are indexed once per file (payload: the call, the argument's position, the helper's definitions)."""
+    index = _helper_args(ctx)
+    cands = list(index.same(key))
+    if key[-1].startswith("["):  # `handles` passed for handle `handles[i]`
+        cands += [p for p in index.same(key[:-1] + ("",)) if p[3][-1] == ""]
+    seen: set[tuple[int, int]] = set()
+    for call, i, fns, passed in cands:
+        if (call.start_byte, i) in seen:
+            continue
+        seen.add((call.start_byte, i))
+        if within is not None and not (within.start_byte <= call.start_byte < within.end_byte):
+            continue
+        if not _same_or_contains(passed, key):
+            continue
+        for fn in fns:
+            params = _parameter_names(fn)
+            if i >= len(params) or params[i] is None:
                 continue
-            args = named_children(call.child_by_field_name("arguments"))
-            for i, a in enumerate(args):
-                ak = handle_key(a, unit, ctx)
-                if ak is None or not _same_or_contains(ak, key):
-                    continue
-                for fn in fns:
-                    params = _parameter_names(fn)
-                    if i >= len(params) or params[i] is None:
-                        continue
-                    if _calls_on_param(fn, params[i], names, arg_idx, ctx):
-                        return True
+            if _calls_on_param(fn, params[i], names, arg_idx, ctx):
+                return True
     return False
+
+
+def _helper_args(ctx: FileContext) -> KeyIndex:
+    """Every argument of a call (in the main unit) of a function the file defines, by handle key."""
+    got = ctx.__dict__.get("_helper_args")
+    if got is None:
+        got = ctx.__dict__["_helper_args"] = KeyIndex()
+        unit = ctx.main
+        for fname, fns in _definitions(ctx).items():
+            for _unit, call in ctx.calls.get(fname, []):
+                if _unit is not unit:
+                    continue
+                for i, a in enumerate(named_children(call.child_by_field_name("arguments"))):
+                    ak = handle_key(a, unit, ctx)
+                    if ak is not None:
+                        got.add(ak, (call, i, fns, ak))
+    return got
 
 
 def _same_or_contains(passed: HandleKey, key: HandleKey) -> bool:
