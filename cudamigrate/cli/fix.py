@@ -12,7 +12,8 @@ import click
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
 from .options import _split, _tracebacks, selection_options, stdin_option
 from .output import err as _err
-from .prepare import _input_gate, _setup, _stdin_input
+from .request import input_gate, refused, request_of, stdin_input
+from ..workspace.prepare import prepare, setup
 from .scan import _write_report
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
@@ -57,12 +58,20 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     from ..fix.write import clean_stale, fsync_dir
     from ..pipeline.runner import fix_files
 
-    stdin = _stdin_input(paths, kw)
+    stdin, req = stdin_input(request_of(paths, kw), kw)
     if stdin is not None and commit_by is not None:
         raise click.UsageError("--commit-per-rule/--commit-per-family commit files; not with `-` (stdin)")
-    paths = (stdin.path,) if stdin is not None else paths
-    engine, spec, files, cfg, rule_errors = _setup(paths, kw)
-    files, input_error = _input_gate(paths, files, cfg, stdin is not None)
+    paths = req.paths
+    with refused():
+        pre = prepare(req)
+        for w in pre.warnings:
+            _err(w)
+        run_setup = setup(req, pre)
+    engine, spec, files, cfg, rule_errors = (run_setup.engine, run_setup.spec, run_setup.files, run_setup.cfg,
+                                             run_setup.rule_errors)
+    for e in rule_errors:  # one line per bad rule file; the other rules still run
+        _err(e)
+    files, input_error = input_gate(paths, files, cfg, stdin is not None)
     display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
     if stdin is not None:
         _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)
@@ -79,7 +88,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
                     lambda computed, groups: _verify_computed(engine, files, computed, groups, kw, cfg, paths,
                                                               unsafe_fixes, display_only, db))
     write = not (diff or dry_run)
-    for e in kw["walk_errors"]:
+    for e in run_setup.walk_errors:
         _err(e)
         tally.had_error = True
     unique: list[Path] = []

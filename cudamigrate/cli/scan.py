@@ -22,7 +22,8 @@ from .options import (
     stdin_option,
 )
 from .output import err as _err
-from .prepare import Prepared, _diff_scope, _on_changed_lines, _prepare, _replay_key, _setup, _stdin_input
+from .request import refused, request_of, stdin_input
+from ..workspace.prepare import Prepared, diff_scope, on_changed_lines, prepare, replay_key, setup
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
     from ..report.model import Run
@@ -67,9 +68,12 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         _check_regular(baseline, "--baseline")
     from .semantic import clock, semantic_timed, since, timings
 
-    stdin = _stdin_input(paths, kw)
-    paths = (stdin.path,) if stdin is not None else paths
-    pre = _prepare(paths, kw)
+    stdin, req = stdin_input(request_of(paths, kw), kw)
+    paths = req.paths
+    with refused():
+        pre = prepare(req)
+    for w in pre.warnings:
+        _err(w)
     input_error = False
     if stdin is None:
         from ..pipeline.inputs import gate
@@ -85,23 +89,28 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         sys.exit(EXIT_INPUT if input_error else EXIT_CLEAN)
     replay = None
     if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None and not input_error:
-        replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics})
+        replay = replay_key(req, pre, {"format": fmt, "sort": sort, "statistics": statistics})
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
     from .progress import Progress  # after the replay, which needs neither the engine nor the reports
     from ..report.model import Run
     from ..pipeline.runner import display_path, scan_files
 
-    engine, spec, files, cfg, rule_errors = _setup(paths, kw, pre)
+    with refused():
+        run_setup = setup(req, pre)
+    engine, spec, files, rule_errors = run_setup.engine, run_setup.spec, run_setup.files, run_setup.rule_errors
+    for e in rule_errors:  # one line per bad rule file; the other rules still run
+        _err(e)
     _settled()
-    changed, files = _diff_scope(paths, files, kw)
+    with refused():
+        changed, files = diff_scope(req, files)
     db, t_sem = semantic_timed(paths, files, kw)
     c1 = clock()
     progress = Progress(len(files))
     findings: list[Any] = []
     tracebacks: list[Any] = []
     unused: list[Any] = []
-    errors: list[Any] = list(kw["walk_errors"])
+    errors: list[Any] = list(run_setup.walk_errors)
     sources: dict[str, bytes] = {}
     internal = 0
     results: Iterable[Any]
@@ -141,7 +150,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
                     sources[f.path] = Path(real.get(f.path, f.path)).read_bytes()
                 except OSError:
                     sources[f.path] = b""
-    findings = _on_changed_lines(findings, files, changed)
+    findings = on_changed_lines(findings, files, changed)
     if write_baseline is not None:
         from ..workflow.baseline import write_baseline as wb
 

@@ -217,7 +217,7 @@ int main() {
 
 
 class Engine:
-    def __init__(self, rules: list[Rule], opts: Options | None = None):
+    def __init__(self, rules: list[Rule], opts: Options | None = None, project: ProjectIndex | None = None):
         self.opts = opts or Options()
         self.all_ids = {r.id for r in rules}  # every loaded rule, selected or not: known in suppressions
         self.rules = select_rules(rules, self.opts)
@@ -240,8 +240,8 @@ class Engine:
                                              [_glob_regex(k) for _, k in self.glob_keywords])
         # semantic mode: (path, bytes) -> FileFacts | None (parse/clang_facts.py), set by the runner
         self.semantic_provider: Callable[[Path, bytes], Any] | None = None
-        # the run's project files (cli sets the discovered files): headers, members, includers
-        self.project = ProjectIndex()
+        # the run's project files (the workspace passes the discovered files): headers, members, includers
+        self.project = project if project is not None else ProjectIndex()
         # rules that may be found impossible for a file before it is parsed (match/precheck.py): by their `where:`
         # (not builtins, which may record project-wide facts while they run), or by a test of their builtin
         self.prechecked = frozenset(r.id for r in self.rules if r.where is not None and r.kind != "builtin")

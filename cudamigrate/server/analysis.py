@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.textsafe import printable
+
 if TYPE_CHECKING:
     from ..scan.engine import Engine
     from ..findings.model import Finding
-
-# the settings the CLI reads from flags; the server has none, so the configuration file alone decides
-_NO_FLAGS: dict[str, Any] = {"config_path": None, "compile_commands": None, "no_cache": False}
-
 
 @dataclass
 class Analysis:
@@ -30,6 +29,16 @@ class Analysis:
     findings: list[Finding] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     excluded: bool = False
+    refusal: Refusal | None = None  # the configuration cannot be used: no findings, and the editor is told why
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the project's configuration refuses a run (the words `scan` prints before exiting 2) and the
+    configuration file at fault (None when no file is: the message then stands alone)."""
+
+    message: str
+    config: Path | None
 
 
 @dataclass(frozen=True)
@@ -51,50 +60,52 @@ class Action:
 
 
 class Engines:
-    """The engine for a path: built once per configuration (path + mtime), with its rules warmed up."""
+    """The engine for a path: built once per configuration (path + mtime), with its rules warmed up, after the
+    same checks `scan` makes (workspace/prepare.py): a configuration `scan` refuses gives no engine here either."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple[str, float], tuple[Engine, Any]] = {}
+        self._by_key: dict[tuple[str, float], Engine] = {}
 
     def for_path(self, path: Path) -> tuple[Engine | None, list[str]]:
         """(engine, problems); engine None when the configuration excludes `path` or is invalid."""
-        import click
+        engine, refusal = self.resolve(path)
+        return engine, [refusal.message] if refusal is not None else []
 
-        from ..cli.prepare import _prepare
-        from ..core.config import ConfigError, find_config
+    def resolve(self, path: Path) -> tuple[Engine | None, Refusal | None]:
+        """(engine, refusal): engine None when the configuration excludes `path` (no refusal) or cannot be used."""
+        from ..workspace.prepare import find_configuration, load_checked, prepare
+        from ..workspace.request import Request, WorkspaceError
 
+        req = Request(paths=(path,))
         try:
-            cfg = find_config(path)
-        except ConfigError as exc:
-            return None, [str(exc)]
-        key = (str(cfg.path), os.stat(cfg.path).st_mtime if cfg.path and os.path.exists(cfg.path) else 0.0)
-        try:
-            pre = _prepare((path,), dict(_NO_FLAGS))
-        except click.ClickException as exc:
-            return None, [exc.format_message()]
-        if not pre.files:  # excluded by `exclude` or an ignore file, as `scan` would
-            return None, []
-        if key not in self._by_key:
-            self._by_key[key] = self._build(pre)
-        return self._by_key[key][0], []
+            cfg = find_configuration(req)
+            key = (str(cfg.path), os.stat(cfg.path).st_mtime if cfg.path and os.path.exists(cfg.path) else 0.0)
+            pre = prepare(req)
+            for w in pre.warnings:  # a malformed calibration file: on stderr, as the CLI does
+                print(f"cudamigrate: {printable(w)}", file=sys.stderr)
+            if not pre.files:  # excluded by `exclude` or an ignore file, as `scan` would
+                return None, None
+            if key not in self._by_key:
+                self._by_key[key] = self._build(pre, load_checked(req, pre).rules)
+        except WorkspaceError as exc:
+            return None, Refusal(exc.text(), exc.config)
+        return self._by_key[key], None
 
     @staticmethod
-    def _build(pre: Any) -> tuple[Engine, Any]:
+    def _build(pre: Any, rules: list) -> Engine:
         from ..scan.engine import Engine
-        from ..knowledge.load import load_rules
 
-        rs = load_rules(pre.rule_dirs, use_cache=pre.use_cache)
-        engine = Engine(rs.rules, pre.opts)
+        engine = Engine(rules, pre.opts)
         engine.warm_up()
-        return engine, pre
+        return engine
 
 
 def analyse(engines: Engines, path: Path, text: str) -> Analysis:
     """Scan an editor buffer as the file `path` (which need not be saved)."""
     data = text.encode("utf-8")
-    engine, problems = engines.for_path(path)
+    engine, refusal = engines.resolve(path)
     if engine is None:
-        return Analysis(data, errors=problems, excluded=not problems)
+        return Analysis(data, errors=[refusal.message] if refusal else [], excluded=refusal is None, refusal=refusal)
     res = engine.scan_bytes(path, data, str(path))
     return Analysis(data, list(res.findings), list(res.errors))
 

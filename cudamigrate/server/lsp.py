@@ -35,6 +35,7 @@ class CudamigrateServer(LanguageServer):
         super().__init__("cudamigrate", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.engines = Engines()
         self.analyses: dict[str, Analysis] = {}
+        self.refused: dict[str, str] = {}  # configuration file URI -> the refusal shown on it
 
 
 server = CudamigrateServer()
@@ -72,6 +73,7 @@ def _publish(ls: CudamigrateServer, uri: str) -> None:
     doc = ls.workspace.get_text_document(uri)
     a = analyse(ls.engines, _path(uri), doc.source)
     ls.analyses[uri] = a
+    _configuration_state(ls, _path(uri), a)
     for e in a.errors:
         ls.window_log_message(types.LogMessageParams(types.MessageType.Warning, e))
     diags = [types.Diagnostic(
@@ -79,6 +81,27 @@ def _publish(ls: CudamigrateServer, uri: str) -> None:
         severity=_SEVERITY.get(f.severity, types.DiagnosticSeverity.Warning), code=f.rule_id, source=SOURCE,
         data={"fingerprint": f.fingerprint}, related_information=_related(ls, doc, f) or None) for f in a.findings]
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=doc.version))
+
+
+def _configuration_state(ls: CudamigrateServer, path: Path, a: Analysis) -> None:
+    """A configuration `scan` would refuse (exit 2) is shown once as an error message and marked on the
+    configuration file itself; the mark goes once a document under that file's directory scans again."""
+    r = a.refusal
+    if r is None:
+        ls.refused.pop("", None)
+        for config_uri in [u for u in ls.refused if path.is_relative_to(Path(to_fs_path(u) or "/").parent)]:
+            del ls.refused[config_uri]
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=config_uri, diagnostics=[]))
+        return
+    key = (from_fs_path(os.path.abspath(r.config)) or "") if r.config is not None else ""
+    if ls.refused.get(key) == r.message:
+        return
+    ls.refused[key] = r.message
+    ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"cudamigrate: {r.message}"))
+    if key:
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=key, diagnostics=[types.Diagnostic(
+            range=types.Range(types.Position(0, 0), types.Position(1, 0)), message=r.message,
+            severity=types.DiagnosticSeverity.Error, source=SOURCE)]))
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -148,7 +171,7 @@ def hover(ls: CudamigrateServer, params: types.HoverParams) -> types.Hover | Non
     doc, a, found = _findings_in(ls, params.text_document.uri, rng)
     if not found:
         return None
-    from ..cli.explain import explain_text
+    from ..report.explain import explain_text
 
     engine, _ = ls.engines.for_path(_path(params.text_document.uri))
     rules = {r.id: r for r in engine.rules} if engine is not None else {}
