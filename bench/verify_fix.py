@@ -60,7 +60,7 @@ def recheck(original: Path, fixed: Path, jobs: int) -> dict:
     from concurrent.futures import ThreadPoolExecutor
 
     from cudamigrate.read.project_index import ProjectIndex
-    from cudamigrate.verify.compile_check import UnitCommand, compile_unit, is_source, nvcc_path, synthesize, worse
+    from cudamigrate.fixproof.compile_check import UnitCommand, compile_unit, is_source, nvcc_path, synthesize, worse
 
     nvcc = nvcc_path()
     assert nvcc is not None

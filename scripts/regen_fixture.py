@@ -1,5 +1,5 @@
 """Write a fixture case's after.* from `cudamigrate fix` of its before.*, and its findings.txt (the pinned
-messages), through the same `cudamigrate.verify.fixtures` functions the checks use. Review the diff before committing!
+messages), through the same `cudamigrate.toolcheck.fixtures` functions the checks use. Review the diff before committing!
 
     python scripts/regen_fixture.py fixtures/removals/CM501-cudathread-to-cudadevice [...]
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cudamigrate.verify.fixtures import engine_for, fix_case_file, load_cases, update_snapshot  # noqa: E402
+from cudamigrate.toolcheck.fixtures import engine_for, fix_case_file, load_cases, update_snapshot  # noqa: E402
 from cudamigrate.knowledge.load import builtin_rules_dir, load_rules  # noqa: E402
 
 

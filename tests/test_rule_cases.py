@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 
-from cudamigrate.verify.fixtures import check_case, hand_written_stems, load_cases, naming_problems, update_snapshot
+from cudamigrate.toolcheck.fixtures import check_case, hand_written_stems, load_cases, naming_problems, update_snapshot
 from cudamigrate.knowledge.load import load_rules
 
 from .conftest import FIXTURES, ROOT

@@ -20,7 +20,7 @@ import pytest
 
 from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
-from cudamigrate.verify.fixtures import expected_findings, load_cases
+from cudamigrate.toolcheck.fixtures import expected_findings, load_cases
 from cudamigrate.parse import clang as cl
 from cudamigrate.knowledge.load import load_rules
 from cudamigrate.rules.schema import parse_version
@@ -45,7 +45,7 @@ TS_NOTE = re.compile(r"//\s*treesitter:\s*([+-])\s*([A-Z0-9]+)")
 
 def write_db(tmp: Path, files: list[Path], flags: dict[Path, list[str]] | None = None) -> Path:
     """compile_commands.json with the very nvcc command lines the nvcc tests compile with."""
-    from cudamigrate.verify.build import nvcc_command
+    from cudamigrate.toolcheck.build import nvcc_command
 
     entries = []
     for f in files:

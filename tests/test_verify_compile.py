@@ -1,4 +1,4 @@
-"""Compile verification of `fix` (cudamigrate/verify/): a fix that breaks the user's build is rolled back and
+"""Compile verification of `fix` (cudamigrate/fixproof/): a fix that breaks the user's build is rolled back and
 reported, a good fix in the same unit stays, nothing is written when the user did not ask.
 
 The bad fix comes from a rule made wrong on purpose (tests/data/verify_rules/CM9901-broken-on-purpose.yaml:
@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from cudamigrate.cli.main import main
-from cudamigrate.verify.compile_check import (CompileResult, Diagnostic, make_overlay, overlay_argv, parse_errors,
+from cudamigrate.fixproof.compile_check import (CompileResult, Diagnostic, make_overlay, overlay_argv, parse_errors,
                                               strip_outputs, worse)
 
 RULES = Path(__file__).parent / "data" / "verify_rules"

@@ -20,7 +20,7 @@ def doctor(target: str | None, require_cuda: str | None, require_driver: int | N
     """Check toolkit, driver, libraries, libclang, Chromium and calibration; exit 1 only on a --require-* blocker."""
     import json
 
-    from ..verify import doctor as dr
+    from ..toolcheck import doctor as dr
 
     tgt = _version(target, "--target-cuda") or (13, 0)
     checks = dr.gather(tgt, _version(require_cuda, "--require-cuda"), require_driver)

@@ -110,12 +110,12 @@ def list_fix_outcome(applied: list, left: list, show_fixes: bool) -> None:
 def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome], kw: dict[str, Any], cfg: Any,
                  paths: tuple[Path, ...], unsafe: bool, display_only: frozenset[str],
                  facts: Any = None, groups: frozenset[str] = frozenset()) -> tuple[Iterable[FixOutcome], Any]:
-    """Compile verification (cudamigrate/verify/rollback.py) of the computed fixes, before anything is written:
+    """Compile verification (cudamigrate/fixproof/rollback.py) of the computed fixes, before anything is written:
     (the outcomes, repaired, and the summary), or the outcomes untouched and None when verification is off or,
     in `auto` mode, no compiler is known. `require` without a compiler: one line, exit 2. `groups`: the
     consistency groups the run withheld (FixRun.blocked), which a rollback's re-fix must leave out too."""
     from ..parse.clang import find_compile_db
-    from ..verify.rollback import Verifier, resolve_mode
+    from ..fixproof.rollback import Verifier, resolve_mode
 
     try:
         mode = resolve_mode(kw.get("verify_mode"), cfg.get("verify"))

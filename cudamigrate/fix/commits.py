@@ -13,7 +13,7 @@ instead of a single mixed diff. Guarantees:
   interactions between rules end up in the last commit, never lost;
 - groups are committed in plan order: build breaks first, then deprecations,
   performance and hygiene;
-- the final tree is compile-verified like `fix` (the caller's `verify` hook, cudamigrate/verify/rollback.py):
+- the final tree is compile-verified like `fix` (the caller's `verify` hook, cudamigrate/fixproof/rollback.py):
   a finding whose edit makes a unit worse is rolled back before anything is written, and left out of every
   commit, not only the last.
 """

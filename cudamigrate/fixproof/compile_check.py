@@ -208,7 +208,7 @@ def _subdirs(d: Path) -> list[Path]:
 def synthesize(file: Path, data: bytes, run_files: Iterable[Path], nvcc: str) -> UnitCommand:
     """`nvcc -c` for a unit the compile database does not know: C++17, the include directories the project's
     `#include`s need, the wheels' headers (cuBLAS, NVRTC, ...). A header is compiled as a CUDA unit of its own."""
-    from .build import wheel_root
+    from ..toolcheck.build import wheel_root
 
     real = Path(os.path.realpath(file))
     argv = [nvcc, "-std=c++17"]
