@@ -168,7 +168,7 @@ def test_semantic_fix_matches_golden(case, db):
     eng = engine_for(case)
     ensure(db, case.before)
     ensure(db, case.after)
-    eng.semantic_provider = db.facts_for
+    eng = eng.with_run(semantic_provider=db.facts_for)
     res = fix_bytes(eng, case.before, case.before.read_bytes(), str(case.before), unsafe=case.unsafe,
                     display_only=case.display_only)
     assert not res.errors, res.errors

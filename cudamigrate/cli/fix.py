@@ -81,7 +81,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     tally = FixTally(roots=None if kw.get("write_outside_links") else tuple(str(p) for p in (paths or (Path("."),))))
     if commit_by is not None:
         if db is not None:
-            engine.semantic_provider = db.facts_for
+            engine = engine.with_run(semantic_provider=db.facts_for)
         if diff or dry_run:
             raise click.UsageError("--commit-per-rule/--commit-per-family write and commit; not with --diff/--dry-run")
         _commit_per(engine, spec, files, commit_by, unsafe_fixes, show_fixes, exit_zero, display_only,

@@ -128,6 +128,7 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
     with unrecorded():  # the ancestors' listings are no cached result's dependency (see cli/prepare.py)
         db_path = kw.get("compile_commands") or find_compile_db(list(paths) or [Path(".")])
     assert engine.project is not None
+    engine = engine.with_run(semantic_provider=facts.facts_for if facts is not None else None)  # rollbacks refix as `fix` did
     v = Verifier(engine, engine.project, files, unsafe=unsafe, display_only=display_only, db_path=db_path,
                  jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"), groups=groups)
     if not v.available():
@@ -136,12 +137,8 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
             sys.exit(2)
         return outcomes, None
     done = list(outcomes)
-    engine.semantic_provider = facts.facts_for if facts is not None else None  # rollbacks refix as `fix` did
-    try:
-        with unrecorded():  # compiles in temporary directories (and /tmp's listing): no scan result depends on them
-            summary = v.run(done)
-    finally:
-        engine.semantic_provider = None
+    with unrecorded():  # compiles in temporary directories (and /tmp's listing): no scan result depends on them
+        summary = v.run(done)
     for r in summary.rollbacks:
         err(r.text())
     for u in summary.unverified:
