@@ -200,7 +200,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
 
 
 def _shard(files: list[Path], shard: str | None) -> list[Path]:
-    """`--shard I/N`: this shard's files (cudamigrate/shard.py); all of them without the option. The project
+    """`--shard I/N`: this shard's files (cudamigrate/pipeline/shard.py); all of them without the option. The project
     index still sees every file, so project-wide analyses (texture references, headers' includers) agree with
     one unsharded run."""
     if shard is None:

@@ -2,7 +2,7 @@
 
 Each condition is registered in `CONDITIONS` (and each `arg:` test in `ARG_TESTS`) with the schema of its value, its
 implementation and its doc, right where it is implemented: the loader checks every rule against these registries
-(`rules/vocabulary.py`) and `scripts/gen_rules_doc.py` writes rules/README.md's tables from them.
+(`knowledge/vocabulary.py`) and `scripts/gen_rules_doc.py` writes rules/README.md's tables from them.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ class EngineSpec:
     options: Options
     max_bytes: int | None = None
     project_files: list[Path] | None = None  # the run's files, for the project index (headers, includers)
-    use_rule_cache: bool = True  # False: `--no-cache` (rules/cache.py)
+    use_rule_cache: bool = True  # False: `--no-cache` (knowledge/rule_cache.py)
 
     def build(self) -> Engine:
         return Engine(load_rules(self.rule_dirs, use_cache=self.use_rule_cache).rules, self.options,

@@ -3,7 +3,7 @@
 - YAML aliases share one object per anchor, so a "billion laughs" file loads small and explodes only when
   something walks it (messages, reports, `repr`): the document is walked once as if expanded, up to a cap.
 - Python's `re` backtracks and has no timeout, so rule regexes run on RE2, a linear-time engine
-  (rules/rule_regex.py); a regex is accepted when RE2 compiles it, or, for lookaround, when it repeats only
+  (core/rule_regex.py); a regex is accepted when RE2 compiles it, or, for lookaround, when it repeats only
   single characters. A length cap bounds the compiled program.
 """
 
@@ -42,7 +42,7 @@ def check_expansion(doc: Any, cap: int = MAX_NODES) -> None:
 
 def check_regex(pattern: Any) -> None:
     """Raise UnsafeRule for a pattern that is not a string, too long, invalid, or cannot run in linear time
-    (rules/rule_regex.py: RE2, or a lookaround pattern that repeats only single characters)."""
+    (core/rule_regex.py: RE2, or a lookaround pattern that repeats only single characters)."""
     if not isinstance(pattern, str):
         raise UnsafeRule(f"regex must be a string, not {type(pattern).__name__}")
     if len(pattern) > MAX_REGEX:

@@ -490,7 +490,7 @@ class Engine:
                 internal.append((internal_message(display, None, exc, "semantic macro expansions"), exc))
         res.findings, more = self._findings(matches, ctx, display)
         internal += more
-        try:  # hand work grouped by construct, for the plan's effort (cudamigrate/jobs.py)
+        try:  # hand work grouped by construct, for the plan's effort (cudamigrate/findings/jobs.py)
             mark_jobs(res.findings, lambda: walk.typed_nodes(ctx.main.root, frozenset(CONSTRUCTS)),
                       lambda b: src.position(b)[0])
         except Exception as exc:

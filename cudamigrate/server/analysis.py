@@ -127,7 +127,7 @@ _SUPPRESSION = re.compile(rb"cudamigrate:\s*ignore\[([A-Za-z0-9_,\s]*)\]")
 
 def suppression_action(f: Finding, data: bytes) -> Action:
     """`// cudamigrate: ignore[ID]` at the end of the finding's first line (a trailing comment covers its own
-    line: cudamigrate/suppress.py), or ID added to the list of one already there. Before a line-continuation
+    line: cudamigrate/findings/suppress.py), or ID added to the list of one already there. Before a line-continuation
     backslash (a macro body) it is a block comment, so the continuation still holds."""
     start = data.rfind(b"\n", 0, f.start_byte) + 1
     end = data.find(b"\n", f.start_byte)

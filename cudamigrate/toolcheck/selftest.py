@@ -44,7 +44,7 @@ from typing import Any, Callable
 
 from . import build
 from .fixtures import Case, check_case, engine_for, load_cases
-# re-exported: callers of the GPU stage (cli.py, the tests) reach these through selftest
+# re-exported: callers of the GPU stage (cli/selftest.py, cli/calibrate.py, the tests) reach these through selftest
 from .gpu import GpuInfo, RunOutput, detect_gpu, nvcc_version, resolve_arch, run_program  # noqa: F401
 
 NO_GPU_LINE = "no GPU found: GPU stage skipped"

@@ -469,7 +469,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                 t = None
             if (t is None or not any(ty in t for ty in types)) and not receiver_is(ctx, unit, recv, fe, types) \
                     and not _semantic_receiver(ctx, unit, f, types):
-                continue  # also typedef/using aliases, pointers, references, `auto` (match/deviceprop.py), libclang's type
+                continue  # also typedef/using aliases, pointers, references, `auto` (match/migrations/deviceprop.py), libclang's type
             m = Match(rule=rule, unit=unit, node=fe, name=node_text(f), written=node_text(fe), field_node=f,
                       receiver=recv, name_range=unit.abs(f), ident_range=unit.abs(f))
             p = fe.parent
@@ -521,7 +521,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                 continue
             query_attr = (spec.get("hoist") or {}).get(node_text(f)) if spec.get("hoist") else None
             if query_attr and m.vars["has_source"] and not m.vars["is_write"] and not m.vars["in_device_code"]:
-                # read once into a local filled by the attribute query (see match/deviceprop.py)
+                # read once into a local filled by the attribute query (see match/migrations/deviceprop.py)
                 edits, why, var = hoist_edits(ctx, unit, fe, node_text(f), query_attr, m.vars["source"], fields)
                 m.edits = edits
                 m.vars["hoisted"] = bool(edits)
