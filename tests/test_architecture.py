@@ -232,3 +232,43 @@ def test_the_path_check_sees_a_stale_name(tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
     assert stale_paths(tmp_path) == ["cudamigrate/fix/write.py:1: cudamigrate/write.py"]
+
+
+def _module_of(name: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + (node.module.split(".") if node.module else []))
+
+
+def private_uses(name: str, is_pkg: bool, tree: ast.Module, mods: set[str]) -> list[str]:
+    """`line: module.name` for each private name (`_x`) of another package module that `name` imports
+    (`from m import _x`) or reads through an imported module (`m._x`): a name used across modules is that
+    module's interface, and should say so by its spelling."""
+    out = []
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            mod = _module_of(name, is_pkg, node)
+            for a in node.names:
+                if f"{mod}.{a.name}" in mods:
+                    aliases[a.asname or a.name] = f"{mod}.{a.name}"
+                elif mod in mods and mod != name and a.name.startswith("_") and not a.name.startswith("__"):
+                    out.append(f"{node.lineno}: {mod}.{a.name}")
+        elif isinstance(node, ast.Import):
+            aliases.update({a.asname: a.name for a in node.names if a.asname and a.name in mods})
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and aliases[node.value.id] != name and node.attr.startswith("_") and not node.attr.startswith("__")):
+            out.append(f"{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    return out
+
+
+def test_no_module_uses_a_private_name_of_another():
+    mods = modules()
+    bad = [f"{path.relative_to(ROOT)}:{hit}" for name, path in mods.items()
+           for hit in private_uses(name, path.name == "__init__.py", ast.parse(path.read_text(encoding="utf-8")), set(mods))]
+    assert bad == []
+    probe = ast.parse("from .b import _x, y\nfrom . import b as bb\ndef f():\n    return bb._z\n")
+    assert private_uses("p.a", False, probe, {"p", "p.a", "p.b"}) == ["1: p.b._x", "4: p.b._z"]

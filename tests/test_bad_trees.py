@@ -262,7 +262,7 @@ SPARSE = r"""
 import os, resource, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from cudamigrate.pipeline.result_cache import _read_limited
+from cudamigrate.pipeline.result_cache import read_limited
 from cudamigrate.read.source import SourceError, load_source
 p = sys.argv[2]
 try:
@@ -270,7 +270,7 @@ try:
     print("read")
 except SourceError as exc:
     print(exc)
-print(_read_limited(p, 2 * 1024 ** 3)[0] is None)
+print(read_limited(p, 2 * 1024 ** 3)[0] is None)
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 

@@ -10,11 +10,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
-from .options import _split, _tracebacks, selection_options, stdin_option
+from .options import print_tracebacks, selection_options, stdin_option
 from .output import err as _err
 from .request import input_gate, refused, request_of, stdin_input
 from ..workspace.prepare import prepare, setup
-from .scan import _write_report
+from ..workspace.request import split_values
+from .scan import write_report
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
     from ..scan.engine import Engine
@@ -111,7 +112,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         _err(f"note: {line}")
     for d in sorted(tally.written_dirs):
         fsync_dir(d)
-    _tracebacks(kw, tally.tracebacks)
+    print_tracebacks(kw, tally.tracebacks)
     if kw.get("timings"):
         timings(db, {"semantic": t_sem, "fix": since(c1, clock())}, len(files))
     verb = "Fixed" if write else "Would fix"
@@ -129,7 +130,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if kw.get("verify_report") is not None:
         import json
 
-        _write_report(json.dumps(verified.to_json() if verified is not None else None, indent=2) + "\n",
+        write_report(json.dumps(verified.to_json() if verified is not None else None, indent=2) + "\n",
                       kw["verify_report"])
     if rule_errors or tally.internal or (verified is not None and verified.worse):
         sys.exit(EXIT_ERROR)
@@ -182,7 +183,7 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
 def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
     """Rules whose display-only suggestions `--apply-display-only` may apply: named by exact id, never by family,
     prefix or ALL, so a suggestion that changes behaviour is applied only by someone who asked for that rule."""
-    named = set(_split(kw.get("select"))) | set(_split(kw.get("extend_select")))
+    named = set(split_values(kw.get("select"))) | set(split_values(kw.get("extend_select")))
     ids = frozenset(r.id for r in engine.rules if r.id in named and r.fix_applicability == "display-only")
     if not ids:
         raise click.UsageError("--apply-display-only needs the rules named by id with --select or --extend-select "

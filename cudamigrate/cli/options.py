@@ -8,25 +8,25 @@ from typing import Any
 import click
 
 from ..core.textsafe import printable
-from ..workspace.request import check_regular, split_values, version_value
+from ..workspace.request import check_regular, version_value
 from .request import refused
 
 FORMATS = ["text", "json", "sarif", "github", "json-lines", "junit", "html"]
 
 
-def _tracebacks(kw: dict[str, Any], tracebacks: list[str]) -> None:
+def print_tracebacks(kw: dict[str, Any], tracebacks: list[str]) -> None:
     if kw.get("debug"):
         for tb in tracebacks:
             click.echo(tb.rstrip("\n"), err=True)
 
 
-def _check_regular(path: Path, flag: str) -> None:
+def check_regular_flag(path: Path, flag: str) -> None:
     """An input file given by a flag must be a regular file (workspace/request.py), as a click error."""
     with refused():
         check_regular(path, flag)
 
 
-def _check_writable(path: Path | None, flag: str) -> None:
+def check_writable(path: Path | None, flag: str) -> None:
     """Fail before scanning, not after, when a report or baseline cannot be written where asked."""
     if path is None:
         return
@@ -36,10 +36,7 @@ def _check_writable(path: Path | None, flag: str) -> None:
                                  param_hint=flag)
 
 
-_split = split_values
-
-
-def _version(v: str | None, flag: str) -> tuple[int, int] | None:
+def version_arg(v: str | None, flag: str) -> tuple[int, int] | None:
     with refused():
         return version_value(v, flag)
 

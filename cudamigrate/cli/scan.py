@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.textsafe import printable
-from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, _settled, main
+from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, settled, main
 from .options import (
     FORMATS,
-    _check_regular,
-    _check_writable,
-    _tracebacks,
+    check_regular_flag,
+    check_writable,
+    print_tracebacks,
     diff_base_option,
     selection_options,
     stdin_option,
@@ -63,9 +63,9 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         output = Path("cudamigrate-report.html")  # a whole HTML document on a terminal helps no one
         _err(f"writing the HTML report to {output} (choose the file with -o)")
     for flag, target in (("--output", output), ("--write-baseline", write_baseline)):
-        _check_writable(target, flag)
+        check_writable(target, flag)
     if baseline is not None:
-        _check_regular(baseline, "--baseline")
+        check_regular_flag(baseline, "--baseline")
     from .semantic import clock, semantic_timed, since, timings
 
     stdin, req = stdin_input(request_of(paths, kw), kw)
@@ -101,7 +101,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     engine, spec, files, rule_errors = run_setup.engine, run_setup.spec, run_setup.files, run_setup.rule_errors
     for e in rule_errors:  # one line per bad rule file; the other rules still run
         _err(e)
-    _settled()
+    settled()
     with refused():
         changed, files = diff_scope(req, files)
     db, t_sem = semantic_timed(paths, files, kw)
@@ -141,7 +141,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         _err(f"note: {n}")
     for e in errors:
         _err(e)
-    _tracebacks(kw, tracebacks)
+    print_tracebacks(kw, tracebacks)
     if fmt in ("html", "sarif") or baseline is not None or write_baseline is not None:
         real = {display_path(p): p for p in files}  # displayed names are escaped; read the real paths
         for f in findings:
@@ -186,7 +186,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
                                 bool(findings)))
     if replay is not None:
         replay[0].close()
-    _write_report(text, output)
+    write_report(text, output)
     if kw.get("timings"):
         timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
     if rule_errors or internal:
@@ -213,7 +213,7 @@ def _shard(files: list[Path], shard: str | None) -> list[Path]:
         raise click.BadParameter(str(exc), param_hint="--shard") from None
 
 
-def _write_report(text: str, output: Path | None) -> None:
+def write_report(text: str, output: Path | None) -> None:
     if output is not None:
         try:
             output.write_text(text, encoding="utf-8")
@@ -238,7 +238,7 @@ def _replay_or_continue(replay: tuple[Any, str, str, list[tuple[str, str]]], pre
     db.close()
     for n in got.notes:
         _err(n)
-    _write_report(got.stdout, output)
+    write_report(got.stdout, output)
     sys.exit(EXIT_FINDINGS if got.findings and not exit_zero else EXIT_CLEAN)
 
 

@@ -238,8 +238,8 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
                           f"{MAX_PASSES} passes); not applied")
         return res, again
     if current != data:
-        before = count_errors(parse(guard._parse_buffer(data)))
-        after = count_errors(parse(guard._parse_buffer(current)))
+        before = count_errors(parse(guard.parse_buffer(data)))
+        after = count_errors(parse(guard.parse_buffer(current)))
         if after > before:
             res.errors.append(f"{display}: fix refused: the result would have {after - before} more syntax error(s); file left unchanged")
             res.fixed = data

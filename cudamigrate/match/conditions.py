@@ -397,10 +397,10 @@ ARG_TESTS.add("not_matches", regex(), lambda val, node, m, ctx, key: rule_regex(
 
 def _arg_declared_type(node: ts.Node, m: Match, ctx: FileContext | None) -> str | None:
     """Declared type of a plain variable argument (`x`, `&x`, `*x`), whitespace removed; None when unknown."""
-    from .matchers import _declared_type
+    from .matchers import declared_type
 
     base = _text(node).lstrip("&*")
-    return _declared_type(ctx, m.unit, base, node) if ctx is not None and re.fullmatch(r"[A-Za-z_]\w*", base) else None
+    return declared_type(ctx, m.unit, base, node) if ctx is not None and re.fullmatch(r"[A-Za-z_]\w*", base) else None
 
 
 ARG_TESTS.add("type_matches", regex(),

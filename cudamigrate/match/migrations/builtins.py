@@ -440,7 +440,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     field once into a local filled by `cudaDeviceGetAttribute(&v, attribute, source)` before the statement
     (vars.hoisted, vars.variable), or vars.not_hoisted says why there is no place for it.
     """
-    from ..matchers import _declared_type, member_expression_type
+    from ..matchers import declared_type, member_expression_type
     from ...read.project_index import project_member_type
     from .deviceprop import FIELD_READS, bound_objects, hoist_edits, receiver_is, removed_capability_edits
     from ...rules.schema import parse_version
@@ -460,7 +460,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
             while base.type in ("subscript_expression", "pointer_expression", "parenthesized_expression") and base.named_children:
                 base = base.named_children[0]
             if base.type == "identifier":
-                t = _declared_type(ctx, unit, node_text(base), fe)
+                t = declared_type(ctx, unit, node_text(base), fe)
                 if t is None:  # a class member used inside a method: its type is in the class (a project header)
                     t = project_member_type(ctx, None, node_text(base), fe)
             elif base.type == "field_expression":  # `this->prop.clockRate`, `gpu.m_props.computeMode`

@@ -39,7 +39,7 @@ _NOT_CHECKS = {"printf", "fprintf", "puts", "assert", "static_cast", "sizeof", "
 def _project_texts(ctx: FileContext) -> list[tuple[Path, bytes]]:
     cache = ctx.__dict__.get("_dp_texts")
     if cache is None:
-        from ..shadows import _read_header, included_headers
+        from ..shadows import read_header, included_headers
 
         cache = [(ctx.source.path, ctx.source.data)]
         try:
@@ -47,7 +47,7 @@ def _project_texts(ctx: FileContext) -> list[tuple[Path, bytes]]:
         except OSError:
             heads = []
         for p in heads:
-            got = _read_header(p)
+            got = read_header(p)
             if got is not None:
                 cache.append((p, got[0]))
         ctx.__dict__["_dp_texts"] = cache
@@ -96,13 +96,13 @@ def _field_types(ctx: FileContext) -> dict[str, list[str]]:
     got = ctx.__dict__.get("_dp_fields")
     if got is not None:
         return got
-    from ..shadows import _tree
+    from ..shadows import header_tree
 
     got = {}
     for path, data in _project_texts(ctx):
         if b"cudaDeviceProp" not in data and not any(a.encode() in data for a in _aliases(ctx)):
             continue
-        root = ctx.main.root if path == ctx.source.path else _tree(path, data).root_node
+        root = ctx.main.root if path == ctx.source.path else header_tree(path, data).root_node
         for _, tn, d in walk.pair_matches(root, FIELD_DECLARATORS, "type"):
             while d.type in ("pointer_declarator", "reference_declarator", "array_declarator", "init_declarator") and d.named_children:
                 d = d.child_by_field_name("declarator") or d.named_children[0]
