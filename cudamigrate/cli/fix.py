@@ -13,7 +13,7 @@ from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
 from .options import print_tracebacks, selection_options, stdin_option
 from .output import err as _err
 from .request import input_gate, refused, request_of, stdin_input
-from ..workspace.prepare import prepare, setup
+from ..workspace.preparation import prepare, setup
 from ..workspace.request import split_values
 from .scan import write_report
 

@@ -125,7 +125,7 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
         return outcomes, None
     from ..pipeline.result_cache import unrecorded
 
-    with unrecorded():  # the ancestors' listings are no cached result's dependency (see workspace/prepare.py)
+    with unrecorded():  # the ancestors' listings are no cached result's dependency (see workspace/preparation.py)
         db_path = kw.get("compile_commands") or find_compile_db(list(paths) or [Path(".")])
     assert engine.project is not None
     engine = engine.with_run(semantic_provider=facts.facts_for if facts is not None else None)  # rollbacks refix as `fix` did

@@ -13,7 +13,7 @@ from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
 from .options import diff_base_option, selection_options, stdin_option
 from .output import err as _err
 from .request import input_gate, refused, request_of, stdin_input
-from ..workspace.prepare import diff_scope, on_changed_lines, prepare, setup
+from ..workspace.preparation import diff_scope, on_changed_lines, prepare, setup
 
 
 @main.command("plan")

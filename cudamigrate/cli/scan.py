@@ -23,7 +23,7 @@ from .options import (
 )
 from .output import err as _err
 from .request import refused, request_of, stdin_input
-from ..workspace.prepare import Prepared, diff_scope, on_changed_lines, prepare, replay_key, setup
+from ..workspace.preparation import Prepared, ReplayKey, diff_scope, on_changed_lines, prepare, replay_key, setup
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
     from ..report.model import Run
@@ -121,8 +121,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     else:
         results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db,
                              use_cache=not kw.get("no_cache"), completed=completed,
-                             digest=replay[2] if replay is not None and engine.opts is pre.opts else None,
-                             db=replay[0] if replay is not None else None)
+                             digest=replay.run if replay is not None and engine.opts is pre.opts else None,
+                             db=replay.db if replay is not None else None)
     notes: list[str] = []
     for res in results:
         findings += res.findings
@@ -178,14 +178,14 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         text = stats(run)
     else:
         text = render_report(fmt, run, sort)
-    if replay is not None and db is None and completed and completed[0][0] == replay[2] and not errors \
+    if replay is not None and db is None and completed and completed[0][0] == replay.run and not errors \
             and not rule_errors and not internal:
         from ..pipeline.replay import Replay, store
 
-        store(replay[0], replay[1], Replay(completed[0][1].files, completed[0][1].depsets, text, [f"note: {n}" for n in notes],
+        store(replay.db, replay.key, Replay(completed[0][1].files, completed[0][1].depsets, text, [f"note: {n}" for n in notes],
                                 bool(findings)))
     if replay is not None:
-        replay[0].close()
+        replay.db.close()
     write_report(text, output)
     if kw.get("timings"):
         timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
@@ -224,14 +224,13 @@ def write_report(text: str, output: Path | None) -> None:
         click.echo(text, nl=False)
 
 
-def _replay_or_continue(replay: tuple[Any, str, str, list[tuple[str, str]]], pre: Prepared, output: Path | None,
-                        exit_zero: bool) -> None:
+def _replay_or_continue(replay: ReplayKey, pre: Prepared, output: Path | None, exit_zero: bool) -> None:
     """Print the stored report of this very run and exit, when nothing it depends on changed
     (cudamigrate/pipeline/replay.py); else return, and the scan runs."""
     from ..pipeline.replay import lookup
     from ..read.source import DEFAULT_MAX_BYTES
 
-    db, key, _run, items = replay
+    db, key, items = replay.db, replay.key, replay.items
     got = lookup(db, key, items, pre.max_bytes or DEFAULT_MAX_BYTES)
     if got is None:
         return  # the scan goes on with this open database (closed once the report is rendered)

@@ -61,7 +61,7 @@ class Action:
 
 class Engines:
     """The engine for a path: built once per configuration (path + mtime), with its rules warmed up, after the
-    same checks `scan` makes (workspace/prepare.py): a configuration `scan` refuses gives no engine here either."""
+    same checks `scan` makes (workspace/preparation.py): a configuration `scan` refuses gives no engine here either."""
 
     def __init__(self) -> None:
         self._by_key: dict[tuple[str, float], Engine] = {}
@@ -73,7 +73,7 @@ class Engines:
 
     def resolve(self, path: Path) -> tuple[Engine | None, Refusal | None]:
         """(engine, refusal): engine None when the configuration excludes `path` (no refusal) or cannot be used."""
-        from ..workspace.prepare import find_configuration, load_checked, prepare
+        from ..workspace.preparation import find_configuration, load_checked, prepare
         from ..workspace.request import Request, WorkspaceError
 
         req = Request(paths=(path,))

@@ -6,8 +6,8 @@ A `Request` says what to run; `scan` (or `scan_buffer`, for text not on disk) re
 the engine). Each refuses a run it cannot start with `WorkspaceError`, in the words `cudamigrate scan`
 prints before exiting 2."""
 
-from .prepare import Prepared, Setup, prepare, setup
+from .preparation import Prepared, Setup, prepare, setup
 from .request import Request, WorkspaceError
-from .scan import Scanned, scan, scan_buffer
+from .scanning import Scanned, scan, scan_buffer
 
 __all__ = ["Prepared", "Request", "Scanned", "Setup", "WorkspaceError", "prepare", "scan", "scan_buffer", "setup"]

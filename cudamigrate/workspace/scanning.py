@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .prepare import diff_scope, on_changed_lines, prepare, setup
+from .preparation import diff_scope, on_changed_lines, prepare, setup
 from .request import Request
 
 if TYPE_CHECKING:

@@ -206,9 +206,19 @@ def setup(req: Request, pre: Prepared | None = None) -> Setup:
     return Setup(engine, spec, files, pre.cfg, loaded.errors, pre.walk_errors)
 
 
-def replay_key(req: Request, pre: Prepared, presentation: dict[str, Any]):
-    """(result cache, replay key, run digest, items) when this scan may be replayed or stored as a replay
-    (cudamigrate/pipeline/replay.py), else None."""
+@dataclass
+class ReplayKey:
+    """Where and under which key a whole scan's report is replayed or stored (cudamigrate/pipeline/replay.py):
+    the open result cache, the key, the run digest and the (path, displayed name) of each file."""
+
+    db: Any
+    key: str
+    run: str
+    items: list[tuple[str, str]]
+
+
+def replay_key(req: Request, pre: Prepared, presentation: dict[str, Any]) -> ReplayKey | None:
+    """The replay key when this scan may be replayed or stored as a replay, else None."""
     from ..pipeline import result_cache as cache
     from ..parse.clang import find_compile_db
     from ..pipeline.replay import replay_key as key_of
@@ -228,4 +238,4 @@ def replay_key(req: Request, pre: Prepared, presentation: dict[str, Any]):
         return None
     run = cache.run_digest(pre.rule_dirs, pre.opts, db, max_bytes=pre.max_bytes)
     items = list(zip(map(str, pre.files), display_paths(pre.files), strict=True))
-    return db, key_of(run, [(os.path.abspath(p), d) for p, d in items], presentation), run, items
+    return ReplayKey(db, key_of(run, [(os.path.abspath(p), d) for p, d in items], presentation), run, items)
