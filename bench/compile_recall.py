@@ -744,14 +744,14 @@ class UnitResult:
 
 def cuda_include_dirs(extra: list[str]) -> list[str]:
     """Include dirs of the toolkit (nvcc's) and of the 13.0-matched wheels: flag, $CUDAMIGRATE_WHEEL_INCLUDE,
-    nvidia/cu13/include of this interpreter (cudamigrate.verify.build.wheel_root), the oracle's site-packages glob."""
+    nvidia/cu13/include of this interpreter (cudamigrate.toolcheck.build.wheel_root), the oracle's site-packages glob."""
     dirs = list(extra)
     env = os.environ.get("CUDAMIGRATE_WHEEL_INCLUDE")
     if env:
         dirs += [p for p in env.split(os.pathsep) if p]
     if not dirs:
         try:
-            from cudamigrate.verify.build import wheel_root
+            from cudamigrate.toolcheck.build import wheel_root
             w = wheel_root()
             if w is not None:
                 dirs.append(str(w / "include"))

@@ -212,18 +212,14 @@ def batch_lost(items: list[tuple[int, bytes, list[tuple]]]) -> list[int]:
             p = Path(d) / f"fuzz{i}.cu"
             p.write_bytes(data)
             paths.append(p)
-        saved = eng.project
-        eng.project = ProjectIndex(files=list(paths))
-        try:
-            for (i, _, alone), p in zip(items, paths):
-                res = scan_file(eng, FileJob(str(p), "fuzz.cu"), None)
-                # a message that cites a line of the file names it (`declared ... at fuzz8519.cu:5`): the same
-                # finding as `fuzz.cu:5` alone
-                got = [k[:5] + (k[5].replace(p.name, "fuzz.cu"),) for k in _key(res.findings)]
-                if got != alone:
-                    lost.append(i)
-        finally:
-            eng.project = saved
+        run_eng = eng.with_run(project=ProjectIndex(files=list(paths)))
+        for (i, _, alone), p in zip(items, paths):
+            res = scan_file(run_eng, FileJob(str(p), "fuzz.cu"), None)
+            # a message that cites a line of the file names it (`declared ... at fuzz8519.cu:5`): the same
+            # finding as `fuzz.cu:5` alone
+            got = [k[:5] + (k[5].replace(p.name, "fuzz.cu"),) for k in _key(res.findings)]
+            if got != alone:
+                lost.append(i)
     return lost
 
 

@@ -57,15 +57,15 @@ def cudamigrate(args: list[str], env: dict[str, str]) -> tuple[float, subprocess
 
 
 def recheck(original: Path, noverify: Path, verified: Path, jobs: int) -> dict:
-    """Compile every unit either written fix reaches (the build's units, cudamigrate/verify/units.py: files no
+    """Compile every unit either written fix reaches (the build's units, cudamigrate/fixproof/units.py: files no
     other file includes) in the original, the `--no-verify` copy and the verified copy: real files, the same
     synthesized nvcc command. Counts the units that build in each, the units that build after `--no-verify` but
     not after verification (correct edits lost) and the units worse than before in the verified copy."""
     from concurrent.futures import ThreadPoolExecutor
 
     from cudamigrate.read.project_index import ProjectIndex
-    from cudamigrate.verify.compile_check import UnitCommand, compile_unit, nvcc_path, synthesize, worse
-    from cudamigrate.verify.units import select_units
+    from cudamigrate.fixproof.compile_check import UnitCommand, compile_unit, is_source, nvcc_path, synthesize, worse
+    from cudamigrate.fixproof.units import select_units
 
     nvcc = nvcc_path()
     assert nvcc is not None

@@ -89,7 +89,7 @@ else
 fi
 
 # ---- cuBLAS / NVRTC
-CUDA_HOME=$("$PY" -c 'from cudamigrate.verify.build import cuda_home; print(cuda_home() or "")')  # follows wrapper scripts
+CUDA_HOME=$("$PY" -c 'from cudamigrate.toolcheck.build import cuda_home; print(cuda_home() or "")')  # follows wrapper scripts
 [ -n "$CUDA_HOME" ] || CUDA_HOME=$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")
 export CUDA_HOME
 note "toolkit: $CUDA_HOME"

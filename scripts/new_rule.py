@@ -48,8 +48,11 @@ docs:
   fix_safety: "TODO: manual, or why the rewrite keeps behaviour (safe) or what it changes (unsafe)."
   example: |
     cudaTodoApi();                                        // before
+# at least one reference must be a URL a user can open (https://docs.nvidia.com/..., a release note): the
+# tests refuse a CUDA rule without one; header lines are cited as `CUDA 13.0 toolkit header include/<file>:<line>`
 references:
   - "TODO: the header (file:line), release note or documentation page this rule rests on"
+  - "TODO: https://docs.nvidia.com/cuda/... (the page a user can open)"
 """
 
 FIXTURE_YAML = """\
@@ -58,7 +61,8 @@ FIXTURE_YAML = """\
 rules: [{id}]
 # TODO: `before: fail` with `before_error: REGEX` for a removed API (proves nvcc 13.0 rejects it), else `compile`;
 # the placeholder API is not declared anywhere, so the skeleton's before.cu is not compiled.
-compile: {{before: none, ok: compile}}
+# A manual rule (no after.cu) says so with `after: none`; a fixable one compiles its after.cu: `after: compile`.
+compile: {{before: none, after: none, ok: compile}}
 """
 
 BEFORE = """\

@@ -29,7 +29,7 @@ for src, dst in zip(args[::2], args[1::2]):
             n += 1
     print(f"{dst}: {n} source files")
 PYEOF
-INC=$("$PY" -c 'from cudamigrate.verify.build import wheel_root; r = wheel_root(); print(r / "include" if r else "")')
+INC=$("$PY" -c 'from cudamigrate.toolcheck.build import wheel_root; r = wheel_root(); print(r / "include" if r else "")')
 [ -n "$INC" ] || { echo "no nvidia/cu13 wheel headers in this interpreter" >&2; exit 3; }
 rm -rf .recall/include && mkdir -p .recall/include && cp -r "$INC"/. .recall/include/
 if [ "${WITH_SOLVER:-0}" = 1 ]; then

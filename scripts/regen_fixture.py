@@ -1,5 +1,5 @@
 """Write a fixture case's after.* from `cudamigrate fix` of its before.*, and its findings.txt (the pinned
-messages), through the same `cudamigrate.verify.fixtures` functions the checks use. Review the diff before committing!
+messages), through the same `cudamigrate.toolcheck.fixtures` functions the checks use. Review the diff before committing!
 
     python scripts/regen_fixture.py fixtures/removals/CM501-cudathread-to-cudadevice [...]
 """
@@ -11,7 +11,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cudamigrate.verify.fixtures import engine_for, fix_case_file, load_cases, update_snapshot  # noqa: E402
+from cudamigrate.toolcheck.fixtures import (  # noqa: E402
+    ScaffoldTodo,
+    engine_for,
+    fix_case_file,
+    load_cases,
+    refuse_scaffold,
+    update_snapshot,
+)
 from cudamigrate.knowledge.load import builtin_rules_dir, load_rules  # noqa: E402
 
 
@@ -25,6 +32,11 @@ def main(args: list[str]) -> int:
         case = next((c for c in load_cases(d.parent) if c.dir == d), None)
         if case is None or case.before is None:
             print(f"{arg}: not a fixture case with a before.* file", file=sys.stderr)
+            return 2
+        try:  # the scaffold's placeholder recorded as the expected output would make its test pass
+            refuse_scaffold(case.rule_id, rs.rules, [case])
+        except ScaffoldTodo as exc:
+            print(f"{arg}: {exc}", file=sys.stderr)
             return 2
         fixed = fix_case_file(engine_for(case, rs.rules), case, case.before)
         if case.after is None and fixed == case.before.read_bytes():

@@ -13,7 +13,7 @@ import tempfile as _tempfile
 
 os.environ["CUDAMIGRATE_CACHE_DIR"] = _tempfile.mkdtemp(prefix="cudamigrate-test-cache-")
 os.environ["XDG_CACHE_HOME"] = os.environ["CUDAMIGRATE_CACHE_DIR"]
-# `fix` compiles what it changes when nvcc is on PATH (cudamigrate/verify/rollback.py): two nvcc runs per
+# `fix` compiles what it changes when nvcc is on PATH (cudamigrate/fixproof/rollback.py): two nvcc runs per
 # changed unit would multiply the suite's time, and most fix tests are about the fixer's edits, not the
 # compiler. tests/test_verify_compile.py turns it back on (and tests the default) explicitly.
 os.environ.setdefault("CUDAMIGRATE_VERIFY", "off")
@@ -32,7 +32,7 @@ def pytest_collection_modifyitems(config, items):
 
 
 def gpu_available() -> bool:
-    """One GPU check for the whole suite (CUDAMIGRATE_NO_GPU=1 hides the GPU): cudamigrate.verify.gpu's."""
-    from cudamigrate.verify.gpu import gpu_available as available
+    """One GPU check for the whole suite (CUDAMIGRATE_NO_GPU=1 hides the GPU): cudamigrate.toolcheck.gpu's."""
+    from cudamigrate.toolcheck.gpu import gpu_available as available
 
     return available()

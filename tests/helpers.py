@@ -6,7 +6,7 @@ from typing import Any
 
 from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
-from cudamigrate.verify.fixtures import Case
+from cudamigrate.toolcheck.fixtures import Case
 from cudamigrate.knowledge.load import load_rules
 from cudamigrate.rules.schema import parse_version
 

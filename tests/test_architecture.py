@@ -1,15 +1,20 @@
 """docs/architecture.md kept true: no import cycle between modules, counting the imports inside functions too
 (a lazy import is still a dependency), and every import from one package to another allowed by the page's
 table (or listed among its exceptions). Also: the top level holds only packages, __init__.py and __main__.py,
-and no module is over 600 lines unless the page says why.
+and no module is over 600 lines unless the page says why; every module is named on the page; every file path
+that the page, the README and the package's comments and docstrings name exists.
 
-Imports under `if TYPE_CHECKING:` are annotations only and are not counted.
+Imports under `if TYPE_CHECKING:` are annotations only and are not counted by the layering, but a cycle through
+them is still a cycle (two modules that can only be read together), so the cycle check counts them too.
 """
 
 from __future__ import annotations
 
 import ast
+import io
 import re
+import subprocess
+import tokenize
 from pathlib import Path
 
 from .test_imports import cycles, modules
@@ -19,13 +24,13 @@ PKG = ROOT / "cudamigrate"
 DOC = ROOT / "docs" / "architecture.md"
 
 
-def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement, at any depth, except those under `if TYPE_CHECKING:`."""
+def _imports(tree: ast.Module, type_only: bool = False) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement, at any depth, except those under `if TYPE_CHECKING:` (unless `type_only`)."""
     out: list[ast.Import | ast.ImportFrom] = []
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+        if not type_only and isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             stack += node.orelse
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
@@ -34,13 +39,13 @@ def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return out
 
 
-def full_import_graph() -> dict[str, set[str]]:
+def full_import_graph(type_only: bool = False) -> dict[str, set[str]]:
     mods = modules()
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
         is_pkg = path.name == "__init__.py"
         deps: set[str] = set()
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in _imports(ast.parse(path.read_text(encoding="utf-8")), type_only):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
             else:
@@ -101,6 +106,10 @@ def test_no_import_cycle_counting_imports_inside_functions():
     assert cycles(full_import_graph()) == []
 
 
+def test_no_import_cycle_counting_type_only_imports():
+    assert cycles(full_import_graph(type_only=True)) == []
+
+
 def test_every_package_import_is_allowed_by_docs_architecture():
     table, exceptions = allowed()
     packages = {p.name for p in PKG.iterdir() if (p / "__init__.py").is_file()}
@@ -115,6 +124,13 @@ def test_every_package_import_is_allowed_by_docs_architecture():
             if dst not in table[src] and (_path(mod), _path(dep)) not in exceptions:  # type: ignore[operator]
                 bad.append(f"{mod} imports {dep}: {src}/ may not import {dst}/")
     assert bad == []
+
+
+def test_every_row_is_checked():
+    """No row may import "every package": such a row is never checked, so a cycle between two top packages
+    (say cli/ and server/) would pass."""
+    table, _ = allowed()
+    assert [pkg for pkg, may in table.items() if may is None] == []
 
 
 def test_the_table_is_a_layering():
@@ -146,3 +162,113 @@ def test_no_module_over_600_lines_without_a_reason():
     long = {str(p.relative_to(PKG)) for p in PKG.rglob("*.py") if len(p.read_text(encoding="utf-8").splitlines()) > 600}
     assert long <= explained, sorted(long - explained)
     assert explained <= long, f"the page explains modules no longer over 600 lines: {sorted(explained - long)}"
+
+
+def test_every_module_is_named_on_the_page():
+    """Each module is named in its package's row (`name`) or by its path somewhere on the page."""
+    text = DOC.read_text(encoding="utf-8")
+    rows = {cells[0].strip("`/"): cells[1] for cells in _table_rows(text, "## Packages and who may import whom")}
+    unnamed = []
+    for p in sorted(PKG.rglob("*.py")):
+        rel = p.relative_to(PKG)
+        if p.name == "__init__.py" or len(rel.parts) == 1:
+            continue
+        if f"`{p.stem}`" not in rows.get(rel.parts[0], "") and str(rel) not in text:
+            unnamed.append(str(rel))
+    assert unnamed == []
+
+
+_PATH = re.compile(r"(?<![\w./-])((?:[\w-]+/)*[\w-]+\.(?:py|md|sh|toml))\b")
+
+
+def _prose(path: Path) -> list[tuple[int, str]]:
+    """A Markdown file's lines, or a module's comments and docstrings (not its code), with line numbers."""
+    if path.suffix == ".md":
+        return list(enumerate(path.read_text(encoding="utf-8").splitlines(), 1))
+    out = []
+    for tok in tokenize.generate_tokens(io.StringIO(path.read_text(encoding="utf-8")).readline):
+        if tok.type == tokenize.COMMENT or (tok.type == tokenize.STRING and tok.string.lstrip("rbuRBU")[:3] in ('"""', "'''")):
+            out += [(tok.start[0] + i, line) for i, line in enumerate(tok.string.splitlines())]
+    return out
+
+
+def stale_paths(root: Path = ROOT) -> list[str]:
+    """`file:line: name` for each file name in the docs, the README and the package's comments and docstrings
+    that names no file: a path (`a/b.py`) must exist from the root, `cudamigrate/`, `docs/` or the naming file's
+    folder; a bare name (`b.py`) must be some tracked file's name. A segment in capitals (`DIR/x.sh`) is a
+    placeholder."""
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True, check=True).stdout.split()
+    names = {Path(t).name for t in tracked}
+    prose = [t for t in tracked if (t.endswith(".md") and not t.startswith(("fixtures/", "rules/", "tests/")))
+             or t == "rules/README.md" or (t.startswith("cudamigrate/") and t.endswith(".py"))]
+    bad = []
+    for rel in prose:
+        path = root / rel
+        if not path.exists():
+            continue
+        for line_no, line in _prose(path):
+            for m in _PATH.finditer(line):
+                name = m.group(1)
+                if any(part.isupper() for part in name.split("/")[:-1]):
+                    continue
+                if "/" in name:
+                    ok = any((base / name).exists() for base in (root, root / "cudamigrate", root / "docs", path.parent))
+                else:
+                    ok = name in names
+                if not ok:
+                    bad.append(f"{rel}:{line_no}: {name}")
+    return bad
+
+
+def test_every_file_named_in_docs_and_comments_exists():
+    assert stale_paths() == []
+
+
+def test_the_path_check_sees_a_stale_name(tmp_path):
+    """The checker itself, on a two-file repository: a moved module's old path is found, its new one is not."""
+    (tmp_path / "cudamigrate" / "fix").mkdir(parents=True)
+    (tmp_path / "cudamigrate" / "fix" / "write.py").write_text('"""Atomic writes (was cudamigrate/write.py)."""\n')
+    (tmp_path / "README.md").write_text("See cudamigrate/fix/write.py and write.py, run `DIR/x.sh`.\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    assert stale_paths(tmp_path) == ["cudamigrate/fix/write.py:1: cudamigrate/write.py"]
+
+
+def _module_of(name: str, is_pkg: bool, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + (node.module.split(".") if node.module else []))
+
+
+def private_uses(name: str, is_pkg: bool, tree: ast.Module, mods: set[str]) -> list[str]:
+    """`line: module.name` for each private name (`_x`) of another package module that `name` imports
+    (`from m import _x`) or reads through an imported module (`m._x`): a name used across modules is that
+    module's interface, and should say so by its spelling."""
+    out = []
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            mod = _module_of(name, is_pkg, node)
+            for a in node.names:
+                if f"{mod}.{a.name}" in mods:
+                    aliases[a.asname or a.name] = f"{mod}.{a.name}"
+                elif mod in mods and mod != name and a.name.startswith("_") and not a.name.startswith("__"):
+                    out.append(f"{node.lineno}: {mod}.{a.name}")
+        elif isinstance(node, ast.Import):
+            aliases.update({a.asname: a.name for a in node.names if a.asname and a.name in mods})
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
+                and aliases[node.value.id] != name and node.attr.startswith("_") and not node.attr.startswith("__")):
+            out.append(f"{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    return out
+
+
+def test_no_module_uses_a_private_name_of_another():
+    mods = modules()
+    bad = [f"{path.relative_to(ROOT)}:{hit}" for name, path in mods.items()
+           for hit in private_uses(name, path.name == "__init__.py", ast.parse(path.read_text(encoding="utf-8")), set(mods))]
+    assert bad == []
+    probe = ast.parse("from .b import _x, y\nfrom . import b as bb\ndef f():\n    return bb._z\n")
+    assert private_uses("p.a", False, probe, {"p", "p.a", "p.b"}) == ["1: p.b._x", "4: p.b._z"]

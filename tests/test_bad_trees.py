@@ -160,22 +160,22 @@ def test_fifo_inside_a_directory_is_skipped_without_blocking(tmp_path):
 
 def test_file_deleted_mid_run(tmp_path, monkeypatch):
     """Found by the walk, gone when read (scan), or gone before the write (fix)."""
-    from cudamigrate.cli import scan as cli_mod  # the module whose `_setup` the scan command calls
+    from cudamigrate.cli import scan as cli_mod  # the module whose `setup` the scan command calls
 
     (tmp_path / "good.cu").write_bytes(GOOD)
     (tmp_path / "gone.cu").write_bytes(GOOD)
-    real_setup = cli_mod._setup
+    real_setup = cli_mod.setup
 
-    def setup_then_delete(paths, kw, *rest):
-        out = real_setup(paths, kw, *rest)
+    def setup_then_delete(req, *rest):
+        out = real_setup(req, *rest)
         (tmp_path / "gone.cu").unlink()
         return out
 
-    monkeypatch.setattr(cli_mod, "_setup", setup_then_delete)
+    monkeypatch.setattr(cli_mod, "setup", setup_then_delete)
     r = run("scan", str(tmp_path))
     assert "gone.cu: cannot read: No such file or directory" in r.output
     assert "good.cu:1:" in r.output and r.exit_code == 1
-    monkeypatch.setattr(cli_mod, "_setup", real_setup)
+    monkeypatch.setattr(cli_mod, "setup", real_setup)
 
     import cudamigrate.fix.apply as apply_mod
 
@@ -262,7 +262,7 @@ SPARSE = r"""
 import os, resource, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from cudamigrate.pipeline.result_cache import _read_limited
+from cudamigrate.pipeline.result_cache import read_limited
 from cudamigrate.read.source import SourceError, load_source
 p = sys.argv[2]
 try:
@@ -270,7 +270,7 @@ try:
     print("read")
 except SourceError as exc:
     print(exc)
-print(_read_limited(p, 2 * 1024 ** 3)[0] is None)
+print(read_limited(p, 2 * 1024 ** 3)[0] is None)
 print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 """
 

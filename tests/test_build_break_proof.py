@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.verify.build import nvcc_command, nvcc_path
+from cudamigrate.toolcheck.build import nvcc_command, nvcc_path
 from cudamigrate.findings.cost import base_impact
-from cudamigrate.verify.fixtures import expected_findings, load_cases
+from cudamigrate.toolcheck.fixtures import expected_findings, load_cases
 
 from .conftest import FIXTURES
 from .helpers import all_rules

@@ -32,7 +32,7 @@ class _Loads:
     """Counts rule loads by the CLI: a replay loads no rule."""
 
     def __init__(self, monkeypatch):
-        import cudamigrate.cli.prepare as cli  # where scan, fix and plan load their rules
+        import cudamigrate.workspace.preparation as cli  # where scan, fix and plan load their rules
 
         self.n = 0
         orig = cli.load_rules

@@ -10,10 +10,10 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from cudamigrate.verify import calibrate as cal
+from cudamigrate.toolcheck import calibrate as cal
 from cudamigrate.findings.measured import all_measurements, load_calibration, lookup, normalize_gpu, select_entry
 from cudamigrate.cli.main import main
-from cudamigrate.verify.gpu import GpuInfo
+from cudamigrate.toolcheck.gpu import GpuInfo
 
 from .helpers import engine_for
 
@@ -54,7 +54,7 @@ def test_no_matching_gpu_falls_back(calfile, monkeypatch):
     assert load_calibration(calfile.name, calfile.parent, gpu="NVIDIA GeForce RTX 4090") is None
     monkeypatch.delenv("CUDAMIGRATE_GPU_NAME", raising=False)
     monkeypatch.setenv("CUDAMIGRATE_NO_GPU", "1")
-    from cudamigrate.verify import gpu
+    from cudamigrate.toolcheck import gpu
 
     gpu.first_gpu_name.cache_clear()
     assert load_calibration(calfile.name, calfile.parent) is None  # no GPU: declared estimates
@@ -179,7 +179,7 @@ def test_calibration_document_from_benchmark_lines(tmp_path):
 
 
 def test_calibrate_cli_writes_and_merges(tmp_path, monkeypatch):
-    from cudamigrate.verify import selftest
+    from cudamigrate.toolcheck import selftest
 
     info = GpuInfo("NVIDIA H200", "580.159.03", "9.0")
     line = {"bench": "legacy_stream_launch", "key": "legacy-stream-launch", "rules": ["CM102"], "unit": "per launch",

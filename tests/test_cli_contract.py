@@ -172,7 +172,7 @@ def test_exclude_anchored_at_config_dir(tmp_path):
 def test_selftest_finds_fixtures_from_an_installed_tool(tmp_path, monkeypatch):
     """Installed (no fixtures next to the package): the checkout around the current directory is used;
     outside any checkout, selftest says what it needs and exits 2."""
-    from cudamigrate.verify import selftest as st
+    from cudamigrate.toolcheck import selftest as st
 
     root = Path(__file__).resolve().parent.parent
     monkeypatch.setattr(st, "__file__", str(tmp_path / "site-packages" / "cudamigrate" / "selftest.py"))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudamigrate.verify import doctor as dr
+from cudamigrate.toolcheck import doctor as dr
 from cudamigrate.cli.main import main
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from cudamigrate.findings.model import Finding
 from cudamigrate.fix.apply import fix_bytes
-from cudamigrate.verify.fixtures import engine_for, load_cases
+from cudamigrate.toolcheck.fixtures import engine_for, load_cases
 
 from .conftest import FIXTURES, ROOT
 from .helpers import all_rules, run_cli

@@ -1,12 +1,12 @@
 """Every fixture case: expected findings, pinned messages, golden fix, idempotence, clean negatives; and every
-hand-written rule has a case named after it. The checks themselves live in `cudamigrate.verify.fixtures.check_case`
+hand-written rule has a case named after it. The checks themselves live in `cudamigrate.toolcheck.fixtures.check_case`
 (shared with `cudamigrate selftest`, `cudamigrate test` and scripts/regen_fixture.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from cudamigrate.verify.fixtures import CHECKS, check_case, hand_written_stems, load_cases, naming_problems
+from cudamigrate.toolcheck.fixtures import CHECKS, check_case, hand_written_stems, load_cases, naming_problems
 
 from .conftest import FIXTURES
 from .helpers import all_rules
@@ -30,7 +30,7 @@ def test_every_rule_has_a_case_named_after_it():
 
 def test_naming_problems_are_reported(tmp_path):
     """The naming check can fail: a rule without a case, a case of an unknown rule, a misnamed case."""
-    from cudamigrate.verify.fixtures import Case
+    from cudamigrate.toolcheck.fixtures import Case
 
     root = tmp_path / "fixtures"
     dirs = [root / "removals" / "CM501-cudathread-to-cudadevice--latin1", root / "removals" / "CM599-nothing",

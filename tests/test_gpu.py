@@ -15,9 +15,9 @@ from .conftest import FIXTURES, gpu_available
 if not gpu_available():
     pytest.skip("no GPU found: GPU stage skipped", allow_module_level=True)
 
-from cudamigrate.verify import calibrate as cal  # noqa: E402
-from cudamigrate.verify import selftest as st  # noqa: E402
-from cudamigrate.verify.fixtures import load_cases  # noqa: E402
+from cudamigrate.toolcheck import calibrate as cal  # noqa: E402
+from cudamigrate.toolcheck import selftest as st  # noqa: E402
+from cudamigrate.toolcheck.fixtures import load_cases  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from cudamigrate.verify import build
-from cudamigrate.verify import calibrate as cal
-from cudamigrate.verify import selftest as st
+from cudamigrate.toolcheck import build
+from cudamigrate.toolcheck import calibrate as cal
+from cudamigrate.toolcheck import selftest as st
 from cudamigrate.cli.main import main
-from cudamigrate.verify.fixtures import Case, load_cases
+from cudamigrate.toolcheck.fixtures import Case, load_cases
 
 from .conftest import FIXTURES
 

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from cudamigrate.verify.build import compile_file
+from cudamigrate.toolcheck.build import compile_file
 from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
 

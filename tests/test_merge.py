@@ -116,19 +116,19 @@ def test_merge_rejects_reports_for_different_targets(tmp_path):
 
 def test_sharded_scan_keeps_the_whole_project_index(tmp_path, monkeypatch):
     """A shard's project index holds every file of the run, not only the shard's (headers' includers)."""
-    from cudamigrate.cli import scan as cli  # the module whose `_setup` the scan command calls
+    from cudamigrate.cli import scan as cli  # the module whose `setup` the scan command calls
 
     for i in range(8):
         (tmp_path / f"f{i}.cu").write_text("int x;\n")
     seen = []
-    real = cli._setup
+    real = cli.setup
 
-    def spy(paths, kw, pre=None):
-        out = real(paths, kw, pre)
-        seen.append((len(out[2]), len(out[0].project.files)))
+    def spy(req, pre=None):
+        out = real(req, pre)
+        seen.append((len(out.files), len(out.engine.project.files)))
         return out
 
-    monkeypatch.setattr(cli, "_setup", spy)
+    monkeypatch.setattr(cli, "setup", spy)
     run_cli("scan", ".", "--shard", "1/4", "--no-cache", cwd=tmp_path)
     assert seen and seen[0][0] < 8 and seen[0][1] == 8
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.verify import build
+from cudamigrate.toolcheck import build
 from cudamigrate.match.migrations.npp import removed
 
 from .conftest import gpu_available

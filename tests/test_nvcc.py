@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from cudamigrate.verify.build import compile_file
-from cudamigrate.verify.fixtures import load_cases
+from cudamigrate.toolcheck.build import compile_file
+from cudamigrate.toolcheck.fixtures import load_cases
 
 from .conftest import FIXTURES
 from .helpers import engine_for

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.verify.fixtures import load_cases
+from cudamigrate.toolcheck.fixtures import load_cases
 
 from .conftest import FIXTURES
 from .helpers import engine_for

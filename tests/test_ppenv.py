@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.verify.build import cuda_home
+from cudamigrate.toolcheck.build import cuda_home
 from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.match.migrations.builtins import toolkits_from
 from cudamigrate.match.ppenv import build_env, directives, toolkit_groups

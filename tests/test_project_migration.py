@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.verify.build import compile_file
-from cudamigrate.verify.fixtures import expected_findings
+from cudamigrate.toolcheck.build import compile_file
+from cudamigrate.toolcheck.fixtures import expected_findings
 from cudamigrate.read.project_index import ProjectIndex, statement_body
 from cudamigrate.read.source import blank_statement_macros
 

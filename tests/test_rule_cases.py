@@ -6,7 +6,16 @@ from __future__ import annotations
 import importlib.util
 import shutil
 
-from cudamigrate.verify.fixtures import check_case, hand_written_stems, load_cases, naming_problems, update_snapshot
+import pytest
+
+from cudamigrate.toolcheck.fixtures import (
+    ScaffoldTodo,
+    check_case,
+    hand_written_stems,
+    load_cases,
+    naming_problems,
+    update_snapshot,
+)
 from cudamigrate.knowledge.load import load_rules
 
 from .conftest import FIXTURES, ROOT
@@ -75,6 +84,11 @@ def test_new_rule_scaffolds_a_rule_its_case_and_docs(tmp_path):
     cases = load_cases(tmp_path / "fixtures")
     assert [c.name for c in cases] == ["removals/CM599-todo-api"]
     assert naming_problems(cases, tmp_path / "fixtures", hand_written_stems(rs.rules)) == []
+    with pytest.raises(ScaffoldTodo):  # the placeholder's findings are never recorded
+        update_snapshot(cases[0], rs.rules)
+    for p in [*(tmp_path / "rules" / "removals").glob("CM599-*.yaml"), *cases[0].dir.iterdir()]:
+        p.write_text(p.read_text(encoding="utf-8").replace("TODO", "written"), encoding="utf-8")
+    rs = load_rules([tmp_path / "rules"])
     assert update_snapshot(cases[0], rs.rules)
     assert check_case(cases[0], rs.rules) == []
     # the id is now taken; a bad slug is refused

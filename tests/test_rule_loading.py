@@ -19,7 +19,7 @@ from pathlib import Path
 
 from cudamigrate.knowledge import rule_cache
 from cudamigrate.knowledge.load import RuleSet, load_rules
-from cudamigrate.verify.selftest import load_errors_of
+from cudamigrate.toolcheck.selftest import load_errors_of
 
 ROOT = Path(__file__).resolve().parent.parent
 

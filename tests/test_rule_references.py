@@ -58,7 +58,7 @@ def test_generator_writes_shipped_references():
 
 
 def _include_dirs() -> dict[str, Path]:
-    from cudamigrate.verify.build import cuda_home
+    from cudamigrate.toolcheck.build import cuda_home
 
     home = cuda_home() if shutil.which("nvcc") else None
     out = {}

@@ -20,7 +20,7 @@ import pytest
 
 from cudamigrate.scan.engine import Engine, Options
 from cudamigrate.fix.apply import fix_bytes
-from cudamigrate.verify.fixtures import expected_findings, load_cases
+from cudamigrate.toolcheck.fixtures import expected_findings, load_cases
 from cudamigrate.parse import clang as cl
 from cudamigrate.knowledge.load import load_rules
 from cudamigrate.rules.schema import parse_version
@@ -45,7 +45,7 @@ TS_NOTE = re.compile(r"//\s*treesitter:\s*([+-])\s*([A-Z0-9]+)")
 
 def write_db(tmp: Path, files: list[Path], flags: dict[Path, list[str]] | None = None) -> Path:
     """compile_commands.json with the very nvcc command lines the nvcc tests compile with."""
-    from cudamigrate.verify.build import nvcc_command
+    from cudamigrate.toolcheck.build import nvcc_command
 
     entries = []
     for f in files:
@@ -168,7 +168,7 @@ def test_semantic_fix_matches_golden(case, db):
     eng = engine_for(case)
     ensure(db, case.before)
     ensure(db, case.after)
-    eng.semantic_provider = db.facts_for
+    eng = eng.with_run(semantic_provider=db.facts_for)
     res = fix_bytes(eng, case.before, case.before.read_bytes(), str(case.before), unsafe=case.unsafe,
                     display_only=case.display_only)
     assert not res.errors, res.errors

@@ -186,7 +186,7 @@ def test_a_wrapper_that_receives_another_stream_still_meets_the_legacy_one(tmp_p
 
 
 def _wheel_include() -> list[str]:
-    from cudamigrate.verify.build import wheel_root
+    from cudamigrate.toolcheck.build import wheel_root
 
     root = wheel_root()
     return [f"-I{root / 'include'}"] if root is not None else []

@@ -149,6 +149,32 @@ async def test_project_configuration_applies(client: LanguageClient):
     assert list(diags) == []  # excluded, as `scan` would report nothing
 
 
+@pytest.mark.asyncio(loop_scope="function")
+@pytest.mark.parametrize("config,words", [('select = ["CM9999"]\n', "CM9999"), ('target-cuda = "99.0"\n', "99.0")])
+async def test_a_configuration_scan_refuses_reaches_the_editor(client: LanguageClient, config, words):
+    """What makes `scan` exit 2 is shown as an error message and marked on the configuration file, not
+    silently answered with no diagnostics; fixing the file takes the mark away."""
+    root = client.root  # type: ignore[attr-defined]
+    cfg = root / ".cudamigrate.toml"
+    cfg.write_text(config)
+    path = root / "r.cu"
+    path.write_text(CODE)
+    uri, cfg_uri = path.as_uri(), cfg.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        types.TextDocumentItem(uri=uri, language_id="cuda", version=1, text=CODE)))
+    while uri not in client.diagnostics:
+        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    shown = [m for m in client.messages if m.type == types.MessageType.Error]
+    assert len(shown) == 1 and words in shown[0].message
+    assert [d.message for d in client.diagnostics[cfg_uri]] == [shown[0].message.removeprefix("cudamigrate: ")]
+    assert words in client.diagnostics[cfg_uri][0].message and list(client.diagnostics[uri]) == []
+    cfg.write_text("")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri)))
+    while client.diagnostics[cfg_uri] or not client.diagnostics[uri]:
+        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    assert "CM501" in [d.code for d in client.diagnostics[uri]]
+
+
 def _finding_at(code: str, word: str):
     from cudamigrate.findings.model import Finding
 

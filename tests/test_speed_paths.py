@@ -92,8 +92,7 @@ def _slow(monkeypatch) -> None:
 
 def _findings(files: list[Path]) -> str:
     rules = all_rules()
-    eng = Engine(rules, Options(select=[r.id for r in rules]))
-    eng.project = ProjectIndex(files=files)
+    eng = Engine(rules, Options(select=[r.id for r in rules]), project=ProjectIndex(files=files))
     out = []
     for p in files:
         res = eng.scan_path(p, str(p.relative_to(ROOT)))

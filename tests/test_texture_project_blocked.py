@@ -250,7 +250,7 @@ def test_a_same_named_variable_of_another_program_does_not_tie_the_reference(tmp
 
 @pytest.mark.nvcc
 def test_heat2d_fixed_at_the_root_builds(tmp_path):
-    from cudamigrate.verify.build import compile_file
+    from cudamigrate.toolcheck.build import compile_file
 
     root = _heat(tmp_path)
     _cli("fix", "--unsafe-fixes", "--no-verify", "--select", RULES, str(root))

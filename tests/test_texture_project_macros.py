@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cudamigrate.verify.build import compile_file
+from cudamigrate.toolcheck.build import compile_file
 
 from .conftest import FIXTURES
 

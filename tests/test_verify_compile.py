@@ -1,4 +1,4 @@
-"""Compile verification of `fix` (cudamigrate/verify/): a fix that breaks the user's build is rolled back and
+"""Compile verification of `fix` (cudamigrate/fixproof/): a fix that breaks the user's build is rolled back and
 reported, a good fix in the same unit stays, nothing is written when the user did not ask.
 
 The bad fix comes from a rule made wrong on purpose (tests/data/verify_rules/CM9901-broken-on-purpose.yaml:
@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from cudamigrate.cli.main import main
-from cudamigrate.verify.compile_check import (CompileResult, Diagnostic, make_overlay, overlay_argv, parse_errors,
+from cudamigrate.fixproof.compile_check import (CompileResult, Diagnostic, make_overlay, overlay_argv, parse_errors,
                                               strip_outputs, worse)
 
 RULES = Path(__file__).parent / "data" / "verify_rules"
@@ -32,7 +32,7 @@ def verify_on(monkeypatch):
 
 def run(*args):
     """`fix` with the test's rules; the stand-in compilers below are repository scripts of a found database,
-    which verification runs only when trusted (cudamigrate/verify/consent.py)."""
+    which verification runs only when trusted (cudamigrate/fixproof/consent.py)."""
     return CliRunner().invoke(main, ["fix", "--rules-dir", str(RULES), "--trust-compile-commands", *args],
                               catch_exceptions=False)
 

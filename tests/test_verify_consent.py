@@ -1,4 +1,4 @@
-"""What compile verification runs (cudamigrate/verify/consent.py, procs.py): a found database's commands only
+"""What compile verification runs (cudamigrate/fixproof/consent.py, procs.py): a found database's commands only
 with consent, every compile in its own process group, nothing left behind when `fix` is killed."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from cudamigrate.cli.main import main
-from cudamigrate.verify.compile_check import strip_outputs
-from cudamigrate.verify.consent import refusal
+from cudamigrate.fixproof.compile_check import strip_outputs
+from cudamigrate.fixproof.consent import refusal
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -128,7 +128,7 @@ def test_killing_fix_during_verification_leaves_no_compile_and_no_temporary_dire
 def test_verify_timeout_kills_the_programs_whole_process_group(tmp_path):
     """`cudamigrate verify --timeout`: the build or run command is a shell whose children must go with it (before,
     only the shell was killed and `sleep` went on, holding the pipes open until it ended)."""
-    from cudamigrate.verify.program import shell
+    from cudamigrate.fixproof.program import shell
 
     t0 = time.monotonic()
     step = shell("run before", "sleep 30 & echo $! > pid; wait", tmp_path, 1.0)
@@ -143,7 +143,7 @@ def test_verify_timeout_kills_the_programs_whole_process_group(tmp_path):
 
 def test_a_later_run_removes_what_a_killed_run_left_in_the_temporary_directory(tmp_path):
     """SIGKILL runs no cleanup: the compile directories carry their run's pid, and those of dead runs go."""
-    from cudamigrate.verify.procs import remove_stale_temps, temp_prefix
+    from cudamigrate.fixproof.procs import remove_stale_temps, temp_prefix
 
     dead = subprocess.Popen(["true"])
     dead.wait()

@@ -1,4 +1,4 @@
-"""`cudamigrate verify` (cudamigrate/verify/program.py) on CPU: a tiny C++ program of our own, with a
+"""`cudamigrate verify` (cudamigrate/fixproof/program.py) on CPU: a tiny C++ program of our own, with a
 stand-in <cuda_runtime.h> of host stubs so it builds with g++ and prints deterministic output. The fix
 renames cudaThreadSynchronize (CM501); the stubs decide whether that keeps the output, changes it, or (a header
 without the old name, like CUDA 13.0's) makes the original a build break."""

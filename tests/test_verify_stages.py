@@ -1,4 +1,4 @@
-"""Compile stages (cudamigrate/verify/stages.py): an error the fix uncovered in a later stage is not one it caused."""
+"""Compile stages (cudamigrate/fixproof/stages.py): an error the fix uncovered in a later stage is not one it caused."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from cudamigrate.cli.main import main
-from cudamigrate.verify.compile_check import CompileResult, Diagnostic, parse_errors, worse
-from cudamigrate.verify.stages import FRONT_END, PREPROCESS, PTXAS, changed_lines
+from cudamigrate.fixproof.compile_check import CompileResult, Diagnostic, parse_errors, worse
+from cudamigrate.fixproof.stages import FRONT_END, PREPROCESS, PTXAS, changed_lines
 
 DATA = Path(__file__).parent / "data" / "verify_units"
 NVCC_PTXAS = ("ptxas /tmp/tmpxft_1_00000000-6_u.ptx, line 53; error   : Instruction 'shfl' without '.sync' is not "

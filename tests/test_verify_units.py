@@ -1,4 +1,4 @@
-"""Translation units of compile verification (cudamigrate/verify/units.py): what `fix` compiles is what the build
+"""Translation units of compile verification (cudamigrate/fixproof/units.py): what `fix` compiles is what the build
 compiles. The minimal projects are in tests/data/verify_units/ (our own code, after the issue's two cases)."""
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def main(ctx: click.Context) -> None:
     if ctx.invoked_subcommand not in (None, "doctor"):  # doctor reports it among its checks
         _require_rule_packages()
     if ctx.invoked_subcommand != "scan":  # `scan` settles after loading its rules
-        _settled()
+        settled()
 
 
 def _require_rule_packages() -> None:
@@ -48,14 +48,14 @@ def _require_rule_packages() -> None:
 
 def console() -> None:
     """The `cudamigrate` command (and `python -m cudamigrate`): start-up without the cyclic collector (see
-    `_settled`)."""
+    `settled`)."""
     import gc
 
     gc.disable()
     main()
 
 
-def _settled() -> None:
+def settled() -> None:
     """Start-up done (modules imported, rules loaded): when the command started without the cyclic collector
     (`console`), what start-up built lives as long as the process, so it is frozen out of the collector's
     way and the collector turned on for the work. The collector's passes over the growing heap cost 0.15 s of

@@ -25,8 +25,8 @@ def calibrate(out_file: Path | None, bench_dir: Path | None, merge: bool, arch: 
     """Measure the performance rules' costs on this GPU and write a calibration file."""
     import json
 
-    from ..verify import calibrate as cal
-    from ..verify.selftest import NO_GPU_LINE, detect_gpu
+    from ..toolcheck import calibrate as cal
+    from ..toolcheck.selftest import NO_GPU_LINE, detect_gpu
 
     info = detect_gpu()
     if info is None:

@@ -7,7 +7,7 @@ import sys
 import click
 
 from .app import EXIT_CLEAN, EXIT_FINDINGS, main
-from .options import _version
+from .options import version_arg
 
 
 @main.command()
@@ -20,9 +20,9 @@ def doctor(target: str | None, require_cuda: str | None, require_driver: int | N
     """Check toolkit, driver, libraries, libclang, Chromium and calibration; exit 1 only on a --require-* blocker."""
     import json
 
-    from ..verify import doctor as dr
+    from ..toolcheck import doctor as dr
 
-    tgt = _version(target, "--target-cuda") or (13, 0)
-    checks = dr.gather(tgt, _version(require_cuda, "--require-cuda"), require_driver)
+    tgt = version_arg(target, "--target-cuda") or (13, 0)
+    checks = dr.gather(tgt, version_arg(require_cuda, "--require-cuda"), require_driver)
     click.echo(json.dumps(dr.to_json(checks, tgt), indent=2) if fmt == "json" else dr.render_table(checks), nl=fmt != "text")
     sys.exit(EXIT_FINDINGS if dr.blockers(checks) else EXIT_CLEAN)

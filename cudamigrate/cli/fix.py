@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
-from .options import _split, _tracebacks, color_option, force_exclude_option, selection_options, stdin_option
+from .options import color_option, force_exclude_option, print_tracebacks, selection_options, stdin_option
 from .output import err as _err
-from .prepare import _input_gate, _setup, _stdin_input
-from .scan import _write_report
+from .request import input_gate, refused, request_of, stdin_input
+from ..workspace.preparation import prepare, setup
+from ..workspace.request import split_values
+from .scan import write_report
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
     from ..scan.engine import Engine
@@ -81,12 +83,20 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     from ..fix.write import clean_stale, fsync_dir
     from ..pipeline.runner import fix_files
 
-    stdin = _stdin_input(paths, kw)
+    stdin, req = stdin_input(request_of(paths, kw), kw)
     if stdin is not None and commit_by is not None:
         raise click.UsageError("--commit-per-rule/--commit-per-family commit files; not with `-` (stdin)")
-    paths = (stdin.path,) if stdin is not None else paths
-    engine, spec, files, cfg, rule_errors = _setup(paths, kw)
-    files, input_error = _input_gate(paths, files, cfg, stdin is not None, bool(kw.get("force_exclude")))
+    paths = req.paths
+    with refused():
+        pre = prepare(req)
+        for w in pre.warnings:
+            _err(w)
+        run_setup = setup(req, pre)
+    engine, spec, files, cfg, rule_errors = (run_setup.engine, run_setup.spec, run_setup.files, run_setup.cfg,
+                                             run_setup.rule_errors)
+    for e in rule_errors:  # one line per bad rule file; the other rules still run
+        _err(e)
+    files, input_error = input_gate(paths, files, cfg, stdin is not None, bool(kw.get("force_exclude")))
     display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
     if stdin is not None:
         _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)
@@ -96,14 +106,14 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     tally = FixTally(roots=None if kw.get("write_outside_links") else tuple(str(p) for p in (paths or (Path("."),))))
     if commit_by is not None:
         if db is not None:
-            engine.semantic_provider = db.facts_for
+            engine = engine.with_run(semantic_provider=db.facts_for)
         if diff or dry_run:
             raise click.UsageError("--commit-per-rule/--commit-per-family write and commit; not with --diff/--dry-run")
         _commit_per(engine, spec, files, commit_by, unsafe_fixes, show_fixes, exit_zero, display_only,
                     lambda computed, groups: _verify_computed(engine, files, computed, groups, kw, cfg, paths,
                                                               unsafe_fixes, display_only, db))
     write = not (diff or dry_run)
-    for e in kw["walk_errors"]:
+    for e in run_setup.walk_errors:
         _err(e)
         tally.had_error = True
     unique: list[Path] = []
@@ -126,7 +136,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         _err(f"note: {line}")
     for d in sorted(tally.written_dirs):
         fsync_dir(d)
-    _tracebacks(kw, tally.tracebacks)
+    print_tracebacks(kw, tally.tracebacks)
     if kw.get("timings"):
         timings(db, {"semantic": t_sem, "fix": since(c1, clock())}, len(files))
     verb = "Fixed" if write else "Would fix"
@@ -147,7 +157,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     if kw.get("verify_report") is not None:
         import json
 
-        _write_report(json.dumps(verified.to_json() if verified is not None else None, indent=2) + "\n",
+        write_report(json.dumps(verified.to_json() if verified is not None else None, indent=2) + "\n",
                       kw["verify_report"])
     if rule_errors or tally.internal or (verified is not None and verified.worse):
         sys.exit(EXIT_ERROR)
@@ -200,7 +210,7 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
 def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
     """Rules whose display-only suggestions `--apply-display-only` may apply: named by exact id, never by family,
     prefix or ALL, so a suggestion that changes behaviour is applied only by someone who asked for that rule."""
-    named = set(_split(kw.get("select"))) | set(_split(kw.get("extend_select")))
+    named = set(split_values(kw.get("select"))) | set(split_values(kw.get("extend_select")))
     ids = frozenset(r.id for r in engine.rules if r.id in named and r.fix_applicability == "display-only")
     if not ids:
         raise click.UsageError("--apply-display-only needs the rules named by id with --select or --extend-select "

@@ -114,14 +114,14 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
                  paths: tuple[Path, ...], unsafe: bool, display_only: frozenset[str],
                  facts: Any = None, groups: frozenset[str] = frozenset(),
                  preview: bool = False) -> tuple[Iterable[FixOutcome], Any]:
-    """Compile verification (cudamigrate/verify/rollback.py) of the computed fixes, before anything is written:
+    """Compile verification (cudamigrate/fixproof/rollback.py) of the computed fixes, before anything is written:
     (the outcomes, repaired, and the summary), or the outcomes untouched and None when verification is off or,
     in `auto` mode, no compiler is known. `require` without a compiler: one line, exit 2. `groups`: the
     consistency groups the run withheld (FixRun.blocked), which a rollback's re-fix must leave out too. `preview`
     (--diff, --dry-run): nothing is written, so nothing is compiled unless the command line asks (--verify)."""
     from ..parse.clang import find_compile_db
-    from ..verify.rollback import Verifier, resolve_mode
-    from ..verify.units import Unit
+    from ..fixproof.rollback import Verifier, resolve_mode
+    from ..fixproof.units import Unit
 
     try:
         mode = resolve_mode(kw.get("verify_mode"), cfg.get("verify"))
@@ -131,7 +131,7 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
         return outcomes, None  # --diff/--dry-run show the fix; they compile only with --verify/--require-verify
     from ..pipeline.result_cache import unrecorded
 
-    with unrecorded():  # the ancestors' listings are no cached result's dependency (see cli/prepare.py)
+    with unrecorded():  # the ancestors' listings are no cached result's dependency (see workspace/preparation.py)
         db_path = kw.get("compile_commands") or find_compile_db(list(paths) or [Path(".")])
     assert engine.project is not None
     from .progress import StatusLine
@@ -139,12 +139,13 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
     status = StatusLine()
     trusted = bool(kw.get("compile_commands") or kw.get("trust_compile_commands")
                    or os.environ.get("CUDAMIGRATE_TRUST_COMPILE_COMMANDS") == "1")
+    engine = engine.with_run(semantic_provider=facts.facts_for if facts is not None else None)  # rollbacks refix as `fix` did
     v = Verifier(engine, engine.project, files, unsafe=unsafe, display_only=display_only, db_path=db_path,
                  jobs=kw.get("jobs"), use_cache=not kw.get("no_cache"), groups=groups, flags=_flags(kw, cfg),
                  trusted=trusted, roots=_project_roots(paths, db_path),
                  timeout=kw.get("verify_timeout") or cfg.get("verify-timeout"), progress=status)
     if kw.get("show_units"):
-        from ..verify.units import describe
+        from ..fixproof.units import describe
 
         units = v.plan(list(outcomes))
         _note_refused(v, units, db_path)
@@ -156,12 +157,10 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
             sys.exit(2)
         return outcomes, None
     done = list(outcomes)
-    engine.semantic_provider = facts.facts_for if facts is not None else None  # rollbacks refix as `fix` did
     try:
         with unrecorded():  # compiles in temporary directories (and /tmp's listing): no scan result depends on them
             summary = v.run(done)
     finally:
-        engine.semantic_provider = None
         status.close()
     _note_refused(v, list(v.why), db_path)
     for r in summary.rollbacks:
@@ -177,7 +176,7 @@ def verify_fixes(engine: Any, files: list[Path], outcomes: Iterable[FixOutcome],
 
 def _flags(kw: dict[str, Any], cfg: Any) -> tuple[str, ...]:
     """-I/-D for verification's synthesized commands: the command line's, then the configuration's."""
-    from ..verify.units import user_flags
+    from ..fixproof.units import user_flags
 
     base = cfg.path.parent if getattr(cfg, "path", None) is not None else None
     return user_flags(kw.get("include_dirs") or (), kw.get("defines") or ()) + \
@@ -195,7 +194,7 @@ def _project_roots(paths: tuple[Path, ...], db_path: Path | None) -> tuple[str, 
 
 
 def _note_refused(v: Any, units: list[str], db_path: Path | None) -> None:
-    """One line when units reached have commands of a found database that are not run (verify/consent.py)."""
+    """One line when units reached have commands of a found database that are not run (fixproof/consent.py)."""
     refused = [u for u in units if u in v.refused]
     if refused:
         err(f"note: {db_path}: found, not named: the command(s) of {len(refused)} unit(s) are not run "

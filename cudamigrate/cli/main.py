@@ -2,8 +2,8 @@
 
 The entry point (`console`) and the group (`main`) with every command registered: one module per command
 (scan.py, fix.py, plan.py, doctor.py, rules.py, selftest.py, calibrate.py), the shared options (options.py)
-and preparation (prepare.py) beside them; the work behind the commands lives in pipeline/, fix/, report/,
-verify/ and workflow/."""
+and the request they make (request.py) beside them; the work behind the commands lives in workspace/,
+pipeline/, fix/, report/, toolcheck/, fixproof/ and workflow/."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ import click
 from ..core.textsafe import printable
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, main
 from .output import err as _err
-from .options import _check_writable
-from .scan import _write_report, render_report
+from .options import check_writable
+from .scan import write_report, render_report
 
 
 @main.command()
@@ -33,11 +33,11 @@ def merge(reports: tuple[Path, ...], fmt: str, output: Path | None, rules_dir: t
     if fmt == "html" and output is None:
         output = Path("cudamigrate-report.html")
         _err(f"writing the HTML report to {output} (choose the file with -o)")
-    _check_writable(output, "--output")
+    check_writable(output, "--output")
     try:
         run = merged_run(list(reports), [builtin_rules_dir(), *rules_dir])
     except MergeError as exc:
         _err(printable(str(exc)))
         sys.exit(EXIT_ERROR)
-    _write_report(render_report(fmt, run), output)
+    write_report(render_report(fmt, run), output)
     sys.exit(EXIT_FINDINGS if fail_on_findings and (run.findings or run.errors) else EXIT_CLEAN)

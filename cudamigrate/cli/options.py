@@ -2,37 +2,31 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import click
 
 from ..core.textsafe import printable
-from ..rules.schema import parse_version
+from ..workspace.request import check_regular, version_value
+from .request import refused
 
 FORMATS = ["text", "concise", "json", "sarif", "github", "json-lines", "junit", "html"]
 
 
-def _tracebacks(kw: dict[str, Any], tracebacks: list[str]) -> None:
+def print_tracebacks(kw: dict[str, Any], tracebacks: list[str]) -> None:
     if kw.get("debug"):
         for tb in tracebacks:
             click.echo(tb.rstrip("\n"), err=True)
 
 
-def _check_regular(path: Path, flag: str) -> None:
-    """An input file given by a flag must be a regular file: a FIFO or a device would block or never end."""
-    import stat as st
-
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as exc:
-        raise click.BadParameter(f"{printable(str(path))}: {exc.strerror or exc}", param_hint=flag) from None
-    if not st.S_ISREG(mode):
-        raise click.BadParameter(f"{printable(str(path))}: not a regular file", param_hint=flag)
+def check_regular_flag(path: Path, flag: str) -> None:
+    """An input file given by a flag must be a regular file (workspace/request.py), as a click error."""
+    with refused():
+        check_regular(path, flag)
 
 
-def _check_writable(path: Path | None, flag: str) -> None:
+def check_writable(path: Path | None, flag: str) -> None:
     """Fail before scanning, not after, when a report or baseline cannot be written where asked."""
     if path is None:
         return
@@ -42,23 +36,9 @@ def _check_writable(path: Path | None, flag: str) -> None:
                                  param_hint=flag)
 
 
-def _split(values: tuple[str, ...] | list[str] | None) -> list[str]:
-    out: list[str] = []
-    for v in values or []:
-        out += [x.strip() for x in str(v).split(",") if x.strip()]
-    return out
-
-
-def _version(v: str | None, flag: str) -> tuple[int, int] | None:
-    if v is None:
-        return None
-    v = str(v).strip()
-    if v.isdigit():  # `--target-cuda 13` means 13.0
-        v += ".0"
-    try:
-        return parse_version(v)
-    except ValueError:
-        raise click.BadParameter(f"expected a version like 13.0, got {v!r}", param_hint=flag) from None
+def version_arg(v: str | None, flag: str) -> tuple[int, int] | None:
+    with refused():
+        return version_value(v, flag)
 
 
 def selection_options(fn):

@@ -12,7 +12,8 @@ import click
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
 from .options import diff_base_option, selection_options, stdin_option
 from .output import err as _err
-from .prepare import _diff_scope, _input_gate, _on_changed_lines, _setup, _stdin_input
+from .request import input_gate, refused, request_of, stdin_input
+from ..workspace.preparation import diff_scope, on_changed_lines, prepare, setup
 
 
 @main.command("plan")
@@ -34,11 +35,19 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     from ..report.plan import build_plan, render_text
     from ..pipeline.runner import display_path, scan_files
 
-    stdin = _stdin_input(paths, kw)
-    paths = (stdin.path,) if stdin is not None else paths
-    engine, spec, files, cfg, rule_errors = _setup(paths, kw)
-    files, input_error = _input_gate(paths, files, cfg, stdin is not None)
-    changed, files = _diff_scope(paths, files, kw)
+    stdin, req = stdin_input(request_of(paths, kw), kw)
+    paths = req.paths
+    with refused():
+        pre = prepare(req)
+        for w in pre.warnings:
+            _err(w)
+        run_setup = setup(req, pre)
+    engine, spec, files, rule_errors = run_setup.engine, run_setup.spec, run_setup.files, run_setup.rule_errors
+    for e in rule_errors:  # one line per bad rule file; the other rules still run
+        _err(e)
+    files, input_error = input_gate(paths, files, run_setup.cfg, stdin is not None)
+    with refused():
+        changed, files = diff_scope(req, files)
     results: Iterable[Any]
     if stdin is not None:  # the buffer, planned under its name; nothing when excludes cover that name
         results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
@@ -46,11 +55,11 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
         db = semantic(paths, files, kw)
         results = scan_files(engine, spec, files, kw.get("jobs"), facts=db, use_cache=not kw.get("no_cache"))
     findings: list[Any] = []
-    errors: list[Any] = list(kw["walk_errors"])
+    errors: list[Any] = list(run_setup.walk_errors)
     for res in results:
         findings += res.findings
         errors += res.errors
-    findings = _on_changed_lines(findings, files, changed)
+    findings = on_changed_lines(findings, files, changed)
     for e in errors:
         _err(e)
     extra: list[str] = []  # what the fix commands must repeat to see the same findings

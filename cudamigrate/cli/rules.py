@@ -60,7 +60,7 @@ def rules_cmd(stats: bool, fmt: str, show_all: bool, rules_dir: tuple[Path, ...]
 @click.argument("rule_id")
 def explain(rule_id: str) -> None:
     """Explain a rule: what, why, how it is fixed, and where the facts come from."""
-    from .explain import explain_text
+    from ..report.explain import explain_text
 
     rs = load_rules()
     rule = rs.by_id().get(rule_id.upper())

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..core.textsafe import printable
-from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, _settled, main
+from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, settled, main
 from .options import (
     FORMATS,
-    _check_regular,
-    _check_writable,
-    _tracebacks,
+    check_regular_flag,
+    check_writable,
+    print_tracebacks,
     color_option,
     diff_base_option,
     force_exclude_option,
@@ -25,7 +25,8 @@ from .options import (
 )
 from .output import err as _err
 from .output import use_color
-from .prepare import Prepared, _diff_scope, _on_changed_lines, _prepare, _replay_key, _setup, _stdin_input
+from .request import refused, request_of, stdin_input
+from ..workspace.preparation import Prepared, ReplayKey, diff_scope, on_changed_lines, prepare, replay_key, setup
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
     from ..report.model import Run
@@ -67,21 +68,24 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         output = Path("cudamigrate-report.html")  # a whole HTML document on a terminal helps no one
         _err(f"writing the HTML report to {output} (choose the file with -o)")
     for flag, target in (("--output", output), ("--write-baseline", write_baseline)):
-        _check_writable(target, flag)
+        check_writable(target, flag)
     if baseline is not None:
-        _check_regular(baseline, "--baseline")
+        check_regular_flag(baseline, "--baseline")
     from .semantic import clock, semantic_timed, since, timings
 
     color = fmt in ("text", "concise") and not statistics and use_color(kw.get("color"), sys.stdout, output is not None)
-    stdin = _stdin_input(paths, kw)
-    paths = (stdin.path,) if stdin is not None else paths
-    pre = _prepare(paths, kw)
+    stdin, req = stdin_input(request_of(paths, kw), kw)
+    paths = req.paths
+    with refused():
+        pre = prepare(req)
+    for w in pre.warnings:
+        _err(w)
     if baseline is None and write_baseline is None and pre.cfg.get("baseline") \
             and not (kw.get("show_files") or kw.get("show_settings")):  # the configuration's key
         from ..workflow.baseline import configured
 
         baseline = configured(pre.cfg.path, str(pre.cfg.get("baseline")))
-        _check_regular(baseline, f"`baseline` in {printable(str(pre.cfg.path))}")
+        check_regular_flag(baseline, f"`baseline` in {printable(str(pre.cfg.path))}")
     input_error = False
     if stdin is None:
         from ..pipeline.inputs import gate
@@ -97,24 +101,29 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         sys.exit(EXIT_INPUT if input_error else EXIT_CLEAN)
     replay = None
     if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None and not input_error:
-        replay = _replay_key(paths, pre, kw, {"format": fmt, "sort": sort, "statistics": statistics}
-                             | ({"shard": kw["shard"]} if kw.get("shard") else {}) | ({"color": True} if color else {}))
+        replay = replay_key(req, pre, {"format": fmt, "sort": sort, "statistics": statistics}
+                            | ({"shard": kw["shard"]} if kw.get("shard") else {}) | ({"color": True} if color else {}))
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
     from .progress import Progress  # after the replay, which needs neither the engine nor the reports
     from ..report.model import Run
     from ..pipeline.runner import display_path, scan_files
 
-    engine, spec, files, cfg, rule_errors = _setup(paths, kw, pre)
-    _settled()
-    changed, files = _diff_scope(paths, files, kw)
+    with refused():
+        run_setup = setup(req, pre)
+    engine, spec, files, rule_errors = run_setup.engine, run_setup.spec, run_setup.files, run_setup.rule_errors
+    for e in rule_errors:  # one line per bad rule file; the other rules still run
+        _err(e)
+    settled()
+    with refused():
+        changed, files = diff_scope(req, files)
     db, t_sem = semantic_timed(paths, files, kw)
     c1 = clock()
     progress = Progress(len(files))
     findings: list[Any] = []
     tracebacks: list[Any] = []
     unused: list[Any] = []
-    errors: list[Any] = list(kw["walk_errors"])
+    errors: list[Any] = list(run_setup.walk_errors)
     sources: dict[str, bytes] = {}
     internal = 0
     results: Iterable[Any]
@@ -125,8 +134,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     else:
         results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db,
                              use_cache=not kw.get("no_cache"), completed=completed,
-                             digest=replay[2] if replay is not None and engine.opts is pre.opts else None,
-                             db=replay[0] if replay is not None else None)
+                             digest=replay.run if replay is not None and engine.opts is pre.opts else None,
+                             db=replay.db if replay is not None else None)
     notes: list[str] = []
     for res in results:
         findings += res.findings
@@ -145,7 +154,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         _err(f"note: {n}")
     for e in errors:
         _err(e)
-    _tracebacks(kw, tracebacks)
+    print_tracebacks(kw, tracebacks)
     if fmt in ("html", "sarif") or baseline is not None or write_baseline is not None:
         real = {display_path(p): p for p in files}  # displayed names are escaped; read the real paths
         for f in findings:
@@ -154,7 +163,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
                     sources[f.path] = Path(real.get(f.path, f.path)).read_bytes()
                 except OSError:
                     sources[f.path] = b""
-    findings = _on_changed_lines(findings, files, changed)
+    findings = on_changed_lines(findings, files, changed)
     if write_baseline is not None:
         from ..workflow.baseline import write_baseline as wb
 
@@ -183,15 +192,15 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         text = stats(run)
     else:
         text = render_report(fmt, run, sort, color)
-    if replay is not None and db is None and completed and completed[0][0] == replay[2] and not errors \
+    if replay is not None and db is None and completed and completed[0][0] == replay.run and not errors \
             and not rule_errors and not internal:
         from ..pipeline.replay import Replay, store
 
-        store(replay[0], replay[1], Replay(completed[0][1].files, completed[0][1].depsets, text, [f"note: {n}" for n in notes],
+        store(replay.db, replay.key, Replay(completed[0][1].files, completed[0][1].depsets, text, [f"note: {n}" for n in notes],
                                 bool(findings)))
     if replay is not None:
-        replay[0].close()
-    _write_report(text, output)
+        replay.db.close()
+    write_report(text, output)
     if kw.get("timings"):
         timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
     if rule_errors or internal:
@@ -205,7 +214,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
 
 
 def _shard(files: list[Path], shard: str | None) -> list[Path]:
-    """`--shard I/N`: this shard's files (cudamigrate/shard.py); all of them without the option. The project
+    """`--shard I/N`: this shard's files (cudamigrate/pipeline/shard.py); all of them without the option. The project
     index still sees every file, so project-wide analyses (texture references, headers' includers) agree with
     one unsharded run."""
     if shard is None:
@@ -233,7 +242,7 @@ def _shard_identity(pre: Prepared, shard: str | None) -> dict[str, Any] | None:
     return identity(*parse_shard(shard), [display_path(p) for p in pre.project or pre.files], config, os.getcwd())
 
 
-def _write_report(text: str, output: Path | None) -> None:
+def write_report(text: str, output: Path | None) -> None:
     if output is not None:
         try:
             output.write_text(text, encoding="utf-8")
@@ -244,21 +253,20 @@ def _write_report(text: str, output: Path | None) -> None:
         click.echo(text, nl=False, color=True if "\x1b[" in text else None)
 
 
-def _replay_or_continue(replay: tuple[Any, str, str, list[tuple[str, str]]], pre: Prepared, output: Path | None,
-                        exit_zero: bool) -> None:
+def _replay_or_continue(replay: ReplayKey, pre: Prepared, output: Path | None, exit_zero: bool) -> None:
     """Print the stored report of this very run and exit, when nothing it depends on changed
     (cudamigrate/pipeline/replay.py); else return, and the scan runs."""
     from ..pipeline.replay import lookup
     from ..read.source import DEFAULT_MAX_BYTES
 
-    db, key, _run, items = replay
+    db, key, items = replay.db, replay.key, replay.items
     got = lookup(db, key, items, pre.max_bytes or DEFAULT_MAX_BYTES)
     if got is None:
         return  # the scan goes on with this open database (closed once the report is rendered)
     db.close()
     for n in got.notes:
         _err(n)
-    _write_report(got.stdout, output)
+    write_report(got.stdout, output)
     sys.exit(EXIT_FINDINGS if got.findings and not exit_zero else EXIT_CLEAN)
 
 

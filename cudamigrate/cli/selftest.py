@@ -28,7 +28,7 @@ from .output import err as _err
 def selftest(gpu: bool, fixtures_dir: Path | None, jobs: int, run_jobs: int, timeout: float, arch: str,
              out_dir: Path | None, build_only: bool, budget: float | None, record_expected: bool) -> None:
     """Check every fixture case; with --gpu, run the original and fixed programs on the GPU."""
-    from ..verify import selftest as st
+    from ..toolcheck import selftest as st
 
     fixtures_dir = fixtures_dir or st.default_fixtures_dir()
     if not fixtures_dir.is_dir():
@@ -71,7 +71,7 @@ def test_cmd(rule_ids: tuple[str, ...], update: bool, fixtures_dir: Path | None)
 
     A rule's cases are those named after it (fixtures/<family>/<rule stem>[--variant]/) and those whose
     fixture.yaml selects it (`rules: [...]`). Semantic-mode cases are checked by tests/test_semantic.py."""
-    from ..verify import selftest as st
+    from ..toolcheck import selftest as st
 
     fixtures_dir = fixtures_dir or st.default_fixtures_dir()
     if not fixtures_dir.is_dir():

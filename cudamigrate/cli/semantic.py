@@ -1,7 +1,7 @@
 """The CLI's semantic-mode setup: find and load the compile database, parse the TUs, warn once per problem;
 and the `--timings` line.
 
-Kept apart from `cli.py` so the command module stays about options and output; the runner consumes the
+Kept apart from `cli/scan.py` so the command module stays about options and output; the runner consumes the
 `SemanticDB` this returns as its facts provider.
 """
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.textsafe import path_text
 
 if TYPE_CHECKING:
-    from .prepare import Prepared
+    from ..workspace.preparation import Prepared
 
 
 def _value(v: Any) -> str:

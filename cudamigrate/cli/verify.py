@@ -1,4 +1,4 @@
-"""The `cudamigrate verify` command; the work is in verify/program.py."""
+"""The `cudamigrate verify` command; the work is in fixproof/program.py."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def verify_command(project: Path, build_cmd: str | None, run_cmd: str | None, un
     changed) and compare the outputs. Exit 0: identical (or reference recorded); 1: they differ or the fixed
     program does not build or run; 2: no comparison could be made."""
     from ..core.config import ConfigError, find_config
-    from ..verify.program import verify_program
+    from ..fixproof.program import verify_program
 
     try:
         cfg = find_config(project)

@@ -28,7 +28,9 @@ MAX_CONFIG_BYTES = 4 * 1024 * 1024
 
 
 class ConfigError(Exception):
-    pass
+    """A configuration file that cannot be used; `path` is that file (the editor marks it)."""
+
+    path: Path | None = None
 
 
 @dataclass
@@ -57,6 +59,14 @@ def find_config(start: Path) -> Config:
 
 
 def load_config(path: Path, section: tuple[str, ...] | None) -> Config:
+    try:
+        return _read_config(path, section)
+    except ConfigError as exc:
+        exc.path = path
+        raise
+
+
+def _read_config(path: Path, section: tuple[str, ...] | None) -> Config:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as exc:

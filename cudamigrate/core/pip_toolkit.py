@@ -5,7 +5,7 @@ release the user targets, on a machine whose toolkit is another release. NVIDIA 
 wheels (nvidia-cuda-nvcc, -nvvm, -crt, -runtime, -cccl): `pip install --no-deps --target DIR` of one release's
 set gives `DIR/nvidia/cu13/bin/nvcc`, which finds its headers, cicc and libdevice relative to itself (checked
 by hand for 13.5: `nvcc --version` says "release 13.5, V13.5.37"; it compiles a .cu and reports
-`cudaThreadSynchronize` undefined). Everything that compiles (verify/compile_check.py, verify/doctor.py,
+`cudaThreadSynchronize` undefined). Everything that compiles (fixproof/compile_check.py, toolcheck/doctor.py,
 bench/compile_recall.py) runs the `nvcc` on PATH, so `path_with(release)` is how a caller hands it this one.
 """
 

@@ -1,7 +1,7 @@
 """Where the CUDA toolkit is: the `nvcc` on PATH and the install it belongs to.
 
 Asked by the scan (match/shadows.py: the toolkit's headers, for names they declare), by the result cache (the
-toolkit is part of what a cached result depends on) and by verify/build.py (compiling fixtures): here, on the
+toolkit is part of what a cached result depends on) and by toolcheck/build.py (compiling fixtures): here, on the
 ground floor, so that none of them imports another's package for it.
 """
 

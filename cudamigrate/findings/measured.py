@@ -29,7 +29,7 @@ DEFAULT_FILE = Path(__file__).resolve().parent.parent / "data" / "calibration.js
 
 def current_gpu() -> str | None:
     """The user's GPU name: CUDAMIGRATE_GPU_NAME, else nvidia-smi's first GPU, else None."""
-    from ..verify.gpu import first_gpu_name  # here: a scan without calibration never asks nvidia-smi
+    from ..toolcheck.gpu import first_gpu_name  # here: a scan without calibration never asks nvidia-smi
 
     return os.environ.get("CUDAMIGRATE_GPU_NAME") or first_gpu_name()
 

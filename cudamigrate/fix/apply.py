@@ -133,7 +133,7 @@ def fix_bytes(engine: Engine, path: Path, data: bytes, display: str, unsafe: boo
     withdrawn (with an error naming it) and the file is fixed again without them. The edits of the
     consistency groups in `groups`, and of every group that this file cannot fix completely, are not
     applied (all or nothing per symbol: fix/consistency.py; the run's other files are settled by the caller).
-    `exclude`: findings (rule id, fingerprint) never applied (compile verification's rollback, cudamigrate/verify/rollback.py)."""
+    `exclude`: findings (rule id, fingerprint) never applied (compile verification's rollback, cudamigrate/fixproof/rollback.py)."""
     withheld = Withheld()
     while True:
         res = _fix_rules(engine, path, data, display, unsafe, display_only, groups, exclude)
@@ -242,8 +242,8 @@ def _fix_passes(engine: Engine, path: Path, data: bytes, display: str, unsafe: b
                           f"{MAX_PASSES} passes); not applied")
         return res, again
     if current != data:
-        before = count_errors(parse(guard._parse_buffer(data)))
-        after = count_errors(parse(guard._parse_buffer(current)))
+        before = count_errors(parse(guard.parse_buffer(data)))
+        after = count_errors(parse(guard.parse_buffer(current)))
         if after > before:
             res.errors.append(f"{display}: fix refused: the result would have {after - before} more syntax error(s); file left unchanged")
             res.fixed = data

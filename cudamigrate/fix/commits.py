@@ -13,7 +13,7 @@ instead of a single mixed diff. Guarantees:
   interactions between rules end up in the last commit, never lost;
 - groups are committed in plan order: build breaks first, then deprecations,
   performance and hygiene;
-- the final tree is compile-verified like `fix` (the caller's `verify` hook, cudamigrate/verify/rollback.py):
+- the final tree is compile-verified like `fix` (the caller's `verify` hook, cudamigrate/fixproof/rollback.py):
   a finding whose edit makes a unit worse is rolled back before anything is written, and left out of every
   commit, not only the last.
 """
@@ -188,10 +188,9 @@ def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path]
     for gi, g in enumerate(groups):
         selected += g.rule_ids
         last = gi == len(groups) - 1
-        sub = Engine(engine.rules, replace(engine.opts, select=list(selected), extend_select=list(selected)))
-        sub.semantic_provider = engine.semantic_provider
-        if hasattr(engine, "project"):  # project-wide facts (headers, class members) as the full run saw them
-            sub.project = engine.project
+        # project-wide facts (headers, class members) as the full run saw them
+        sub = Engine(engine.rules, replace(engine.opts, select=list(selected), extend_select=list(selected)),
+                     project=getattr(engine, "project", None), semantic_provider=engine.semantic_provider)
         changed: list[Path] = []
         for p, data in originals.items():
             new = targets[p] if last else fix_bytes(sub, p, data, display(p), unsafe=unsafe, display_only=display_only,

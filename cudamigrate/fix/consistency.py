@@ -24,12 +24,24 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterable, TypeVar
+from typing import Callable, Iterable, Protocol, TypeVar
 
 from ..findings.model import ANY_SCOPE, SCOPE, Finding, sort_key
 
-if TYPE_CHECKING:
-    from .apply import FixResult
+
+class FileFix(Protocol):
+    """What the settling reads of one file's fix (fix/apply.py's FixResult, which imports this module: a
+    protocol here keeps the two out of a cycle): the findings it applied, those left, the groups it withheld."""
+
+    @property
+    def applied(self) -> list[Finding]: ...
+
+    @property
+    def remaining(self) -> list[Finding]: ...
+
+    @property
+    def withheld(self) -> Withheld: ...
+
 
 T = TypeVar("T")
 
@@ -40,7 +52,7 @@ class Withheld:
 
     stuck: dict[str, list[str]] = field(default_factory=dict)  # group -> ["path:line:col (reason)", ...]
 
-    def add(self, groups: set[str], results: Iterable["FixResult"]) -> None:
+    def add(self, groups: set[str], results: Iterable[FileFix]) -> None:
         """Record `groups` as withheld, naming their uses (or those of an unscoped use tied to them) that
         remain in `results` (before blocking)."""
         left = sorted((f for r in results for f in r.remaining if f.group), key=sort_key)
@@ -87,7 +99,7 @@ def tied(a: str, b: str) -> bool:
     return sa == sb and pa is not None and pb is not None and ANY_SCOPE in (pa, pb)
 
 
-def broken(results: Iterable["FixResult"]) -> set[str]:
+def broken(results: Iterable[FileFix]) -> set[str]:
     """Groups with a use still in some output while another use of the group (or of a group tied to it) was
     rewritten somewhere."""
     rs = list(results)
@@ -106,11 +118,11 @@ def broken(results: Iterable["FixResult"]) -> set[str]:
     return out
 
 
-def applies_any(res: "FixResult", groups: frozenset[str]) -> bool:
+def applies_any(res: FileFix, groups: frozenset[str]) -> bool:
     return any(f.group in groups for f in res.applied)
 
 
-def settle(items: list[T], result_of: Callable[[T], "FixResult | None"],
+def settle(items: list[T], result_of: Callable[[T], "FileFix | None"],
            refix: Callable[[T, frozenset[str]], T]) -> tuple[list[T], frozenset[str], Withheld]:
     """Fix results of a whole run made consistent per group: `refix(item, blocked)` computes an item's fix again
     without the edits of the `blocked` groups; called only for items that applied an edit of one of them."""
@@ -133,7 +145,7 @@ def settle(items: list[T], result_of: Callable[[T], "FixResult | None"],
     return items, blocked, withheld
 
 
-def report(withheld: Withheld, results: Iterable["FixResult"]) -> list[str]:
+def report(withheld: Withheld, results: Iterable[FileFix]) -> list[str]:
     """One line per withheld group: the uses that could not be rewritten and every use left unchanged."""
     rs = list(results)
     lines = []

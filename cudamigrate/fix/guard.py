@@ -19,7 +19,7 @@ from ..parse.treesitter import error_nodes, parse
 from ..read.source import BOM, SourceFile
 
 
-def _parse_buffer(data: bytes) -> bytes:
+def parse_buffer(data: bytes) -> bytes:
     """What the scan parses (BOM and comments on continued macro lines blanked), so that error nodes here are
     the ones the scan's `fix_blocked` check saw."""
     return SourceFile(path=Path("-"), data=data, has_bom=data.startswith(BOM)).parse_bytes
@@ -46,7 +46,7 @@ def is_rename(data: bytes, e: Edit) -> bool:
 
 
 def errors_of(data: bytes) -> list[tuple[str, int, int]]:
-    return error_nodes(parse(_parse_buffer(data)))
+    return error_nodes(parse(parse_buffer(data)))
 
 
 @dataclass

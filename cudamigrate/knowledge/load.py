@@ -94,7 +94,7 @@ def _templates(rule: Rule):
 
 def load_rules(dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSet:
     """Load every `*.yaml` under the given directories; bad files become errors, not crashes.
-    The validated result comes from the rule cache when the files and the tool are unchanged (cache.py);
+    The validated result comes from the rule cache when the files and the tool are unchanged (rule_cache.py);
     `use_cache=False` (`--no-cache`) neither reads nor writes it."""
     dirs = list(dirs or [builtin_rules_dir()])
     if not use_cache:

@@ -2,7 +2,7 @@
 
 Each condition is registered in `CONDITIONS` (and each `arg:` test in `ARG_TESTS`) with the schema of its value, its
 implementation and its doc, right where it is implemented: the loader checks every rule against these registries
-(`rules/vocabulary.py`) and `scripts/gen_rules_doc.py` writes rules/README.md's tables from them.
+(`knowledge/vocabulary.py`) and `scripts/gen_rules_doc.py` writes rules/README.md's tables from them.
 """
 
 from __future__ import annotations
@@ -417,10 +417,10 @@ ARG_TESTS.add("not_matches", regex(), lambda val, node, m, ctx, key: rule_regex(
 
 def _arg_declared_type(node: ts.Node, m: Match, ctx: FileContext | None) -> str | None:
     """Declared type of a plain variable argument (`x`, `&x`, `*x`), whitespace removed; None when unknown."""
-    from .matchers import _declared_type
+    from .matchers import declared_type
 
     base = _text(node).lstrip("&*")
-    return _declared_type(ctx, m.unit, base, node) if ctx is not None and re.fullmatch(r"[A-Za-z_]\w*", base) else None
+    return declared_type(ctx, m.unit, base, node) if ctx is not None and re.fullmatch(r"[A-Za-z_]\w*", base) else None
 
 
 ARG_TESTS.add("type_matches", regex(),

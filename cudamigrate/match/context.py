@@ -388,7 +388,7 @@ def type_aliases(data: bytes) -> dict[str, str]:
     return dict(out)
 
 
-def _declaration_index(root: ts.Node) -> dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]]:
+def declaration_index(root: ts.Node) -> dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]]:
     """Name -> [(declaration, type node, declares an object, start of its enclosing function)], in file order."""
     out: dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]] = {}
     for _, decl, tn in walk.field_matches(root, DECL_TYPE_PATTERNS):
@@ -405,14 +405,14 @@ _DECL_INDEXED_ROOTS = 4  # the roots indexed last (a file, its macro bodies, a h
 
 
 def _recent_declaration_index(root: ts.Node) -> dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]]:
-    """`_declaration_index(root)`, kept for the last few roots: callers without a file context (the device
+    """`declaration_index(root)`, kept for the last few roots: callers without a file context (the device
     property analysis) indexed the whole tree once per lookup, N lookups in a file costing N trees."""
     for i, (r, index) in enumerate(_DECL_INDEXES):
         if r == root:
             if i:
                 _DECL_INDEXES.insert(0, _DECL_INDEXES.pop(i))
             return index
-    index = _declaration_index(root)
+    index = declaration_index(root)
     _DECL_INDEXES.insert(0, (root, index))
     del _DECL_INDEXES[_DECL_INDEXED_ROOTS:]
     return index
@@ -424,7 +424,7 @@ def declaration_of(root: ts.Node, ident: str, at: ts.Node,
     """(declaration, its type node, declares an object) of the closest declaration of `ident` before `at`.
 
     Declarations inside a function that does not enclose `at` are skipped, so a `v` of another function
-    is never taken for this one's. Pass `index` (from `_declaration_index(root)`) to avoid re-querying."""
+    is never taken for this one's. Pass `index` (from `declaration_index(root)`) to avoid re-querying."""
     if index is None:
         index = _recent_declaration_index(root)
     fn = scope_of(at).function
@@ -443,7 +443,7 @@ def declared_types(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> set
     """Every spelling the declared type of `ident` may denote: written, alias-expanded, namespace-resolved."""
     cache = ctx.__dict__.setdefault("_decl_index", {})
     if id(unit) not in cache:
-        cache[id(unit)] = _declaration_index(unit.root)  # one query per unit, not one per lookup
+        cache[id(unit)] = declaration_index(unit.root)  # one query per unit, not one per lookup
     got = declaration_of(unit.root, ident, at, cache[id(unit)])
     if got is None:
         return set()

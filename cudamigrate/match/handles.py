@@ -17,7 +17,7 @@ import tree_sitter as ts
 from typing import Any
 
 from ..parse.treesitter import Unit
-from .context import FileContext, _declaration_index, named_children, node_text, normalize, normalize_name, scope_of
+from .context import FileContext, declaration_index, named_children, node_text, normalize, normalize_name, scope_of
 
 _SCOPES = {"compound_statement", "for_statement", "for_range_loop", "function_definition", "lambda_expression",
            "if_statement", "while_statement", "switch_statement", "catch_clause"}
@@ -45,7 +45,7 @@ def strip_handle(node: ts.Node) -> ts.Node:
 def _index(ctx: FileContext, unit: Unit) -> dict:
     cache = ctx.__dict__.setdefault("_decl_index", {})
     if id(unit) not in cache:
-        cache[id(unit)] = _declaration_index(unit.root)
+        cache[id(unit)] = declaration_index(unit.root)
     return cache[id(unit)]
 
 

@@ -304,7 +304,7 @@ def match_identifier(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> 
         if p is not None and p.type in ("field_expression",) and _same(p.child_by_field_name("field"), top):
             return None
         role = "value"
-        if "::" not in written and _declared_type(ctx, unit, node_text(hit), hit) is not None:
+        if "::" not in written and declared_type(ctx, unit, node_text(hit), hit) is not None:
             return None  # a variable (or parameter) the code declares itself
     else:
         return None
@@ -348,7 +348,7 @@ def _declarations(ctx: FileContext, unit: Unit) -> dict[str, list[tuple[int, str
     return out
 
 
-def _declared_type(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> str | None:
+def declared_type(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> str | None:
     """Best-effort type of a variable: the closest preceding declaration of that name."""
     best: tuple[int, str] | None = None
     for pos, t in _declarations(ctx, unit).get(ident, []):
@@ -365,7 +365,7 @@ def member_expression_type(ctx: Any, unit: Any, fe: ts.Node, at: ts.Node) -> str
     if arg.type == "this":
         return project_member_type(ctx, None, node_text(fld), at)
     if arg.type == "identifier":
-        owner = _declared_type(ctx, unit, node_text(arg), at)
+        owner = declared_type(ctx, unit, node_text(arg), at)
         if owner is None:
             return None
         owner = owner.replace("const", "").replace("struct", "").replace("class", "").strip().rstrip("*&").strip()
@@ -387,7 +387,7 @@ def match_member(rule: Rule, ctx: FileContext, unit: Unit, hit: ts.Node) -> Matc
             base = base.named_children[0]
         rtype = None
         if base.type == "identifier":
-            rtype = _declared_type(ctx, unit, node_text(base), hit)
+            rtype = declared_type(ctx, unit, node_text(base), hit)
         if rtype is not None:
             rtype = rtype.replace("struct", "").replace("const", "")
             if not any(t == rtype or rtype.endswith(t) for t in types):

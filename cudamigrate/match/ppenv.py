@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import cast
 
-from .ppexpr import Evaluator, PPError, _tokens
+from .ppexpr import Evaluator, PPError, cached_tokens
 from ..read.source import read_regular
 
 # Version macro groups and the macros each defines (one toolkit version gives all of a group's values).
@@ -226,7 +226,7 @@ def _decide(state: PPState, ctext: str, versions: list[tuple[int, int]], user_ma
             return None
         return None if v is None else bool(v)
     try:
-        _tokens(ctext)
+        cached_tokens(ctext)
     except PPError:
         return None
     overridden = {n for n in names if n in state.macros}

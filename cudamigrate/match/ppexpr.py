@@ -39,7 +39,7 @@ def tokenize(text: str) -> list[tuple[str, str]]:
 
 
 @lru_cache(maxsize=4096)
-def _tokens(text: str) -> tuple[tuple[str, str], ...]:
+def cached_tokens(text: str) -> tuple[tuple[str, str], ...]:
     return tuple(tokenize(text))
 
 
@@ -57,7 +57,7 @@ class Evaluator:
         self.defined = defined
 
     def eval(self, text: str) -> Val:
-        self.toks = _tokens(text)  # evaluated for many toolkit versions: tokenize once
+        self.toks = cached_tokens(text)  # evaluated for many toolkit versions: tokenize once
         self.i = 0
         v = self._ternary()
         if self.i != len(self.toks):

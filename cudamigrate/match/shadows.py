@@ -235,7 +235,7 @@ def declarations(root: ts.Node, names: set[str], local: bool) -> dict[str, list[
 _HEADER_CACHE: dict[tuple[str, int, int], tuple[bytes, ts.Tree | None]] = {}
 
 
-def _read_header(path: Path) -> tuple[bytes, ts.Tree | None] | None:
+def read_header(path: Path) -> tuple[bytes, ts.Tree | None] | None:
     """Bytes and (lazily) parse tree of a project header, cached by path, size and mtime."""
     try:
         st = path.stat()
@@ -256,7 +256,7 @@ def _read_header(path: Path) -> tuple[bytes, ts.Tree | None] | None:
     return got
 
 
-def _tree(path: Path, data: bytes) -> ts.Tree:
+def header_tree(path: Path, data: bytes) -> ts.Tree:
     st = path.stat()
     key = (str(path), st.st_size, st.st_mtime_ns)
     got = _HEADER_CACHE.get(key)
@@ -307,7 +307,7 @@ def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
             p = p.resolve()
             if p in seen or p == root:
                 continue
-            got = _read_header(p)
+            got = read_header(p)
             if got is None:
                 continue
             seen.append(p)
@@ -339,10 +339,10 @@ def build_index(ctx: FileContext, names: set[str]) -> ShadowIndex:
     cuda = cuda or ctx.is_cuda_file  # nvcc includes cuda_runtime.h into .cu files
     if word is not None:
         for p in incs:
-            got = _read_header(p)
+            got = read_header(p)
             if got is None or not word.search(got[0]):
                 continue
-            for n, ds in declarations(_tree(p, got[0]).root_node, names, local=False).items():
+            for n, ds in declarations(header_tree(p, got[0]).root_node, names, local=False).items():
                 headers.setdefault(n, []).extend((p.name, d) for d in ds)
     return ShadowIndex(local, headers, cuda, path.name)
 

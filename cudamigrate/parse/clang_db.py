@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import clang as cl
-from .clang_facts import FileFacts, _Extractor, digest
+from .clang_facts import FileFacts, Extractor, digest
 
 # --------------------------------------------------------------------------- parsing TUs
 
@@ -127,7 +127,7 @@ def parse_tu(cmd, keep: bool = False, unsaved: list[tuple[str, bytes]] | None = 
 def extract(ci, tu, cmd, unsaved=None, args: list[str] | None = None) -> dict[str, FileFacts]:
     args = args if args is not None else cl.clang_args(cmd)
     incs = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-I", "-isystem", "-iquote")]
-    ex = _Extractor(ci, tu, cmd.file, cl.cuda_path_for(cmd.argv), incs)
+    ex = Extractor(ci, tu, cmd.file, cl.cuda_path_for(cmd.argv), incs)
     for p, d in unsaved or []:
         rp = os.path.realpath(p)
         ex.src_cache[rp] = d

@@ -123,7 +123,7 @@ def _toolkit_dirs(include_dirs: tuple[str, ...]) -> tuple[str, ...]:
                  if any(os.path.exists(os.path.join(d, h)) for h in _TOOLKIT_HEADERS))
 
 
-class _Extractor:
+class Extractor:
     def __init__(self, ci, tu, main: Path, cuda_path: str, include_dirs: Iterable[str] = ()):
         self.ci = ci
         self.tu = tu

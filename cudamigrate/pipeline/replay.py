@@ -55,13 +55,13 @@ class Replay:
 
 
 def replay_key(run: str, items: list[tuple[str, str]], presentation: dict[str, Any]) -> str:
-    return cache._digest("replay", run, json.dumps(items), json.dumps(presentation, sort_keys=True))
+    return cache.digest_of("replay", run, json.dumps(items), json.dumps(presentation, sort_keys=True))
 
 
 def _file_unchanged(path: str, sig: tuple[int, ...] | None, content: str, max_bytes: int) -> bool:
-    if sig is not None and cache._stat(path) == sig:
+    if sig is not None and cache.stat_of(path) == sig:
         return True
-    data, _ = cache._read_limited(path, max_bytes)
+    data, _ = cache.read_limited(path, max_bytes)
     return data is not None and cache.content_hash(data) == content
 
 

@@ -87,7 +87,7 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=20).hexdigest()
 
 
-def _digest(*parts: Any) -> str:
+def digest_of(*parts: Any) -> str:
     h = hashlib.blake2b(digest_size=20)
     for p in parts:
         b = p if isinstance(p, bytes) else str(p).encode("utf-8", "surrogateescape")
@@ -169,7 +169,7 @@ def _content_digest(files: list[tuple[str, str]], *head: Any) -> str:
                 parts += [label, fh.read()]
         except OSError:
             parts += [label, "unreadable"]
-    return _digest(*parts)
+    return digest_of(*parts)
 
 
 def _memoized(memo: "ResultCache | None", kind: str, files: list[tuple[str, str]], *head: Any) -> str:
@@ -186,7 +186,7 @@ def _memoized(memo: "ResultCache | None", kind: str, files: list[tuple[str, str]
             continue
         stamp += [label, p, stat_sig(st)]
         ok = ok and trusted(st, now)
-    key = kind + ":" + _digest(*stamp)
+    key = kind + ":" + digest_of(*stamp)
     if memo is not None and ok:
         got = memo.memo_get(key)
         if got is not None:
@@ -248,7 +248,7 @@ def _jsonable(o: Any) -> Any:
 def options_digest(options: Any, **extra: Any) -> str:
     """Every option that can change a finding (the engine Options dataclass: target, selection,
     keep-compat, rule options, calibration, include roots, ...) and whatever the caller adds."""
-    return _digest(json.dumps({"options": _jsonable(options), "extra": _jsonable(extra)}, sort_keys=True))
+    return digest_of(json.dumps({"options": _jsonable(options), "extra": _jsonable(extra)}, sort_keys=True))
 
 
 def environment_digest() -> str:
@@ -265,17 +265,17 @@ def environment_digest() -> str:
             names = sorted(n for n in os.listdir(home / "include") if n.endswith(".h"))
         except OSError:
             pass
-    return _digest(str(home), *names)
+    return digest_of(str(home), *names)
 
 
 def run_digest(rule_dirs: Iterable[Path], options: Any, memo: "ResultCache | None" = None, **extra: Any) -> str:
     with unrecorded():  # what the digest reads is in the digest: not a dependency of the results as well
-        return _digest(SCHEMA, code_digest(memo), ruleset_digest(rule_dirs, memo), options_digest(options, **extra),
+        return digest_of(SCHEMA, code_digest(memo), ruleset_digest(rule_dirs, memo), options_digest(options, **extra),
                        environment_digest())
 
 
 def entry_key(run: str, path: Path | str, display: str) -> str:
-    return _digest(run, os.path.abspath(path), display)
+    return digest_of(run, os.path.abspath(path), display)
 
 
 # ----------------------------------------------------------------------------- the run's files together
@@ -318,8 +318,8 @@ def tree_state(contents: Iterable[tuple[str, bytes | None]]) -> TreeState:
             if not texture and h is not None:
                 data = by_path[path]
                 texture = data is not None and b"__" in data and WARP_LEGACY.search(data) is not None
-    fine = _digest("fine", *hashes.keys(), "includes", *includes, "shared", *shared)
-    coarse = _digest("coarse", *(x for kv in hashes.items() for x in (kv[0], str(kv[1]))))
+    fine = digest_of("fine", *hashes.keys(), "includes", *includes, "shared", *shared)
+    coarse = digest_of("coarse", *(x for kv in hashes.items() for x in (kv[0], str(kv[1]))))
     return TreeState(hashes, fine, coarse, texture)
 
 
@@ -451,7 +451,7 @@ def _listing(d: str) -> str | None:
         names = os.listdir(d)
     except OSError:
         return None
-    return _digest(*sorted(n for n in names if os.path.splitext(n)[1].lower() in _SOURCE_LIKE))
+    return digest_of(*sorted(n for n in names if os.path.splitext(n)[1].lower() in _SOURCE_LIKE))
 
 
 _DEP_LIMIT = 1 << 30  # bytes hashed per dependency: all of any real header
@@ -502,7 +502,7 @@ class DepSet:
         """Computed once: `finish` stores every result of a run with one DepSet, and serialising it for each
         was a serial cost of the parent that grew with the run's files."""
         if self._memo is None:
-            self._memo = _digest(json.dumps([self.files, self.dirs, self.texture_ref], sort_keys=True))
+            self._memo = digest_of(json.dumps([self.files, self.dirs, self.texture_ref], sort_keys=True))
         return self._memo
 
     def valid(self) -> bool:
@@ -781,7 +781,7 @@ class ResultCache:
 
 
 # ----------------------------------------------------------------------------- one cached run
-def _read_limited(path: str, limit: int) -> tuple[bytes | None, tuple[int, ...] | None]:
+def read_limited(path: str, limit: int) -> tuple[bytes | None, tuple[int, ...] | None]:
     """The bytes of a regular file of at most `limit` bytes and its stat signature (taken before reading)."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
@@ -811,7 +811,7 @@ def _read_limited(path: str, limit: int) -> tuple[bytes | None, tuple[int, ...] 
         os.close(fd)
 
 
-def _stat(path: str) -> tuple[int, ...] | None:
+def stat_of(path: str) -> tuple[int, ...] | None:
     try:
         return stat_sig(os.stat(path))
     except OSError:
@@ -858,7 +858,7 @@ class CachedRun:
         by threads (reads and BLAKE2 release the GIL): done one by one, this was a serial part of a parallel
         run that grows with the tree while the workers wait."""
         def look(ap: str) -> tuple[str, bytes | None, tuple[int, ...] | None, str | None]:
-            data, st = _read_limited(ap, self.max_bytes)
+            data, st = read_limited(ap, self.max_bytes)
             return ap, data, st, None if data is None else content_hash(data)
 
         if len(paths) < 64:
@@ -921,7 +921,7 @@ class CachedRun:
         made during this run); how many were stored. Sets `complete` when every file's result is cached."""
         assert self.state is not None
         try:
-            if any(_stat(p) != st for p, st in self.stats.items()):
+            if any(stat_of(p) != st for p, st in self.stats.items()):
                 return 0  # a file changed during the run: what was scanned may not be what was hashed
             depsets = set(self.used_depsets)
             if self._store:

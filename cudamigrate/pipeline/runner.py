@@ -54,13 +54,11 @@ class EngineSpec:
     options: Options
     max_bytes: int | None = None
     project_files: list[Path] | None = None  # the run's files, for the project index (headers, includers)
-    use_rule_cache: bool = True  # False: `--no-cache` (rules/cache.py)
+    use_rule_cache: bool = True  # False: `--no-cache` (knowledge/rule_cache.py)
 
     def build(self) -> Engine:
-        engine = Engine(load_rules(self.rule_dirs, use_cache=self.use_rule_cache).rules, self.options)
-        if self.project_files:
-            engine.project = ProjectIndex(files=list(self.project_files))
-        return engine
+        return Engine(load_rules(self.rule_dirs, use_cache=self.use_rule_cache).rules, self.options,
+                      project=ProjectIndex(files=list(self.project_files)) if self.project_files else None)
 
 
 @dataclass(frozen=True)
@@ -272,8 +270,7 @@ def _in_worker(job: FileJob) -> Any:
     global _IN_POOL
     _IN_POOL = True
     assert _WORKER is not None
-    _WORKER.semantic_provider = _shipped(job.facts) if job.facts is not None else None
-    return _WORK(_WORKER, job)
+    return _WORK(_WORKER.with_run(semantic_provider=_shipped(job.facts) if job.facts is not None else None), job)
 
 
 def _chunk(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
@@ -337,19 +334,14 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
     items = [FileJob(str(p), d, facts.facts.get(os.path.realpath(p)) if ship and facts is not None else None)
              for p, d in zip(files, display_paths(files), strict=True)]
     if jobs <= 1 or len(items) < PARALLEL_MIN_FILES or (facts is not None and not ship):
-        try:
-            for job in items:
-                if ship:
-                    engine.semantic_provider = _shipped(job.facts)
-                elif facts is not None:
-                    engine.semantic_provider = facts.facts_for
-                r = work(engine, job)
-                if progress:
-                    progress(r)
-                yield r
-        finally:
-            if facts is not None:
-                engine.semantic_provider = None
+        for job in items:
+            if ship:
+                r = work(engine.with_run(semantic_provider=_shipped(job.facts)), job)
+            else:
+                r = work(engine.with_run(semantic_provider=facts.facts_for) if facts is not None else engine, job)
+            if progress:
+                progress(r)
+            yield r
         return
     import multiprocessing as mp
 
@@ -452,14 +444,12 @@ def fix_files(engine: Engine, spec: EngineSpec, files: list[Path], unsafe: bool,
 
     def refix(out: FixOutcome, groups: frozenset[str]) -> FixOutcome:
         assert out.result is not None
-        engine.semantic_provider = facts.facts_for if facts is not None else None
+        run_engine = engine.with_run(semantic_provider=facts.facts_for if facts is not None else None)
         try:
-            res = fix_bytes(engine, Path(out.path), out.result.original, out.display, unsafe=unsafe,
+            res = fix_bytes(run_engine, Path(out.path), out.result.original, out.display, unsafe=unsafe,
                             display_only=display_only, groups=groups)
         except Exception as exc:  # like fix_file: one file's bug is one line, the others go on
             return _fix_failed(out.display, out.path, exc, "internal error while fixing")
-        finally:
-            engine.semantic_provider = None
         return replace(out, result=res)
 
     outcomes, blocked, withheld = consistency.settle(outcomes, lambda o: o.result, refix)

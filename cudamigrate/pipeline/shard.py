@@ -5,7 +5,7 @@ of each file's path (as given, relative to the scanned roots) and N: a stable ha
 not Python's salted `hash`) modulo N. A hash, rather than slicing the sorted list, keeps a file in its shard
 when other files are added or removed, so a shard's result cache stays warm across commits. Files are
 spread evenly on average; the project index still sees every file (cli: `Prepared.project`), so project-wide
-analyses give each shard the answers one run would. `cudamigrate merge` (cudamigrate/merge.py) joins the
+analyses give each shard the answers one run would. `cudamigrate merge` (cudamigrate/workflow/merge.py) joins the
 shards' reports.
 """
 

@@ -116,7 +116,7 @@ def _bars(counts: dict[str, int], labels: dict[str, str] | None = None, limit: i
 
 def roi_why(f: Finding, job_size: int = 1) -> str:
     """The finding's ROI in words: what the impact and effort are and where the numbers come from; with
-    `job_size` > 1, that it is one job with the other findings of its rule in its construct (cudamigrate/jobs.py)."""
+    `job_size` > 1, that it is one job with the other findings of its rule in its construct (cudamigrate/findings/jobs.py)."""
     c = f.cost
     if c is None:
         return ""

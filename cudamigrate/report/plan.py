@@ -79,7 +79,7 @@ class RuleLine:
     files: int
     minutes: float
     explain: str  # the command that shows the rule's documentation and sources
-    jobs: int = 0  # hand-work findings in one construct count as one job (cudamigrate/jobs.py)
+    jobs: int = 0  # hand-work findings in one construct count as one job (cudamigrate/findings/jobs.py)
 
 
 @dataclass
@@ -95,7 +95,7 @@ class Step:
     command: str | None
     rules: list[RuleLine] = field(default_factory=list)
     review_files: list[str] = field(default_factory=list)
-    jobs: int = 0  # the findings counted as jobs (cudamigrate/jobs.py); minutes are per job
+    jobs: int = 0  # the findings counted as jobs (cudamigrate/findings/jobs.py); minutes are per job
 
 
 @dataclass
@@ -289,7 +289,7 @@ def render_text(plan: Plan) -> str:
 
 
 def _as_jobs(findings: int, njobs: int) -> str:
-    """` as 3 job(s)` when grouping by construct made fewer jobs than findings (cudamigrate/jobs.py)."""
+    """` as 3 job(s)` when grouping by construct made fewer jobs than findings (cudamigrate/findings/jobs.py)."""
     return f" as {njobs} job(s)" if 0 < njobs < findings else ""
 
 

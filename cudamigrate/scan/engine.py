@@ -235,8 +235,23 @@ int main() {
 """
 
 
+_RUN_STATE = frozenset({"project", "semantic_provider"})
+
+
+class Keep:
+    """`with_run`'s default: leave that piece of run state as it is (None is a value: no semantic facts)."""
+
+
+KEEP = Keep()
+
+
 class Engine:
-    def __init__(self, rules: list[Rule], opts: Options | None = None):
+    """The compiled rule set and options, shared by every file of a run. What belongs to one run (the project
+    index, semantic mode's facts) is given to the constructor or to `with_run`, which returns a copy: it is
+    never set on a shared engine, so one caller's run cannot leak into another's (assigning it raises)."""
+
+    def __init__(self, rules: list[Rule], opts: Options | None = None, project: ProjectIndex | None = None,
+                 semantic_provider: Callable[[Path, bytes], Any] | None = None):
         self.opts = opts or Options()
         self.all_ids = {r.id for r in rules}  # every loaded rule, selected or not: known in suppressions
         self.rules = select_rules(rules, self.opts)
@@ -257,15 +272,34 @@ class Engine:
         self.name_gate = NameGate.build(self.rules)
         self.prefilter = KeywordFinder.build([k for k in self.by_keyword if "*" not in k],
                                              [_glob_regex(k) for _, k in self.glob_keywords])
-        # semantic mode: (path, bytes) -> FileFacts | None (parse/clang_facts.py), set by the runner
-        self.semantic_provider: Callable[[Path, bytes], Any] | None = None
-        # the run's project files (cli sets the discovered files): headers, members, includers
-        self.project = ProjectIndex()
+        # semantic mode: (path, bytes) -> FileFacts | None (parse/clang_facts.py), given by the runner
+        self.semantic_provider: Callable[[Path, bytes], Any] | None = semantic_provider
+        # the run's project files (the workspace passes the discovered files): headers, members, includers
+        self.project = project if project is not None else ProjectIndex()
         # rules that may be found impossible for a file before it is parsed (match/precheck.py): by their `where:`
         # (not builtins, which may record project-wide facts while they run), or by a test of their builtin
         self.prechecked = frozenset(r.id for r in self.rules if r.where is not None and r.kind != "builtin")
         self.prechecked_builtins = {r.id: r.spec.get("name") for r in self.rules
                                     if r.kind == "builtin" and r.spec.get("name") in precheck.BUILTIN_PRECHECKS}
+        self._built = True
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _RUN_STATE and getattr(self, "_built", False):
+            raise AttributeError(f"Engine.{name} is one run's state: pass it to Engine(...) or engine.with_run(...)")
+        object.__setattr__(self, name, value)
+
+    def with_run(self, *, project: ProjectIndex | None = None,
+                 semantic_provider: Callable[[Path, bytes], Any] | None | Keep = KEEP) -> Engine:
+        """This engine for one run: the same compiled rules (shared, not rebuilt), with this project index
+        and semantic provider (each kept as it is when not given; `semantic_provider=None`: tree-sitter only)."""
+        import copy
+
+        out = copy.copy(self)
+        if project is not None:
+            object.__setattr__(out, "project", project)
+        if not isinstance(semantic_provider, Keep):
+            object.__setattr__(out, "semantic_provider", semantic_provider)
+        return out
 
     def _narrow(self, candidates: dict[str, Rule], found: set[str], in_code: set[str], words: set[bytes]) -> dict[str, Rule]:
         """The candidates that can match (see prefilter.py): a call, identifier or member rule needs one of its
@@ -339,13 +373,10 @@ class Engine:
         """Scan a small in-memory file once: what every scan loads on first use (the parser, lazily imported
         matcher modules, the template sandbox, compiled patterns) is then loaded in this process, and worker
         processes forked from it inherit it instead of each loading it again (~0.1 s CPU per worker)."""
-        project, self.project = self.project, ProjectIndex()  # the run's index learns nothing from this file
-        try:
-            self.scan_bytes(Path(WARM_UP_NAME), WARM_UP_SOURCE)
+        try:  # on a copy with an empty index: the run's index learns nothing from this file
+            self.with_run(project=ProjectIndex()).scan_bytes(Path(WARM_UP_NAME), WARM_UP_SOURCE)
         except Exception:  # only a speed-up: a failure here is met again, and reported, by the real scans
             pass
-        finally:
-            self.project = project
 
     def scan_source(self, src: SourceFile, display: str, semantic: Any = None) -> FileResult:
         res = FileResult(display, notes=[f"{display}: {w}" for w in src.warnings])
@@ -486,7 +517,7 @@ class Engine:
                 internal.append((internal_message(display, None, exc, "semantic macro expansions"), exc))
         res.findings, more = self._findings(matches, ctx, display)
         internal += more
-        try:  # hand work grouped by construct, for the plan's effort (cudamigrate/jobs.py)
+        try:  # hand work grouped by construct, for the plan's effort (cudamigrate/findings/jobs.py)
             mark_jobs(res.findings, lambda: walk.typed_nodes(ctx.main.root, frozenset(CONSTRUCTS)),
                       lambda b: src.position(b)[0])
         except Exception as exc:

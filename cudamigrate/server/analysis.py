@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.textsafe import printable
+
 if TYPE_CHECKING:
     from ..scan.engine import Engine
     from ..findings.model import Finding
 
-# the settings the CLI reads from flags; the server has none, so the configuration file alone decides
-_NO_FLAGS: dict[str, Any] = {"config_path": None, "compile_commands": None, "no_cache": False}
 MAX_ENGINES = 4  # configurations (projects) with a live engine; the least recently used goes first
 
 
@@ -34,6 +35,16 @@ class Analysis:
     errors: list[str] = field(default_factory=list)
     excluded: bool = False
     engine: Engine | None = None  # what scanned it (its rules, its fixes); None when not scanned
+    refusal: Refusal | None = None  # the configuration cannot be used: no findings, and the editor is told why
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why the project's configuration refuses a run (the words `scan` prints before exiting 2) and the
+    configuration file at fault (None when no file is: the message then stands alone)."""
+
+    message: str
+    config: Path | None
 
 
 @dataclass(frozen=True)
@@ -55,10 +66,11 @@ class Action:
 
 
 class Engines:
-    """The engine for a path: built once per configuration (path + mtime), with its rules warmed up."""
+    """The engine for a path: built once per configuration (path + mtime), with its rules warmed up, after the
+    same checks `scan` makes (workspace/preparation.py): a configuration `scan` refuses gives no engine here either."""
 
     def __init__(self) -> None:
-        self._by_key: OrderedDict[tuple[str, float], tuple[Engine, Any]] = OrderedDict()
+        self._by_key: OrderedDict[tuple[str, float], Engine] = OrderedDict()
 
     def for_path(self, path: Path) -> tuple[Engine | None, list[str]]:
         """(engine, problems); engine None when the configuration excludes `path` or is invalid."""
@@ -67,45 +79,50 @@ class Engines:
 
     def lookup(self, path: Path) -> tuple[Engine | None, list[str], int]:
         """(engine, problems, the configured `max-file-size` in bytes) for `path`."""
-        import click
+        engine, refusal, limit = self._resolve(path)
+        return engine, [refusal.message] if refusal is not None else [], limit
 
-        from ..cli.prepare import _prepare
-        from ..core.config import ConfigError, find_config
+    def resolve(self, path: Path) -> tuple[Engine | None, Refusal | None]:
+        """(engine, refusal): engine None when the configuration excludes `path` (no refusal) or cannot be used."""
+        engine, refusal, _ = self._resolve(path)
+        return engine, refusal
+
+    def _resolve(self, path: Path) -> tuple[Engine | None, Refusal | None, int]:
         from ..read.source import DEFAULT_MAX_BYTES
+        from ..workspace.preparation import find_configuration, load_checked, prepare
+        from ..workspace.request import Request, WorkspaceError
 
+        req = Request(paths=(path,))
         try:
-            cfg = find_config(path)
-        except ConfigError as exc:
-            return None, [str(exc)], DEFAULT_MAX_BYTES
-        key = (str(cfg.path), os.stat(cfg.path).st_mtime if cfg.path and os.path.exists(cfg.path) else 0.0)
-        try:
-            pre = _prepare((path,), dict(_NO_FLAGS))
-        except click.ClickException as exc:
-            return None, [exc.format_message()], DEFAULT_MAX_BYTES
-        limit = pre.max_bytes or DEFAULT_MAX_BYTES
-        if not pre.files:  # excluded by `exclude` or an ignore file, as `scan` would
-            return None, [], limit
-        if key not in self._by_key:
-            for old in [k for k in self._by_key if k[0] == key[0]]:  # an older version of this configuration
-                del self._by_key[old]
-            self._by_key[key] = self._build(pre)
-            while len(self._by_key) > MAX_ENGINES:
-                self._by_key.popitem(last=False)
-        self._by_key.move_to_end(key)
-        return self._by_key[key][0], [], limit
+            cfg = find_configuration(req)
+            key = (str(cfg.path), os.stat(cfg.path).st_mtime if cfg.path and os.path.exists(cfg.path) else 0.0)
+            pre = prepare(req)
+            for w in pre.warnings:  # a malformed calibration file: on stderr, as the CLI does
+                print(f"cudamigrate: {printable(w)}", file=sys.stderr)
+            limit = pre.max_bytes or DEFAULT_MAX_BYTES
+            if not pre.files:  # excluded by `exclude` or an ignore file, as `scan` would
+                return None, None, limit
+            if key not in self._by_key:
+                for old in [k for k in self._by_key if k[0] == key[0]]:  # an older version of this configuration
+                    del self._by_key[old]
+                self._by_key[key] = self._build(pre, load_checked(req, pre).rules)
+                while len(self._by_key) > MAX_ENGINES:
+                    self._by_key.popitem(last=False)
+            self._by_key.move_to_end(key)
+        except WorkspaceError as exc:
+            return None, Refusal(exc.text(), exc.config), DEFAULT_MAX_BYTES
+        return self._by_key[key], None, limit
 
     def __len__(self) -> int:
         return len(self._by_key)
 
     @staticmethod
-    def _build(pre: Any) -> tuple[Engine, Any]:
+    def _build(pre: Any, rules: list) -> Engine:
         from ..scan.engine import Engine
-        from ..knowledge.load import load_rules
 
-        rs = load_rules(pre.rule_dirs, use_cache=pre.use_cache)
-        engine = Engine(rs.rules, pre.opts)
+        engine = Engine(rules, pre.opts)
         engine.warm_up()
-        return engine, pre
+        return engine
 
 
 def analyse(engines: Engines, path: Path, text: str) -> Analysis:
@@ -118,9 +135,9 @@ def analyse(engines: Engines, path: Path, text: str) -> Analysis:
 def analyse_bytes(engines: Engines, path: Path, data: bytes) -> Analysis:
     """Scan a buffer's UTF-8 bytes as the file `path`; one over the configured `max-file-size` is refused
     with the CLI's reason instead of scanned (a 10 MB buffer would otherwise cost minutes per keystroke)."""
-    engine, problems, limit = engines.lookup(path)
+    engine, refusal, limit = engines._resolve(path)
     if engine is None:
-        return Analysis(data, errors=problems, excluded=not problems)
+        return Analysis(data, errors=[refusal.message] if refusal else [], excluded=refusal is None, refusal=refusal)
     if len(data) > limit:
         return Analysis(data, errors=[f"{path}: not scanned: buffer too large ({len(data)} bytes > limit "
                                       f"{limit}); raise `max-file-size` to scan it"])
@@ -145,7 +162,7 @@ _SUPPRESSION = re.compile(rb"cudamigrate:\s*ignore\[([A-Za-z0-9_,\s]*)\]")
 
 def suppression_action(f: Finding, data: bytes) -> Action:
     """`// cudamigrate: ignore[ID]` at the end of the finding's first line (a trailing comment covers its own
-    line: cudamigrate/suppress.py), or ID added to the list of one already there. Before a line-continuation
+    line: cudamigrate/findings/suppress.py), or ID added to the list of one already there. Before a line-continuation
     backslash (a macro body) it is a block comment, so the continuation still holds."""
     start = data.rfind(b"\n", 0, f.start_byte) + 1
     end = data.find(b"\n", f.start_byte)

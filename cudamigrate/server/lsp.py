@@ -60,6 +60,7 @@ class CudamigrateServer(LanguageServer):
         self.buffers: dict[str, Buffer] = {}
         self.scanned: dict[str, Scanned] = {}
         self.shown: dict[str, tuple[str, ...]] = {}  # the problems last shown for a document
+        self.refused: dict[str, str] = {}  # configuration file URI -> the refusal shown on it
         self.scheduler: Scheduler[Scanned] = Scheduler(self._snapshot, self._scan, self._publish, DEBOUNCE_S)
 
     @property
@@ -99,7 +100,9 @@ class CudamigrateServer(LanguageServer):
         self.scanned[snap.uri] = s
         if self.protocol._shutdown:  # a scan that ended after `shutdown`: nothing more is sent
             return
-        problems = tuple(s.analysis.errors)
+        refusal = s.analysis.refusal
+        _configuration_state(self, _path(snap.uri), s.analysis)  # shown once, as an error, and on the file
+        problems = tuple(e for e in s.analysis.errors if refusal is None or e != refusal.message)
         if problems and self.shown.get(snap.uri) != problems:
             for p in problems:
                 self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"cudamigrate: {p}"))
@@ -119,6 +122,27 @@ class CudamigrateServer(LanguageServer):
         if uri in self.buffers and self.buffers[uri].generation == s.generation:
             self.scanned[uri] = s
         return s
+
+
+def _configuration_state(ls: CudamigrateServer, path: Path, a: Analysis) -> None:
+    """A configuration `scan` would refuse (exit 2) is shown once as an error message and marked on the
+    configuration file itself; the mark goes once a document under that file's directory scans again."""
+    r = a.refusal
+    if r is None:
+        ls.refused.pop("", None)
+        for config_uri in [u for u in ls.refused if path.is_relative_to(Path(to_fs_path(u) or "/").parent)]:
+            del ls.refused[config_uri]
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=config_uri, diagnostics=[]))
+        return
+    key = (from_fs_path(os.path.abspath(r.config)) or "") if r.config is not None else ""
+    if ls.refused.get(key) == r.message:
+        return
+    ls.refused[key] = r.message
+    ls.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"cudamigrate: {r.message}"))
+    if key:
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=key, diagnostics=[types.Diagnostic(
+            range=types.Range(types.Position(0, 0), types.Position(1, 0)), message=r.message,
+            severity=types.DiagnosticSeverity.Error, source=SOURCE)]))
 
 
 server = CudamigrateServer()

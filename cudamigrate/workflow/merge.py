@@ -1,6 +1,6 @@
 """`cudamigrate merge`: the JSON or SARIF reports of `scan --shard I/N` runs joined into one report.
 
-A CI matrix scans a monorepo in N jobs (cudamigrate/shard.py); one last job merges their reports into the
+A CI matrix scans a monorepo in N jobs (cudamigrate/pipeline/shard.py); one last job merges their reports into the
 JSON, SARIF or HTML report one run would have written, with the same totals: files scanned add up, findings
 and errors are the union, and the summary is recomputed from them (never added up from the shards', so a
 shard counted twice shows as duplicated findings rather than silently inflated totals).

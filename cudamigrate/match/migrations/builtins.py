@@ -443,9 +443,10 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     field once into a local filled by `cudaDeviceGetAttribute(&v, attribute, source)` before the statement
     (vars.hoisted, vars.variable), or vars.not_hoisted says why there is no place for it.
     """
-    from ..matchers import _declared_type, member_expression_type
+    from ..matchers import declared_type, member_expression_type
     from ...read.project_index import project_member_type
-    from .deviceprop import FIELD_READS, bound_objects, hoist_edits, receiver_is, removed_capability_edits
+    from .deviceprop import FIELD_READS, bound_objects, hoist_edits, receiver_is
+    from .deviceprop_guard import removed_capability_edits
     from ...rules.schema import parse_version
 
     spec = rule.spec
@@ -463,7 +464,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
             while base.type in ("subscript_expression", "pointer_expression", "parenthesized_expression") and base.named_children:
                 base = base.named_children[0]
             if base.type == "identifier":
-                t = _declared_type(ctx, unit, node_text(base), fe)
+                t = declared_type(ctx, unit, node_text(base), fe)
                 if t is None:  # a class member used inside a method: its type is in the class (a project header)
                     t = project_member_type(ctx, None, node_text(base), fe)
             elif base.type == "field_expression":  # `this->prop.clockRate`, `gpu.m_props.computeMode`
@@ -472,7 +473,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                 t = None
             if (t is None or not any(ty in t for ty in types)) and not receiver_is(ctx, unit, recv, fe, types) \
                     and not _semantic_receiver(ctx, unit, f, types):
-                continue  # also typedef/using aliases, pointers, references, `auto` (match/deviceprop.py), libclang's type
+                continue  # also typedef/using aliases, pointers, references, `auto` (match/migrations/deviceprop.py), libclang's type
             m = Match(rule=rule, unit=unit, node=fe, name=node_text(f), written=node_text(fe), field_node=f,
                       receiver=recv, name_range=unit.abs(f), ident_range=unit.abs(f))
             p = fe.parent
@@ -524,7 +525,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
                 continue
             query_attr = (spec.get("hoist") or {}).get(node_text(f)) if spec.get("hoist") else None
             if query_attr and m.vars["has_source"] and not m.vars["is_write"] and not m.vars["in_device_code"]:
-                # read once into a local filled by the attribute query (see match/deviceprop.py)
+                # read once into a local filled by the attribute query (see match/migrations/deviceprop.py)
                 edits, why, var = hoist_edits(ctx, unit, fe, node_text(f), query_attr, m.vars["source"], fields)
                 m.edits = edits
                 m.vars["hoisted"] = bool(edits)

@@ -91,10 +91,10 @@ def removed() -> dict[str, str]:
     return out
 
 
-def _helper_position(ctx: FileContext, before: int) -> int:
+def helper_position(ctx: FileContext, before: int) -> int:
     """After the last top-level `#include` before `before` (the NPP headers declare NppStreamContext and
     include cuda_runtime.h); else the start of the file's first top-level item."""
-    from .texture_edits import _helper_position as after_includes
+    from .texture_edits import helper_position as after_includes
 
     return after_includes(ctx, before)
 
@@ -231,7 +231,7 @@ def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[M
                     close = unit.abs(args_node)[1] - 1
                     edits.append(Edit(close, close, pass_ctx))
                 if HELPER_GUARD.encode() not in data:
-                    hp = _helper_position(ctx, s)
+                    hp = helper_position(ctx, s)
                     edits.insert(0, Edit(hp, hp, HELPER_TEXT.replace("\n", ctx.source.newline.decode())))
                 m.edits = edits
                 m.fix_applicability = "unsafe"
@@ -402,7 +402,7 @@ def _type_fix(ctx: FileContext, unit: Any, decl: ts.Node, d: ts.Node, name: str,
     "queries) where `x`, `a` or `p` is declared with another integer type; the list of parameters is "
     "`cudamigrate/data/npp_size_t_out_params.txt` (`cudamigrate/match/migrations/npp.py`)."))
 def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
-    from ..context import _declaration_index, declaration_of, type_aliases
+    from ..context import declaration_index, declaration_of, type_aliases
 
     rows = _size_t_rows()
     sizes = size_t_out_params()
@@ -426,7 +426,7 @@ def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) 
                 continue
             var, form = got
             if index is None:
-                index = _declaration_index(unit.root)
+                index = declaration_index(unit.root)
             found = declaration_of(unit.root, node_text(var), args[idx], index)
             if found is None:
                 continue

@@ -47,20 +47,20 @@ from ...rules.schema import Rule
 from .builtin_registry import BuiltinFn, builtin_schema
 from ..context import FileContext, declaration_of, named_children, node_text, normalize
 from ..matchers import Match
-from .texture_edits import _manual, _migrate
+from .texture_edits import manual_match, migrate
 from .texture_related import related_uses
 from .texture_refs import (
-    _other_context,
+    other_context,
     CALL_ARGS,
     REF_APIS,
     SURF_BINDS,
     TEX_BINDS,
     TEX_READS,
     Ref,
-    _refs_in_scope,
+    refs_in_scope,
     reference_type_names,
 )
-from .texture_uses import Migration, Use, _named, _fn_name, _idents, _macro_params, _project_type_use, _project_types
+from .texture_uses import Migration, Use, named_reference, fn_name, idents, macro_params, project_type_use, project_types
 
 
 
@@ -71,7 +71,7 @@ def _file_blockers(rule: Rule, ctx: FileContext, kind: str) -> dict[tuple[str, s
     key = ctx.source.path.resolve()
     if key not in cache:
         out: dict[tuple[str, str], list[str]] = {}
-        refs = {n: r for n, r in _refs_in_scope(ctx)[2].items() if r.kind == kind}
+        refs = {n: r for n, r in refs_in_scope(ctx)[2].items() if r.kind == kind}
         for m in _run(rule, ctx, kind, project_check=False):
             r = refs.get(m.vars.get("reference", ""))
             if r is None or not m.vars.get("reason"):
@@ -111,7 +111,7 @@ def _project_blockers(rule: Rule, ctx: FileContext, kind: str, ref: Ref) -> list
             continue
         cache = ctx.project.cache.setdefault(("texture-blockers", kind), {})
         if f not in cache:
-            other = _other_context(ctx, f)
+            other = other_context(ctx, f)
             if other is None:
                 continue
             _file_blockers(rule, other, kind)
@@ -120,14 +120,14 @@ def _project_blockers(rule: Rule, ctx: FileContext, kind: str, ref: Ref) -> list
 
 
 def _run(rule: Rule, ctx: FileContext, kind: str, project_check: bool = True) -> list[Match]:
-    local, odd, by_name, helpers = _refs_in_scope(ctx)
+    local, odd, by_name, helpers = refs_in_scope(ctx)
     if project_check and ctx.project is not None and ctx.project.files:
         _file_blockers(rule, ctx, kind)  # this file's own verdict, fixed from its first reading
     mig = Migration(ctx)
     refs = {n: r for n, r in by_name.items() if r.kind == kind}
     mig.refs = refs
     uses: dict[str, list[Use]] = {n: [] for n in refs}
-    for unit, ident in _idents(ctx, set(refs)):
+    for unit, ident in idents(ctx, set(refs)):
         r = refs[node_text(ident)]
         if r.local and unit is r.unit and r.declarator is not None and r.declarator.start_byte <= ident.start_byte < r.declarator.end_byte:
             continue
@@ -141,7 +141,7 @@ def _run(rule: Rule, ctx: FileContext, kind: str, project_check: bool = True) ->
     for n, r in refs.items():
         if not r.local and not uses[n]:
             continue
-        m = _migrate(rule, ctx, r, uses[n], mig, helpers)
+        m = migrate(rule, ctx, r, uses[n], mig, helpers)
         if m is not None and project_check and m.fix_applicability != "manual":
             blockers = _project_blockers(rule, ctx, kind, r)
             if blockers:
@@ -156,11 +156,11 @@ def _run(rule: Rule, ctx: FileContext, kind: str, project_check: bool = True) ->
     if kind == "texture":
         for node, why in odd:
             if node_text(node).startswith("texture"):
-                out.append(_manual(rule, ctx.main, node, why))
+                out.append(manual_match(rule, ctx.main, node, why))
     else:
         for node, why in odd:
             if node_text(node).startswith("surface"):
-                out.append(_manual(rule, ctx.main, node, why))
+                out.append(manual_match(rule, ctx.main, node, why))
     return out
 
 
@@ -220,12 +220,12 @@ def surface_reference(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> 
 @BUILTINS.register("texture_reference_api", builtin_schema())
 def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """Uses of the removed reference API that no CM601/CM602 finding accounts for."""
-    _, _, by_name, _ = _refs_in_scope(ctx)
+    _, _, by_name, _ = refs_in_scope(ctx)
     out: list[Match] = []
     for unit in ctx.units:
         # `(call_expression function: (_) @fn arguments: (argument_list) @args) @call`, walked
         for call, _, argl in walk.pair_matches(unit.root, CALL_ARGS, "function"):
-            fn, templ = _fn_name(call)
+            fn, templ = fn_name(call)
             args = named_children(argl)
             if fn in ctx.defined_functions:
                 continue
@@ -239,7 +239,7 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
                 why = f"`{fn}` binds `{name or '?'}`, whose `texture<>`/`surface<>` declaration is not in this file or the headers it includes"
                 if "(" in name:
                     why = f"`{fn}` binds the reference returned by `{name}`: a reference handed out by a helper cannot be migrated automatically"
-                elif unit.in_macro and unit.macro_name and name in _macro_params(ctx, unit.macro_name):
+                elif unit.in_macro and unit.macro_name and name in macro_params(ctx, unit.macro_name):
                     why = (f"`{fn}` in macro `{unit.macro_name}` binds its parameter `{name}`: the references passed to "
                            f"`{unit.macro_name}` cannot be migrated automatically (CM601 reports each)")
             elif fn in REF_APIS:
@@ -258,8 +258,8 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
                        "as a file-scope `texture<>` in this file or the headers it includes")
             else:
                 continue
-            named = _named(ref_arg, args, fn)
-            if named and unit.in_macro and unit.macro_name and named in _macro_params(ctx, unit.macro_name):
+            named = named_reference(ref_arg, args, fn)
+            if named and unit.in_macro and unit.macro_name and named in macro_params(ctx, unit.macro_name):
                 # a macro's parameter is no reference: whatever its name, it must not join (and withhold) the
                 # consistency group of a reference so named elsewhere in the run; CM601 reports each passed one
                 if fn in TEX_READS:
@@ -272,7 +272,7 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
             out.append(m)
     for unit in ctx.units:
         for node in reference_type_names(unit.root):
-            if _project_type_use(node, _project_types(unit.root)):
+            if project_type_use(node, project_types(unit.root)):
                 continue
             m = Match(rule=rule, unit=unit, node=node, name=node_text(node), written=node_text(node))
             m.vars.update({"function": node_text(node),

@@ -1,5 +1,5 @@
 """Texture and surface references, their edits built: the object declarations, the bind helpers inserted once
-per file, binds, reads and unbinds rewritten, one finding per reference carrying them all (`_migrate`).
+per file, binds, reads and unbinds rewritten, one finding per reference carrying them all (`migrate`).
 Part of texture.py's migration."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ..context import FileContext, named_children, node_text, normalize
 from ..matchers import Match
 from .texture_channel import channel_desc_edit
 from .texture_refs import HELPER_GUARD, TEX_FIELDS, Ref, normalize_spaces
-from .texture_uses import Migration, Use, _collisions, _function_of, _indent, _is_channel_desc, _line_start
+from .texture_uses import Migration, Use, name_collision, function_of, indent_at, is_channel_desc, line_start
 
 
 def _desc_init(ref: Ref) -> str:
@@ -160,7 +160,7 @@ inline cudaError_t cudamigrateBindSurfaceToArray(cudaSurfaceObject_t *obj, const
 """
 
 
-def _helper_position(ctx: FileContext, before: int) -> int:
+def helper_position(ctx: FileContext, before: int) -> int:
     """After the last top-level #include preceding `before`; else the start of the first top-level item."""
     root = ctx.main.root
     pos = None
@@ -177,7 +177,7 @@ def _helper_position(ctx: FileContext, before: int) -> int:
                 pos = len(ctx.source.data) if e == -1 else e + 1
     if pos is not None:
         return pos
-    return _line_start(ctx.source.data, first if first is not None else 0)
+    return line_start(ctx.source.data, first if first is not None else 0)
 
 
 def _bind_edit(mig: Migration, ref: Ref, unit: Unit, call: ts.Node, fn: str, addr: bool) -> tuple[Edit | None, str | None]:
@@ -197,7 +197,7 @@ def _bind_edit(mig: Migration, ref: Ref, unit: Unit, call: ts.Node, fn: str, add
     if fn == "cudaBindTexture":
         if n == 5:
             d, size = chan(args[3]), args[4]
-        elif n == 4 and not _is_channel_desc(mig.ctx, args[3], ref):
+        elif n == 4 and not is_channel_desc(mig.ctx, args[3], ref):
             d, size = f"cudaCreateChannelDesc<{ref.elem}>()", args[3]
         else:
             return None, (f"`cudaBindTexture` at line {mig.line(unit, call)} leaves the size to its default (the whole "
@@ -231,15 +231,15 @@ def _declaration_edits(ref: Ref, data: bytes, nl: str) -> list[Edit]:
     s, e = ref.unit.abs(d)
     decls = d.children_by_field_name("declarator")
     if len(decls) == 1:
-        return [Edit(s, e, _new_declaration(ref, _indent(data, s), nl))]
+        return [Edit(s, e, _new_declaration(ref, indent_at(data, s), nl))]
     # several references in one declaration: take this one out, declare its object before it
     i = next(i for i, x in enumerate(decls) if x.start_byte == ref.declarator.start_byte)
     if i + 1 < len(decls):
         rs, re_ = ref.unit.abs(decls[i])[0], ref.unit.abs(decls[i + 1])[0]
     else:
         rs, re_ = ref.unit.abs(decls[i - 1])[1], ref.unit.abs(decls[i])[1]
-    ls = _line_start(data, s)
-    indent = _indent(data, s)
+    ls = line_start(data, s)
+    indent = indent_at(data, s)
     return [Edit(rs, re_, ""), Edit(ls, ls, indent + _new_declaration(ref, indent, nl) + nl)]
 
 
@@ -257,7 +257,7 @@ def _bind_passes_descriptor(mig: Migration, ref: Ref, unit: Unit, call: ts.Node,
 
 def _delete_statement(data: bytes, s: int, e: int) -> Edit:
     """Delete a statement, with its line when nothing else is on it."""
-    ls = _line_start(data, s)
+    ls = line_start(data, s)
     le = data.find(b"\n", e)
     le = len(data) if le == -1 else le + 1
     if not data[ls:s].strip() and not data[e:le].strip():
@@ -265,14 +265,14 @@ def _delete_statement(data: bytes, s: int, e: int) -> Edit:
     return Edit(s, e, "")
 
 
-def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migration, helpers_present: bool) -> Match | None:
+def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migration, helpers_present: bool) -> Match | None:
     data = ctx.source.data
     reasons: list[str] = []
     edits: list[Edit] = []
     if ref.problem:
         reasons.append(ref.problem)
     if ref.local:
-        c = _collisions(ctx, ref)
+        c = name_collision(ctx, ref)
         if c:
             reasons.append(c)
     elif not uses:
@@ -299,7 +299,7 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
             p, fld = u.detail
             s, e = u.unit.abs(p)
             edits.append(Edit(s, e, f"{ref.desc}.{TEX_FIELDS[fld]}"))
-            attrs.append((s, _function_of(p), mig.line(u.unit, p)))
+            attrs.append((s, function_of(p), mig.line(u.unit, p)))
         elif u.what == "chan":
             s, e = u.unit.abs(u.detail)
             edits.append(channel_desc_edit(u.detail, s, e, ref.elem, u.unit.abs))
@@ -320,7 +320,7 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
             edits.append(ed)
             needs_helpers = True
             if fn != "cudaUnbindTexture":
-                binds.append((ed.start, _function_of(call)))
+                binds.append((ed.start, function_of(call)))
                 if not _bind_passes_descriptor(mig, ref, u.unit, call, fn):
                     implicit_desc.append(mig.line(u.unit, call))
     if chan_sets:
@@ -346,7 +346,7 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
                                          and (o.start, o.end) != (x.start, x.end) for o in edits)]
     if needs_helpers and not helpers_present and HELPER_GUARD.encode() not in data:
         first = min(x.start for x in edits)
-        hp = _helper_position(ctx, first)
+        hp = helper_position(ctx, first)
         edits.insert(0, Edit(hp, hp, HELPERS.replace("\n", mig.nl)))
     if ref.local:
         node, unit = ref.declarator if ref.declarator.type == "identifier" else ref.declarator.child_by_field_name("declarator"), ref.unit
@@ -376,7 +376,7 @@ def _migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migra
     return m
 
 
-def _manual(rule: Rule, unit: Unit, node: ts.Node, why: str) -> Match:
+def manual_match(rule: Rule, unit: Unit, node: ts.Node, why: str) -> Match:
     m = Match(rule=rule, unit=unit, node=node, name=node_text(node), written=node_text(node))
     m.vars.update({"reference": "", "kind": "", "type": normalize_spaces(node_text(node)), "reason": why, "local": False,
                    "reads": 0, "binds": 0, "element": "", "mode": ""})

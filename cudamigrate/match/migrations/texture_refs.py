@@ -399,7 +399,7 @@ def _marker_refs(data: bytes) -> list[Ref]:
     return out
 
 
-def _refs_in_scope(ctx: FileContext):
+def refs_in_scope(ctx: FileContext):
     """(local refs, odd texture<> uses, refs by name incl. headers and markers, helpers present); once per file."""
     cached = getattr(ctx, "_texture_scope", None)
     if cached is not None:
@@ -441,7 +441,7 @@ def _compute_scope(ctx: FileContext):
     for n, r in headers.items():
         by_name.setdefault(n, r)
     if READ_CALL.search(ctx.source.data):  # a header reading references that its includers declare
-        for n, r in includer_refs(ctx, _includer, _other_context).items():
+        for n, r in includer_refs(ctx, _includer, other_context).items():
             by_name.setdefault(n, r)
     return local, odd, by_name, helpers
 
@@ -457,7 +457,7 @@ def _includer(octx: FileContext) -> Includer:
     return Includer(_header_refs(octx)[0], own, sites)
 
 
-def _other_context(ctx: FileContext, path: Path) -> FileContext | None:
+def other_context(ctx: FileContext, path: Path) -> FileContext | None:
     """A FileContext for another project file, parsed like the engine parses it (macro bodies included)."""
     from ...parse.treesitter import macro_units
     from ...read.source import SourceError, check_bytes

@@ -36,8 +36,8 @@ from ...parse import walk
 from ...parse.treesitter import parse_header
 from ..context import FileContext, named_children, node_text
 from ..matchers import smallest_nodes, word_regex
-from .texture_refs import REF_APIS, SURF_BINDS, SURF_FUNCS, TEX_BINDS, TEX_FIELDS, TEX_READS, Ref, _other_context
-from .texture_uses import _fn_name
+from .texture_refs import REF_APIS, SURF_BINDS, SURF_FUNCS, TEX_BINDS, TEX_FIELDS, TEX_READS, Ref, other_context
+from .texture_uses import fn_name
 
 if TYPE_CHECKING:
     from ...read.source import SourceFile
@@ -93,7 +93,7 @@ def _other_file_sites(ctx: FileContext, path: Path, ref: Ref, peers: list[Ref]) 
         data = ctx.project.read(path)
         names = [r for r in dict((r.name, r) for r in [ref, *peers]).values()
                  if data is not None and (r.name.encode() in data or _may_expand(ctx, path, data, r.name))]
-        octx = _other_context(ctx, path) if names else None
+        octx = other_context(ctx, path) if names else None
         if octx is not None:
             for r in names:
                 sites = _sites(octx, path, octx.source.data, octx.main.root, r)
@@ -161,7 +161,7 @@ def _use_of(ref: Ref, ident: ts.Node) -> str | None:
                              or (p.type == "pointer_expression" and node_text(p).lstrip().startswith("&"))):
         node, p = p, p.parent
     if p is not None and p.type == "argument_list" and p.parent is not None and p.parent.type == "call_expression":
-        fn, _ = _fn_name(p.parent)
+        fn, _ = fn_name(p.parent)
         args = named_children(p)
         if ref.kind == "texture" and fn in TEX_READS:
             return f"read by `{fn}`"

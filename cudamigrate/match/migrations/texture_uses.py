@@ -19,17 +19,17 @@ from .texture_channel import writes_channel_desc
 from .texture_refs import REF_APIS, SURF_BINDS, SURF_FUNCS, TEX_BINDS, TEX_FIELDS, TEX_READS, Ref, normalize_spaces
 
 
-def _line_start(data: bytes, pos: int) -> int:
+def line_start(data: bytes, pos: int) -> int:
     return data.rfind(b"\n", 0, pos) + 1
 
 
-def _indent(data: bytes, pos: int) -> str:
-    ls = _line_start(data, pos)
+def indent_at(data: bytes, pos: int) -> str:
+    ls = line_start(data, pos)
     m = re.match(rb"[ \t]*", data[ls:pos])
     return m.group(0).decode("utf-8", "replace") if m else ""
 
 
-def _fn_name(call: ts.Node) -> tuple[str, bool]:
+def fn_name(call: ts.Node) -> tuple[str, bool]:
     fn = call.child_by_field_name("function")
     if fn is None:
         return "", False
@@ -41,7 +41,7 @@ def _fn_name(call: ts.Node) -> tuple[str, bool]:
     return node_text(fn), False
 
 
-def _function_of(node: ts.Node) -> ts.Node | None:
+def function_of(node: ts.Node) -> ts.Node | None:
     cur = node.parent
     while cur is not None:
         if cur.type == "function_definition":
@@ -50,7 +50,7 @@ def _function_of(node: ts.Node) -> ts.Node | None:
     return None
 
 
-def _is_channel_desc(ctx: FileContext, text: str, ref: Ref) -> bool:
+def is_channel_desc(ctx: FileContext, text: str, ref: Ref) -> bool:
     t = normalize(text).lstrip("&*")
     if t.startswith("cudaCreateChannelDesc") or t.endswith(".channelDesc") or t.endswith("->channelDesc"):
         return True
@@ -97,7 +97,7 @@ class Migration:
             call = p.parent
             args = named_children(p)
             idx = next((i for i, a in enumerate(args) if a.start_byte == node.start_byte and a.end_byte == node.end_byte), -1)
-            fn, templ = _fn_name(call)
+            fn, templ = fn_name(call)
             # already in object form (this file was fixed while the header declaring the reference was not yet)
             if fn.startswith("cudamigrate") or (templ and (fn in TEX_READS or fn in SURF_FUNCS) and not ref.local):
                 return Use(ident, unit, "done")
@@ -152,14 +152,14 @@ def _same_node(a: ts.Node | None, b: ts.Node | None) -> bool:
     return a is not None and b is not None and a.start_byte == b.start_byte and a.end_byte == b.end_byte
 
 
-def _idents(ctx: FileContext, names: set[str]) -> list[tuple[Unit, ts.Node]]:
+def idents(ctx: FileContext, names: set[str]) -> list[tuple[Unit, ts.Node]]:
     made = GeneratedSpans.of(ctx.source.data)  # the helpers a fix inserted: their parameters are no uses
     out = [(u, n) for u, n in identifier_nodes(ctx, names, frozenset(("identifier",))) if u.abs(n)[0] not in made]
     out.sort(key=lambda un: un[0].abs(un[1]))  # file order: the first use is where a header's reference is reported
     return out
 
 
-def _collisions(ctx: FileContext, ref: Ref) -> str | None:
+def name_collision(ctx: FileContext, ref: Ref) -> str | None:
     text = ctx.source.text
     names = [ref.obj] + ([ref.desc] if ref.kind == "texture" else [])
     for nm in names:
@@ -168,12 +168,12 @@ def _collisions(ctx: FileContext, ref: Ref) -> str | None:
     return None
 
 
-def _macro_params(ctx: FileContext, macro: str) -> list[str]:
+def macro_params(ctx: FileContext, macro: str) -> list[str]:
     m = re.search(rb"^[ \t]*#[ \t]*define[ \t]+" + re.escape(macro.encode()) + rb"\(([^)]*)\)", ctx.source.data, re.M)
     return [p.strip() for p in m.group(1).decode("utf-8", "replace").split(",")] if m else []
 
 
-def _named(ref_arg: ts.Node | None, args: list[ts.Node], fn: str) -> str:
+def named_reference(ref_arg: ts.Node | None, args: list[ts.Node], fn: str) -> str:
     """The reference a CM603 call names (its consistency group with CM601/CM602: fix/consistency.py)."""
     node = ref_arg if ref_arg is not None else (args[0] if fn in TEX_READS and args else args[-1] if args else None)
     name = normalize(node_text(node)).lstrip("&") if node is not None else ""
@@ -183,7 +183,7 @@ def _named(ref_arg: ts.Node | None, args: list[ts.Node], fn: str) -> str:
 _TYPE_DECLS = ("struct_specifier", "class_specifier", "union_specifier", "enum_specifier")
 
 
-def _project_types(root: ts.Node) -> dict[str, bool]:
+def project_types(root: ts.Node) -> dict[str, bool]:
     """Type names the file declares itself (`struct textureReference {...}`, `typedef ... surfaceReference;`),
     mapped to whether one such declaration is at file scope (outside any namespace or class)."""
     out: dict[str, bool] = {}
@@ -200,7 +200,7 @@ def _project_types(root: ts.Node) -> dict[str, bool]:
     return out
 
 
-def _project_type_use(node: ts.Node, declared: dict[str, bool]) -> bool:
+def project_type_use(node: ts.Node, declared: dict[str, bool]) -> bool:
     """The CUDA type is not meant: `node` names the project's own declaration of a type with that name, a use
     qualified by a namespace or class (`legacy::textureReference`; the CUDA type is global), or an unqualified use
     where the file declares the name at file scope."""

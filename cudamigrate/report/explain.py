@@ -1,4 +1,4 @@
-"""`cudamigrate explain ID`: the rule's documentation as text."""
+"""`cudamigrate explain ID` and the language server's hover: a rule's documentation as text."""
 
 from __future__ import annotations
 

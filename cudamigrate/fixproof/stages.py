@@ -15,10 +15,32 @@ from __future__ import annotations
 
 import difflib
 import re
-from typing import TYPE_CHECKING, Callable
+from typing import Callable, Collection, Mapping, Protocol, Sequence
 
-if TYPE_CHECKING:
-    from .compile_check import CompileResult
+
+class _Located(Protocol):
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def line(self) -> int: ...
+
+    @property
+    def stage(self) -> int: ...
+
+
+class CompileResult(Protocol):
+    """What a stage is read from (compile_check.CompileResult, which imports this module: a protocol, not an
+    import, keeps the type graph free of cycles)."""
+
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def errors(self) -> Sequence[_Located]: ...
+
+    @property
+    def changed(self) -> Mapping[str, Collection[int]]: ...
 
 DRIVER, PREPROCESS, FRONT_END, CICC, PTXAS, LINK = range(6)
 NAMES = {DRIVER: "driver", PREPROCESS: "preprocessor", FRONT_END: "front end", CICC: "cicc", PTXAS: "ptxas",

@@ -60,7 +60,7 @@ class Diagnostic:
     file: str  # real path, '' when the compiler named none
     line: int
     message: str
-    stage: int = field(default=FRONT_END, compare=False)  # verify/stages.py: which stage reported it
+    stage: int = field(default=FRONT_END, compare=False)  # fixproof/stages.py: which stage reported it
 
     @property
     def key(self) -> tuple[str, str]:
@@ -111,7 +111,7 @@ def new_errors(before: CompileResult, after: CompileResult) -> list[Diagnostic]:
 
 def worse(before: CompileResult, after: CompileResult) -> bool:
     """The edits made the unit worse: it compiled and fails now, or it fails with an error not there before,
-    unless it got further than before with no error on a line the edits changed (verify/stages.py)."""
+    unless it got further than before with no error on a line the edits changed (fixproof/stages.py)."""
     if before.ok:
         return not after.ok
     if after.ok or progressed(before, after):
@@ -228,9 +228,9 @@ def _subdirs(d: Path) -> list[Path]:
 
 def synthesize(file: Path, data: bytes, run_files: Iterable[Path], nvcc: str, flags: tuple[str, ...] = ()) -> UnitCommand:
     """`nvcc -c` for a unit the compile database does not know: C++17, the user's `flags` (-I/-D from the command
-    line and configuration: verify/units.py's user_flags), the include directories the project's `#include`s
+    line and configuration: fixproof/units.py's user_flags), the include directories the project's `#include`s
     need, the wheels' headers (cuBLAS, NVRTC, ...). A header is compiled as a CUDA unit of its own."""
-    from .build import wheel_root
+    from ..toolcheck.build import wheel_root
 
     real = Path(os.path.realpath(file))
     argv = [nvcc, "-std=c++17"]
@@ -414,7 +414,7 @@ def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs
                  timeout: float = COMPILE_TIMEOUT) -> CompileResult:
     """Compile the unit as it is on disk (`changes` None) or with `changes` (real path -> bytes) in an overlay
     (`dirs`: more directories includes start from, see make_overlay); the object file goes to a temporary
-    directory, removed after. The compiler runs in its own process group (verify/procs.py), killed as a whole
+    directory, removed after. The compiler runs in its own process group (fixproof/procs.py), killed as a whole
     after `timeout` seconds or when the run is interrupted."""
 
     t0 = time.perf_counter()

@@ -109,7 +109,7 @@ def verify_program(project: Path, build: str | None, run: str, *, fix_args: list
                    timeout: float = 600.0, keep: Path | None = None) -> VerifyRun:
     """Build and run `project` before and after `fix` (in copies) and compare; or, with `record`, build and run
     the original only and write its output to `record`."""
-    from .selftest import compare_outputs
+    from ..toolcheck.selftest import compare_outputs
 
     out = VerifyRun()
     work = Path(tempfile.mkdtemp(prefix="cudamigrate-verify-program-")) if keep is None else keep

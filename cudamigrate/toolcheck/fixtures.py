@@ -212,8 +212,29 @@ def _check_findings(case: Case, eng: Engine) -> list[str]:
     if not want:
         return [f"{case.name}: {case.before.name} has no `// expect:` annotations"]
     if got != want:
-        return [f"{case.name}: findings: unexpected {dict(got - want)}, missing {dict(want - got)}"]
+        hint = shadow_hint(case.before.name, data, eng.rules, {rid for _, rid in want - got})
+        return [f"{case.name}: findings: unexpected {dict(got - want)}, missing {dict(want - got)}{hint}"]
     return []
+
+
+def shadow_hint(name: str, data: bytes, rules: list[Rule], missing: set[str]) -> str:
+    """Why expected findings may be missing when the case's own file declares the API's name (a stand-in
+    prototype written instead of the header): its uses are then the file's own, never the CUDA API's
+    (match/shadows.py), and the finding is dropped without a word. "" when the file declares none."""
+    if not missing:
+        return ""
+    from ..match.kinds import keywords
+    from ..match.shadows import declarations
+    from ..parse.treesitter import parse
+
+    names = {k for r in rules if r.id in missing for k in keywords(r) if "*" not in k}
+    found = {n: [d for d in ds if d.function is None and d.klass is None]
+             for n, ds in declarations(parse(data).root_node, names, local=True).items()}
+    parts = [f"`{n}` (a {ds[0].kind}, line {ds[0].line})" for n, ds in sorted(found.items()) if ds]
+    if not parts:
+        return ""
+    return (f"; {name} declares {', '.join(parts)} itself, so its uses are the file's own, not the CUDA API "
+            "(match/shadows.py): include the header that declares it instead")
 
 
 def _check_messages(case: Case, eng: Engine) -> list[str]:
@@ -276,10 +297,41 @@ def check_case(case: Case, rules: list[Rule], checks: tuple[str, ...] = tuple(CH
     return [msg for name in checks for msg in CHECKS[name](case, eng)]
 
 
+def scaffold_todos(rule_id: str, rules: list[Rule], cases: list[Case]) -> list[str]:
+    """`file:line` of every `TODO` that scripts/new_rule.py's scaffold left in the rule file or its fixture
+    cases (no hand-written rule or case holds one: tests/test_rule_loading.py checks)."""
+    rule = next((r for r in rules if r.id == rule_id.upper()), None)
+    files = ([rule.path] if rule is not None else []) + sorted(p for c in cases for p in c.dir.iterdir() if p.is_file())
+    out = []
+    for path in files:
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        out += [f"{path}:{i}" for i, line in enumerate(lines, 1) if "TODO" in line]
+    return out
+
+
+class ScaffoldTodo(ValueError):
+    """A rule or case still holding scripts/new_rule.py's TODO: nothing is recorded from it."""
+
+
+def refuse_scaffold(rule_id: str | None, rules: list[Rule], cases: list[Case]) -> None:
+    """The one guard of every writer of a case's expected output (`cudamigrate test --update`,
+    scripts/regen_fixture.py): ScaffoldTodo while a TODO remains, so that the findings and the fix recorded are
+    the rule's, not the placeholder's, and a half-filled scaffold keeps failing its own test."""
+    todo = scaffold_todos(rule_id, rules, cases) if rule_id else []
+    if todo:
+        raise ScaffoldTodo(f"--update refused: the scaffold's TODO is still in {', '.join(todo)}; write the rule and "
+                           "its cases first, so that the findings recorded are the rule's, not a placeholder's")
+
+
 def update_snapshot(case: Case, rules: list[Rule]) -> bool:
-    """Rewrite the case's findings.txt from the current engine; True when it changed."""
+    """Rewrite the case's findings.txt from the current engine (the one writer of it; refused while the
+    scaffold's TODO remains); True when it changed."""
     if case.before is None:
         return False
+    refuse_scaffold(case.rule_id, rules, [case])
     text = snapshot_text(engine_for(case, rules).scan_bytes(case.before, case.before.read_bytes()).findings)
     if case.snapshot.is_file() and case.snapshot.read_text(encoding="utf-8") == text:
         return False

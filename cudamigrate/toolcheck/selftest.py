@@ -44,7 +44,7 @@ from typing import Any, Callable
 
 from . import build
 from .fixtures import Case, check_case, engine_for, load_cases
-# re-exported: callers of the GPU stage (cli.py, the tests) reach these through selftest
+# re-exported: callers of the GPU stage (cli/selftest.py, cli/calibrate.py, the tests) reach these through selftest
 from .gpu import GpuInfo, RunOutput, detect_gpu, nvcc_version, resolve_arch, run_program  # noqa: F401
 
 NO_GPU_LINE = "no GPU found: GPU stage skipped"
@@ -477,7 +477,7 @@ def rule_tests(fixtures: Path, rule_ids: list[str], update: bool = False) -> tup
     """`cudamigrate test [IDS] [--update]`: the static checks of the cases of the given rules (all cases without
     ids). With `update`, each case's findings.txt is rewritten first (its other checks still run).
     Returns (failures, notes, cases checked); an id without a case is a failure, an unknown id a ValueError."""
-    from .fixtures import cases_for, update_snapshot
+    from .fixtures import cases_for, refuse_scaffold, scaffold_todos, update_snapshot
     from ..knowledge.load import builtin_rules_dir, load_rules
 
     rs = load_rules([builtin_rules_dir()])
@@ -496,14 +496,15 @@ def rule_tests(fixtures: Path, rule_ids: list[str], update: bool = False) -> tup
             fails.append(f"{rid}: no fixture case exercises it (fixtures/<family>/<rule stem>/)")
     cases = cases_for(all_cases, rule_ids)
     if update:
-        todo = [hit for rid in rule_ids for hit in scaffold_todos(rid, rules, cases_for(all_cases, [rid]))]
-        if todo:
-            raise ValueError(f"--update refused: the scaffold's TODO is still in {', '.join(todo)}; write the rule and "
-                             "its cases first, so that the findings recorded are the rule's, not a placeholder's")
+        for rid in rule_ids:
+            refuse_scaffold(rid, rules, cases_for(all_cases, [rid]))
     for case in cases:
         if update and update_snapshot(case, rules):
             notes.append(f"wrote {case.snapshot}")
         fails += check_case(case, rules)
+    todo = sorted({hit for case in cases if case.rule_id for hit in scaffold_todos(case.rule_id, rules, [case])})
+    fails += [f"{hit}: the scaffold's TODO is still here (scripts/new_rule.py): write the rule and its cases"
+              for hit in todo]
     return fails, notes, len(cases)
 
 
@@ -513,21 +514,6 @@ def load_errors_of(rule_id: str, errors: list[str]) -> str:
     rid = rule_id.upper()
     return "; ".join(e for e in errors if Path(e.split(":", 1)[0]).name.upper().startswith(rid + "-")
                      or Path(e.split(":", 1)[0]).name.upper() == rid + ".YAML")
-
-
-def scaffold_todos(rule_id: str, rules: list, cases: list) -> list[str]:
-    """`file:line` of every `TODO` that scripts/new_rule.py's scaffold left in the rule file or its fixture
-    cases (no hand-written rule or case holds one: tests/test_rule_loading.py checks)."""
-    rule = next((r for r in rules if r.id == rule_id.upper()), None)
-    files = ([rule.path] if rule is not None else []) + sorted(p for c in cases for p in c.dir.iterdir() if p.is_file())
-    out = []
-    for path in files:
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            continue
-        out += [f"{path}:{i}" for i, line in enumerate(lines, 1) if "TODO" in line]
-    return out
 
 
 def default_fixtures_dir(cwd: Path | None = None) -> Path:

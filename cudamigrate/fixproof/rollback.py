@@ -5,10 +5,10 @@ it is no worse.
 Why this shape:
 
 * Rules are the fixer's own claims; the user's compiler is the proof. The units checked are the build's
-  translation units that reach a changed file (verify/units.py: the compile database's, else the files no other
-  file includes), with the commands a found database may run (verify/consent.py).
+  translation units that reach a changed file (fixproof/units.py: the compile database's, else the files no other
+  file includes), with the commands a found database may run (fixproof/consent.py).
 * A unit that builds with the edits cannot be worse, so its original is never compiled; a unit that fails
-  before and after proves nothing and is counted unverified; one that fails later than before (verify/stages.py)
+  before and after proves nothing and is counted unverified; one that fails later than before (fixproof/stages.py)
   has progressed and is no worse.
 * A rollback re-runs the very pipeline `fix` uses (fix.apply.fix_bytes) with the blamed findings excluded, so
   the bytes kept are what `fix` would produce without them (later passes, conflicts and guards included).
@@ -148,14 +148,14 @@ class Verifier:
         self.summary = VerifySummary()
         self._fixes: dict[tuple[str, frozenset], FixResult] = {}
         self._cmds: dict[str, UnitCommand | None] = {}
-        self.flags = flags  # -I/-D for synthesized commands (verify/units.py's user_flags)
-        self.why: dict[str, str] = {}  # unit -> why it was chosen (verify/units.py)
+        self.flags = flags  # -I/-D for synthesized commands (fixproof/units.py's user_flags)
+        self.why: dict[str, str] = {}  # unit -> why it was chosen (fixproof/units.py)
         self.timeout = timeout or COMPILE_TIMEOUT
         self.progress = progress  # a status line (a terminal's): units compiled of all, compiles, rollbacks
         self._seen: set[str] = set()
         self._total = 0
         self._lock = threading.Lock()
-        self.refused: dict[str, str] = {}  # unit -> why a found database's command is not run (verify/consent.py)
+        self.refused: dict[str, str] = {}  # unit -> why a found database's command is not run (fixproof/consent.py)
         if not trusted:
             from .consent import refusal
 
@@ -192,7 +192,7 @@ class Verifier:
         return [unit, *[os.path.realpath(h) for h in self.index.reachable(Path(unit))]]
 
     def units(self) -> list[str]:
-        """The translation units the changed files belong to (verify/units.py), with why, in self.why."""
+        """The translation units the changed files belong to (fixproof/units.py), with why, in self.why."""
         from .units import select_units
 
         chosen = select_units(list(self.files), self.index, self.commands, self.display)
@@ -228,7 +228,7 @@ class Verifier:
             res = compile_unit(cmd, changes or None, {os.path.dirname(d) for d in self.deps(unit)}, self.timeout)
             self.summary.compiles += 1
             self.cache.put(key, res)
-        if not res.ok and changes:  # where an error caused by the edits would be (verify/stages.py)
+        if not res.ok and changes:  # where an error caused by the edits would be (fixproof/stages.py)
             res.changed = changed_lines(changes, self._original)
         if self.progress is not None:
             with self._lock:
