@@ -89,7 +89,8 @@ def test_readme_configuration_example_loads_as_written(tmp_path):
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("\n## Configuration\n"):]
     block = re.search(r"```toml\n(.*?)```", section, re.S)[1]
-    (tmp_path / "pyproject.toml").write_text("[tool.cudamigrate]\n" + block)
+    head = "" if block.lstrip().startswith("[tool.cudamigrate]") else "[tool.cudamigrate]\n"
+    (tmp_path / "pyproject.toml").write_text(head + block)
     cfg = load_config(tmp_path / "pyproject.toml", ("tool", "cudamigrate"))
     assert cfg.get("options") == {"stream": "cudaStreamPerThread"} and cfg.get("per-file-ignores")
 

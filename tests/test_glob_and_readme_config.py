@@ -56,5 +56,9 @@ def test_the_readme_configuration_example_is_accepted_as_written(tmp_path):
     (tmp_path / "pyproject.toml").write_text(block)
     (tmp_path / "tools" / "cuda-rules").mkdir(parents=True)
     (tmp_path / "a.cu").write_bytes(GOOD)
+    (tmp_path / "clean.cu").write_text("int main() { return 0; }\n")
+    # the `baseline` key names a file: one recorded from a clean file, so a.cu's finding is new
+    run_cli("scan", "--write-baseline", "cudamigrate-baseline.json", "clean.cu", cwd=tmp_path)
+    assert (tmp_path / "cudamigrate-baseline.json").is_file()
     r = run_cli("scan", "--format", "json", "a.cu", cwd=tmp_path)
     assert r.exit_code == 1 and '"CM501"' in r.output, r.output
