@@ -70,7 +70,10 @@ def recheck(original: Path, noverify: Path, verified: Path, jobs: int) -> dict:
     nvcc = nvcc_path()
     assert nvcc is not None
     exts = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hxx", ".inl"}
-    files = [p for p in original.rglob("*") if p.is_file() and p.suffix.lower() in exts]
+    # the copy's files (all of the corpus, or the --only subdirectories and Common/), at their original paths: include
+    # directories found among files the copies lack would make the fixed copies fail on a missing header
+    files = [original / p.relative_to(verified) for p in verified.rglob("*") if p.is_file() and p.suffix.lower() in exts
+             and (original / p.relative_to(verified)).is_file()]
     changed = [os.path.realpath(p) for p in files
                if any((t / p.relative_to(original)).is_file() and (t / p.relative_to(original)).read_bytes() != p.read_bytes()
                       for t in (noverify, verified))]
