@@ -396,8 +396,8 @@ def _type_fix(ctx: FileContext, unit: Any, decl: ts.Node, d: ts.Node, name: str,
         return [], "a macro of the file names it"
     own = ctx.defined_functions
     block = decl.parent
-    for ident in captured(query("(identifier) @id"), block, "id"):
-        if ident.start_byte < decl.end_byte or node_text(ident) != name:
+    for ident in _block_identifiers(ctx, block).get(name, []):
+        if ident.start_byte < decl.end_byte:
             continue
         p = ident.parent
         while p is not None and p.type in ("init_declarator", "array_declarator", "pointer_declarator"):
@@ -410,6 +410,20 @@ def _type_fix(ctx: FileContext, unit: Any, decl: ts.Node, d: ts.Node, name: str,
     tnode = decl.child_by_field_name("type")
     s, e = unit.abs(tnode)
     return [Edit(s, e, "size_t")], ""
+
+
+def _block_identifiers(ctx: FileContext, block: ts.Node) -> dict[str, list[ts.Node]]:
+    """The identifiers under `block` by name, in document order: captured once per block (a capture of the
+    whole block per finding made N out-parameters in one function cost N blocks)."""
+    memo = ctx.__dict__.setdefault("_npp_block_identifiers", {})
+    key = (block.start_byte, block.end_byte, block.id)
+    got: dict[str, list[ts.Node]] | None = memo.get(key)
+    if got is None:
+        got = {}
+        for ident in captured(query("(identifier) @id"), block, "id"):
+            got.setdefault(node_text(ident), []).append(ident)
+        memo[key] = got
+    return got
 
 
 @BUILTINS.register("npp_size_t_out_param", builtin_schema(), doc=(
