@@ -103,8 +103,8 @@ def repeated_scope(data: bytes, kb: int) -> bytes:
 
 
 def family_fixtures(family: str) -> list[Path]:
-    """Every fixture before.cu of a rule family (fixtures/<family>/<case>/before.cu), in name order."""
-    return sorted((ROOT / "fixtures" / family).glob("*/before.cu"))
+    """Every fixture before file of a rule family (fixtures/<family>/<case>/before.cu, .cpp, .c), in name order."""
+    return sorted((ROOT / "fixtures" / family).glob("*/before.*"))
 
 
 def _repeat_child(family: str, kb: int) -> None:

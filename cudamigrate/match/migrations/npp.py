@@ -137,26 +137,41 @@ def _function_local(ctx: FileContext, unit: Any, call: ts.Node) -> tuple[Edit | 
     body = node.child_by_field_name("body")
     if body is None or body.type != "compound_statement":
         return None, "the function has no plain body"
-    text = body.text or b""
-    switch = DEVICE_SWITCH.search(text)
-    if switch:
-        if switch.group(1) == b"goto":
-            return None, "the function uses `goto`, which could jump over a local's initialisation"
-        return None, f"the function calls `{switch.group(1).decode()}`, so the current device may differ between calls"
+    # what depends on the function alone is worked out once per function (a search and a query of the body per
+    # call made N calls in one function cost N bodies)
+    memo = ctx.__dict__.setdefault("_npp_function_local", {})
+    key = (id(unit), body.start_byte, body.end_byte)
+    if key not in memo:
+        memo[key] = _body_plan(ctx, unit, body)
+    plan, why, switched = memo[key]
+    if switched:
+        return None, why
     top = call
     while top.parent is not None and top.parent.id != body.id:
         top = top.parent
     if top.parent is None:
         return None, "it is not in the function's body"
+    if isinstance(plan, int):  # the body declares the local already: usable when it comes before this statement
+        return (True, "") if plan < top.start_byte else (None, "the function already uses the name `cudamigrateNppCtx`")
+    return plan, why
+
+
+def _body_plan(ctx: FileContext, unit: Any, body: ts.Node) -> tuple[Edit | int | None, str, bool]:
+    """`_function_local`'s answer for a function body: the Edit, None with why, or the start of the body's
+    first statement declaring the local (an earlier pass's; a huge start when the name is used but not so
+    declared); and whether a device switch or `goto` decided it (answered before anything else)."""
+    text = body.text or b""
+    switch = DEVICE_SWITCH.search(text)
+    if switch:
+        if switch.group(1) == b"goto":
+            return None, "the function uses `goto`, which could jump over a local's initialisation", True
+        return None, f"the function calls `{switch.group(1).decode()}`, so the current device may differ between calls", True
     data = ctx.source.data
     if LOCAL.encode() in text:
-        # declared by an earlier pass: usable when its declaration is a statement of the body before this one
         for c in named_children(body):
-            if c.start_byte >= top.start_byte:
-                break
             if c.type == "declaration" and re.search(rb"\b" + LOCAL.encode() + rb"\b", c.text or b""):
-                return True, ""
-        return None, "the function already uses the name `cudamigrateNppCtx`"
+                return c.start_byte, "", False
+        return 1 << 62, "", False
     first = None
     names = removed()
     q = query('((identifier) @id (#match? @id "^npp[is]"))')
@@ -165,19 +180,19 @@ def _function_local(ctx: FileContext, unit: Any, call: ts.Node) -> tuple[Edit | 
             if first is None or ident.start_byte < first.start_byte:
                 first = ident
     if first is None:
-        return None, "it is not in the function's body"
+        return None, "it is not in the function's body", False
     stmt = first
     while stmt.parent is not None and stmt.parent.id != body.id:
         stmt = stmt.parent
     if any(p.type == "lambda_expression" for p in _ancestors(first, stmt)):
-        return None, "the function's first NPP call is in a lambda"
+        return None, "the function's first NPP call is in a lambda", False
     s = unit.abs(stmt)[0]
     ls = data.rfind(b"\n", 0, s) + 1
     if data[ls:s].strip():
-        return None, "the statement of the function's first NPP call does not start its line"
+        return None, "the statement of the function's first NPP call does not start its line", False
     indent = data[ls:s].decode("utf-8", "surrogateescape")
     nl = ctx.source.newline.decode()
-    return Edit(ls, ls, f"{indent}NppStreamContext {LOCAL} = {HELPER}();{nl}"), ""
+    return Edit(ls, ls, f"{indent}NppStreamContext {LOCAL} = {HELPER}();{nl}"), "", False
 
 
 def _ancestors(node: ts.Node, stop: ts.Node) -> list[ts.Node]:
@@ -381,8 +396,8 @@ def _type_fix(ctx: FileContext, unit: Any, decl: ts.Node, d: ts.Node, name: str,
         return [], "a macro of the file names it"
     own = ctx.defined_functions
     block = decl.parent
-    for ident in captured(query("(identifier) @id"), block, "id"):
-        if ident.start_byte < decl.end_byte or node_text(ident) != name:
+    for ident in _block_identifiers(ctx, block).get(name, []):
+        if ident.start_byte < decl.end_byte:
             continue
         p = ident.parent
         while p is not None and p.type in ("init_declarator", "array_declarator", "pointer_declarator"):
@@ -395,6 +410,20 @@ def _type_fix(ctx: FileContext, unit: Any, decl: ts.Node, d: ts.Node, name: str,
     tnode = decl.child_by_field_name("type")
     s, e = unit.abs(tnode)
     return [Edit(s, e, "size_t")], ""
+
+
+def _block_identifiers(ctx: FileContext, block: ts.Node) -> dict[str, list[ts.Node]]:
+    """The identifiers under `block` by name, in document order: captured once per block (a capture of the
+    whole block per finding made N out-parameters in one function cost N blocks)."""
+    memo = ctx.__dict__.setdefault("_npp_block_identifiers", {})
+    key = (block.start_byte, block.end_byte, block.id)
+    got: dict[str, list[ts.Node]] | None = memo.get(key)
+    if got is None:
+        got = {}
+        for ident in captured(query("(identifier) @id"), block, "id"):
+            got.setdefault(node_text(ident), []).append(ident)
+        memo[key] = got
+    return got
 
 
 @BUILTINS.register("npp_size_t_out_param", builtin_schema(), doc=(
