@@ -82,6 +82,14 @@ class WarpFlow:
     _uniform_vars: dict[tuple[int, str], bool] = field(default_factory=dict)
     _active: set[tuple[int, str]] = field(default_factory=set)
     _reach: dict[int, Divergence | None] = field(default_factory=dict)
+    # per-function facts, each computed once: a walk of the function per query made N constructs in one
+    # function cost N^2 (bench/bounds.py's repeat shapes: 100 KB of CM502 took 7-18 s of CPU)
+    _writes_index: dict[int, tuple[dict[str, list[tuple[ts.Node, ts.Node | None]]], set[str]]] = field(default_factory=dict)
+    _thread_x_locals: dict[tuple[int, str], bool] = field(default_factory=dict)
+    _one_dim: dict[int, bool] = field(default_factory=dict)
+    _decl_scopes: dict[tuple[int, str], ts.Node] = field(default_factory=dict)
+    _exits: dict[int, list[ts.Node]] = field(default_factory=dict)
+    _exit_guard: dict[int, str | None] = field(default_factory=dict)
 
     def _shown(self) -> str:
         """"" for the scanned file; another file's name as its findings would show it."""
@@ -171,13 +179,18 @@ class WarpFlow:
                 return Divergence("inside a lambda", self._line(unit, p), name)
             child, p = p, parent_of(p)
         scope = fn if fn is not None else unit.root
-        for ex in walk.typed_nodes(scope, _EXITS):
+        exits = self._exits.get(scope.id)
+        if exits is None:
+            exits = self._exits[scope.id] = list(walk.typed_nodes(scope, _EXITS))
+        for ex in exits:
             if ex.type in ("return_statement", "goto_statement") and ex.start_byte >= node.start_byte:
                 continue
             if ex.type in ("break_statement", "continue_statement") and not any(
                     lp.start_byte <= ex.start_byte < lp.end_byte for lp in loops):
                 continue
-            cond = self._guarded_by(unit, ex, fn)
+            if ex.id not in self._exit_guard:
+                self._exit_guard[ex.id] = self._guarded_by(unit, ex, fn)
+            cond = self._exit_guard[ex.id]
             if cond is not None:
                 return Divergence(f"after `{_short(ex)}` inside {cond}", self._line(unit, ex), name)
         return None
@@ -314,15 +327,21 @@ class WarpFlow:
             return True
         if node.type != "identifier":
             return False
-        body = fn.child_by_field_name("body")
-        writes = self._writes(body, text) if body is not None else None
-        return bool(writes) and all(v is not None and "".join(node_text(v).split()) == "threadIdx.x"
-                                    for _, v in writes or [])
+        key = (fn.id, text)
+        got = self._thread_x_locals.get(key)
+        if got is None:
+            body = fn.child_by_field_name("body")
+            writes = self._writes(body, text) if body is not None else None
+            got = self._thread_x_locals[key] = bool(writes) and all(
+                v is not None and "".join(node_text(v).split()) == "threadIdx.x" for _, v in writes or [])
+        return got
 
-    @staticmethod
-    def _one_dimensional(fn: ts.Node) -> bool:
-        text = "".join(node_text(fn).split())
-        return "threadIdx.y" not in text and "threadIdx.z" not in text
+    def _one_dimensional(self, fn: ts.Node) -> bool:
+        got = self._one_dim.get(fn.id)
+        if got is None:
+            text = "".join(node_text(fn).split())
+            got = self._one_dim[fn.id] = "threadIdx.y" not in text and "threadIdx.z" not in text
+        return got
 
     def _uniform_name(self, unit: Unit, name: str, at: ts.Node, fn: ts.Node | None) -> bool:
         if name in VARYING_BUILTINS:
@@ -369,8 +388,15 @@ class WarpFlow:
                 return False
         return True
 
+    def _decl_scope(self, body: ts.Node, name: str) -> ts.Node:
+        key = (body.id, name)
+        got = self._decl_scopes.get(key)
+        if got is None:
+            got = self._decl_scopes[key] = self._find_decl_scope(body, name)
+        return got
+
     @staticmethod
-    def _decl_scope(body: ts.Node, name: str) -> ts.Node:
+    def _find_decl_scope(body: ts.Node, name: str) -> ts.Node:
         """The statement or block a local's declaration is in (its uses and writes are all inside it)."""
         for n in walk.typed_nodes(body, frozenset({"init_declarator", "declaration"})):
             d = n.child_by_field_name("declarator")
@@ -394,37 +420,49 @@ class WarpFlow:
             out.append(node_text(x) if x is not None else "")
         return out
 
-    @staticmethod
-    def _writes(body: ts.Node, name: str) -> list[tuple[ts.Node, ts.Node | None]] | None:
+    def _writes(self, body: ts.Node, name: str) -> list[tuple[ts.Node, ts.Node | None]] | None:
         """Every declaration of and write to local `name` with the value written (None: unknown, e.g. `&x`
-        taken or `++x` of a value); None when the function declares no such local."""
-        declared = False
-        out: list[tuple[ts.Node, ts.Node | None]] = []
+        taken or `++x` of a value); None when the function declares no such local. The body's writes are
+        indexed by name in one walk (`_index_writes`), once per function."""
+        got = self._writes_index.get(body.id)
+        if got is None:
+            got = self._writes_index[body.id] = self._index_writes(body)
+        writes, declared = got
+        return list(writes.get(name, ())) if name in declared else None
+
+    @staticmethod
+    def _index_writes(body: ts.Node) -> tuple[dict[str, list[tuple[ts.Node, ts.Node | None]]], set[str]]:
+        """name -> its declarations and writes in document order, and the names the body declares."""
+        declared: set[str] = set()
+        out: dict[str, list[tuple[ts.Node, ts.Node | None]]] = {}
         for n in walk.typed_nodes(body, frozenset({"init_declarator", "declaration", "assignment_expression",
                                                    "update_expression", "pointer_expression"})):
             if n.type == "init_declarator":
                 d = n.child_by_field_name("declarator")
-                if d is not None and node_text(d) == name:
-                    declared = True
-                    out.append((n, n.child_by_field_name("value")))
+                if d is not None:
+                    declared.add(node_text(d))
+                    out.setdefault(node_text(d), []).append((n, n.child_by_field_name("value")))
             elif n.type == "declaration":
                 for d in n.children_by_field_name("declarator"):
-                    if d.type == "identifier" and node_text(d) == name:
-                        declared = True  # `int x;`: the writes decide
-                    elif d.type == "array_declarator" and node_text(d.child_by_field_name("declarator") or d) == name:
-                        declared = True
-                        out.append((n, None))  # a local array: its elements are data
+                    if d.type == "identifier":
+                        declared.add(node_text(d))  # `int x;`: the writes decide
+                    elif d.type == "array_declarator":
+                        name = node_text(d.child_by_field_name("declarator") or d)
+                        declared.add(name)
+                        out.setdefault(name, []).append((n, None))  # a local array: its elements are data
             elif n.type == "assignment_expression":
                 left = n.child_by_field_name("left")
-                if left is not None and node_text(left) == name:
-                    out.append((n, n.child_by_field_name("right")))
+                if left is not None:
+                    out.setdefault(node_text(left), []).append((n, n.child_by_field_name("right")))
             elif n.type == "update_expression":
                 arg = n.child_by_field_name("argument")
-                if arg is not None and node_text(arg) == name:
-                    out.append((n, arg))  # x++ keeps a uniform x uniform
-            elif n.type == "pointer_expression" and node_text(n).replace(" ", "") == "&" + name:
-                out.append((n, None))
-        return out if declared else None
+                if arg is not None:
+                    out.setdefault(node_text(arg), []).append((n, arg))  # x++ keeps a uniform x uniform
+            elif n.type == "pointer_expression":
+                text = node_text(n).replace(" ", "")
+                if text.startswith("&"):
+                    out.setdefault(text[1:], []).append((n, None))
+        return out, declared
 
 
 def warp_flow(ctx: FileContext) -> WarpFlow:
