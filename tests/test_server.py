@@ -63,7 +63,8 @@ async def _open(client: LanguageClient, name: str, text: str) -> tuple[str, list
     uri = path.as_uri()
     client.text_document_did_open(types.DidOpenTextDocumentParams(
         types.TextDocumentItem(uri=uri, language_id="cuda", version=1, text=text)))
-    await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    while uri not in client.diagnostics:  # (a refused configuration's file gets its diagnostic first)
+        await client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
     return uri, client.diagnostics[uri]
 
 

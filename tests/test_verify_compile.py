@@ -221,7 +221,7 @@ def test_nvcc_rolls_back_the_broken_rule_and_reports_the_first_error(tmp_path):
     r = run("--select", "CM9901", "--no-cache", str(src))  # verification is on by default with nvcc on PATH
     assert src.read_text() == code
     assert f'CM9901: fix rolled back: {src} does not compile with it: a.cu:3: error: identifier "{BROKEN}" is undefined' in err(r)
-    assert "CM9901 [ ]" in err(r) and "[fix rolled back:" in err(r)  # still reported, as manual
+    assert "CM9901 [ ]" in r.stdout and "[fix rolled back:" in r.stdout  # still reported, as manual (stdout)
     assert "Verified 1 of 1 unit(s) by compiling (1 build after the fix): 1 edit(s) rolled back" in err(r)
 
 
@@ -356,3 +356,16 @@ def test_a_unit_that_built_with_every_edit_and_not_after_a_rollback_is_shown(tmp
     got = json.loads(report.read_text())
     assert got["rolled_back"] == 1 and [x.rsplit("/", 1)[-1] for x in got["lost"]] == ["b.cpp"], err(r)
     assert "1 unit(s) built with every edit but not after the rollbacks" in err(r)
+
+
+@pytest.mark.nvcc
+def test_nvcc_a_device_error_the_host_pass_hid_is_not_the_fixs(tmp_path):
+    """nvcc stops at the first front-end pass that fails: `cudaThreadSynchronize` (host) stops the host pass,
+    so `__shfl_down` (undefined only where __CUDA_ARCH__ >= 700) is never printed. The safe CM501 fix lets the
+    compiler reach it: that error was uncovered, not caused, and the fix stays (it was rolled back, issue 30)."""
+    src = tmp_path / "k.cu"
+    src.write_text("__device__ float warp_sum(float v) {\n  return v + __shfl_down(v, 1);\n}\n"
+                   "void sync_all() {\n  cudaThreadSynchronize();\n}\n")
+    r = CliRunner().invoke(main, ["fix", "--select", "CM501", "--no-cache", str(src)], catch_exceptions=False)
+    assert "cudaDeviceSynchronize();" in src.read_text(), err(r)
+    assert "fix rolled back" not in err(r) and "0 edit(s) rolled back" in err(r), err(r)

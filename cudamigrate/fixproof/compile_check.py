@@ -410,6 +410,35 @@ def search_dirs(cmd: UnitCommand) -> list[str]:
     return [d for d in dict.fromkeys(out) if os.path.isdir(d)]
 
 
+def _is_cuda_compile(argv: list[str]) -> bool:
+    """nvcc compiling CUDA source (a .cu/.cuh file, or `-x cu`): a unit whose front end runs twice."""
+    if not argv or "nvcc" not in Path(argv[0]).name:
+        return False
+    if any(a in ("-x", "--x") and b == "cu" for a, b in zip(argv, argv[1:], strict=False)) or "-xcu" in argv:
+        return True
+    return any(Path(a).suffix.lower() in (".cu", ".cuh") for a in argv[1:] if not a.startswith("-"))
+
+
+def _other_pass_errors(argv: list[str], cwd: str, top: str | None, out_dir: str, timeout: float,
+                       seen: list[Diagnostic]) -> list[Diagnostic]:
+    """The device front end's errors of a CUDA unit whose compile stopped in a front end. nvcc runs the EDG
+    front end once for the host and once per device architecture, and stops at the first pass that fails: the
+    removed warp intrinsics (`__shfl_down`) are undefined only where `__CUDA_ARCH__ >= 700`, so a file that also
+    calls a removed host API stops in the host pass and its device-only errors are not printed. A fix of the host
+    API lets the compiler reach them; without this second look they read as errors the fix caused (issue 30:
+    the bundled example's `cudaThreadSynchronize` fix was rolled back for `__shfl_down`). `-ptx` runs the device
+    passes alone; its errors are added to the result, so 'no worse' compares every pass the compiler has."""
+    try:
+        rc, raw = run_group([*argv, "-ptx", "-o", os.path.join(out_dir, "unit.ptx")], cwd, timeout)
+    except OSError:
+        return []
+    if rc is None or rc == 0:
+        return []
+    known = {(d.file, d.line, d.message) for d in seen}
+    return [d for d in parse_errors(raw.decode("utf-8", "replace"), cwd, top)
+            if d.stage == FRONT_END and (d.file, d.line, d.message) not in known]
+
+
 def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs: Iterable[str] = (),
                  timeout: float = COMPILE_TIMEOUT) -> CompileResult:
     """Compile the unit as it is on disk (`changes` None) or with `changes` (real path -> bytes) in an overlay
@@ -424,6 +453,7 @@ def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs
         argv = overlay_argv(cmd.argv, top) if top else list(cmd.argv)
         cwd = _under(top, cmd.directory) if top else cmd.directory
         argv += ["-c", "-o", os.path.join(out_dir, "unit.o")]
+        rc: int | None = None
         try:
             rc, raw = run_group(argv, cwd, timeout)
             text, ok = raw.decode("utf-8", "replace"), rc == 0
@@ -432,6 +462,8 @@ def compile_unit(cmd: UnitCommand, changes: dict[str, bytes] | None = None, dirs
         except OSError as exc:
             text, ok = f"nvcc fatal : cannot run {argv[0]}: {exc.strerror or exc}", False
         errors = [] if ok else parse_errors(text, cwd, top)
+        if errors and rc is not None and all(d.stage == FRONT_END for d in errors) and _is_cuda_compile(argv):
+            errors += _other_pass_errors(argv[:-3], cwd, top, out_dir, timeout, errors)
         tail = ""
         if not ok and not errors:
             lines = [ln for ln in (text.replace(top, "") if top else text).splitlines() if ln.strip()]
