@@ -75,6 +75,9 @@ FOUND = [
     # issue 24: an include name too long for the OS; invalid UTF-8 in an alias next to a removed field
     b'#include "' + b"(" * 300 + b'algos.h"\nvoid f() { cudaThreadSynchronize(); }\n',
     b"typedef Clocks C\x8fockAlias;\nint f(cudaDeviceProp p) { return p.clockRate; }\n",
+    # --mode structure, seed 20261207 input 511: CM512's fix puts a /* */ comment in a continued macro body; raw
+    # tree-sitter ends the #define there (the scan blanks such comments, so must the more-errors check)
+    b"#define FZ_M(a_) \\\nint f(cufftResult r) { \\\n return r == CUFFT_LICENSE_ERROR; \\\n}\nFZ_M(0);\n",
 ]
 
 
