@@ -168,3 +168,24 @@ def test_unknown_cuda_name_is_opt_in_target_aware_and_leaves_known_names_to_thei
     assert _unknown((13, 0), ["CM583"]) == ["CM583:cudaThreadSynchronize"]  # alone, it reports the removal too
     assert _unknown((13, 0), extend=["CM583"]) == ["CM501:cudaThreadSynchronize"]  # with CM501 in the run: CM501's
     assert _unknown((11, 0), ["CM583"]) == []  # older than the oldest headers read
+
+
+def test_unknown_cuda_name_asks_for_a_suggestion_once_per_name_not_per_use(monkeypatch):
+    """A repeated statement (bench/fuzz.py --mode structure, seed 20261207 input 1585) used one unknown name 55
+    times: each use searched ~10,000 names with difflib."""
+    from cudamigrate.match.migrations import unknown_names
+
+    asked: list[str] = []
+    real = unknown_names.difflib.get_close_matches
+
+    def counting(word, *a, **k):
+        asked.append(word)
+        return real(word, *a, **k)
+
+    monkeypatch.setattr(unknown_names.difflib, "get_close_matches", counting)
+    src = b"int f() {\n" + b"  cudaStreamSynchronizeQ3(0);\n" * 3 + b"}\n"
+    res = Engine(all_rules(), Options(target=(13, 0), select=["CM583"])).scan_bytes(Path("u.cu"), src)
+    found = [f for f in res.findings if f.rule_id == "CM583"]
+    assert len(found) == 3 and len({f.message for f in found}) == 1
+    assert "cudaStreamSynchronize" in found[0].message  # the suggestion
+    assert asked.count("cudaStreamSynchronizeQ3") == 1

@@ -72,6 +72,14 @@ def _spelled_by(index: int) -> tuple[str, ...]:
     return tuple(sorted(n for n, bits in names.items() if bits >> index & 1))
 
 
+@lru_cache(maxsize=4096)
+def _suggestion(name: str, index: int) -> str:
+    """The closest name release `index` spells, or '': once per name, not per use (a file that uses one unknown
+    name a thousand times asked difflib a thousand times over ~10,000 names)."""
+    close = difflib.get_close_matches(name, _spelled_by(index), n=1, cutoff=0.75)
+    return close[0] if close else ""
+
+
 def _fmt(v: tuple[int, int]) -> str:
     return f"{v[0]}.{v[1]}"
 
@@ -111,6 +119,7 @@ def unknown_cuda_name(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> 
     declared = {node_text(n) for caps in _captures(_DECLARED, root) for n in caps}
     uses = [n for caps in _captures(_USES, root) for n in caps]
     project = None
+    in_project: dict[str, bool] = {}  # a name's search of the project text, once per name
     out: list[Match] = []
     for node in sorted(uses, key=lambda n: n.start_byte):
         name = node_text(node)
@@ -120,15 +129,16 @@ def unknown_cuda_name(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> 
             continue
         if project is None:
             project = _project_text(ctx)
-        if re.search(rb"\b" + re.escape(name.encode()) + rb"\b", project) or dead_for_target(node, ctx):
+        if name not in in_project:
+            in_project[name] = re.search(rb"\b" + re.escape(name.encode()) + rb"\b", project) is not None
+        if in_project[name] or dead_for_target(node, ctx):
             continue
         bits = names.get(name, 0) & ((1 << at) - 1)
         last = _fmt(releases[bits.bit_length() - 1]) if bits else ""
         later = names.get(name, 0) >> (at + 1)
         first = _fmt(releases[at + 1 + (later & -later).bit_length() - 1]) if later else ""
-        close = difflib.get_close_matches(name, _spelled_by(at), n=1, cutoff=0.75)
         m = Match(rule=rule, unit=unit, node=node, name=name, written=name)
-        m.vars.update(last=last, first=first, suggestion=close[0] if close else "", release=_fmt(releases[at]))
+        m.vars.update(last=last, first=first, suggestion=_suggestion(name, at), release=_fmt(releases[at]))
         out.append(m)
     return out
 
