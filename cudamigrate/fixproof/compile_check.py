@@ -416,7 +416,7 @@ def _is_cuda_compile(argv: list[str]) -> bool:
         return False
     if any(a in ("-x", "--x") and b == "cu" for a, b in zip(argv, argv[1:], strict=False)) or "-xcu" in argv:
         return True
-    return any(Path(a).suffix.lower() in (".cu", ".cuh") for a in argv[1:] if not a.startswith("-"))
+    return any(Path(a).suffix.lower() in CUDA_SUFFIXES for a in argv[1:] if not a.startswith("-"))
 
 
 def _other_pass_errors(argv: list[str], cwd: str, top: str | None, out_dir: str, timeout: float,

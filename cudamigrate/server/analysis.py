@@ -72,22 +72,9 @@ class Engines:
     def __init__(self) -> None:
         self._by_key: OrderedDict[tuple[str, float], Engine] = OrderedDict()
 
-    def for_path(self, path: Path) -> tuple[Engine | None, list[str]]:
-        """(engine, problems); engine None when the configuration excludes `path` or is invalid."""
-        engine, problems, _ = self.lookup(path)
-        return engine, problems
-
-    def lookup(self, path: Path) -> tuple[Engine | None, list[str], int]:
-        """(engine, problems, the configured `max-file-size` in bytes) for `path`."""
-        engine, refusal, limit = self._resolve(path)
-        return engine, [refusal.message] if refusal is not None else [], limit
-
-    def resolve(self, path: Path) -> tuple[Engine | None, Refusal | None]:
-        """(engine, refusal): engine None when the configuration excludes `path` (no refusal) or cannot be used."""
-        engine, refusal, _ = self._resolve(path)
-        return engine, refusal
-
-    def _resolve(self, path: Path) -> tuple[Engine | None, Refusal | None, int]:
+    def resolve(self, path: Path) -> tuple[Engine | None, Refusal | None, int]:
+        """(engine, refusal, the configured `max-file-size` in bytes) for `path`: engine None when the
+        configuration excludes `path` (no refusal) or cannot be used (the refusal says why)."""
         from ..read.source import DEFAULT_MAX_BYTES
         from ..workspace.preparation import find_configuration, load_checked, prepare
         from ..workspace.request import Request, WorkspaceError
@@ -135,7 +122,7 @@ def analyse(engines: Engines, path: Path, text: str) -> Analysis:
 def analyse_bytes(engines: Engines, path: Path, data: bytes) -> Analysis:
     """Scan a buffer's UTF-8 bytes as the file `path`; one over the configured `max-file-size` is refused
     with the CLI's reason instead of scanned (a 10 MB buffer would otherwise cost minutes per keystroke)."""
-    engine, refusal, limit = engines._resolve(path)
+    engine, refusal, limit = engines.resolve(path)
     if engine is None:
         return Analysis(data, errors=[refusal.message] if refusal else [], excluded=refusal is None, refusal=refusal)
     if len(data) > limit:
