@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from . import streams
-from .migrations import texture_refs
+from .migrations import texture_includers, texture_refs
 
 
 class FileText:
@@ -68,6 +68,21 @@ BUILTIN_PRECHECKS: dict[str, Callable[[FileText], bool]] = {
     "surface_reference": lambda f: texture_refs.references_possible(f.data, f.path, f.project),
     "texture_reference_api": lambda f: texture_refs.reference_api_possible(f.data),
 }
+
+
+# builtin matcher -> (the run's project index, the files about to be scanned) -> None: builds, in the process that
+# worker processes are forked from, the per-run facts the builtin's precheck will ask of the index for those files,
+# so that every worker inherits them instead of building them again (a cache filled early, never a different answer)
+BUILTIN_SHARED: dict[str, Callable[[Any, list[Path]], None]] = {
+    "texture_reference": texture_includers.prepare_includers,
+    "surface_reference": texture_includers.prepare_includers,
+}
+
+
+def prepare_shared(builtins: Iterable[Any], project: Any, files: list[Path]) -> None:
+    """What `BUILTIN_SHARED` builds for the run's selected builtins (each once)."""
+    for prepare in dict.fromkeys(BUILTIN_SHARED[b] for b in builtins if b in BUILTIN_SHARED):
+        prepare(project, files)
 
 
 def builtin_possible(name: Any, f: FileText) -> bool:

@@ -351,7 +351,7 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
 
         global _WORKER, _WORK
         _WORKER, _WORK = engine, work
-        engine.warm_up()
+        engine.warm_up([Path(job.path) for job in items])
         deadline = hard_deadline(engine.opts.time_budget_s, work)
         timed_out = getattr(work, "timed_out", None) or (
             lambda job, secs: work.failed(job, TimeoutError(hard_deadline_message(job.display, secs))))

@@ -214,12 +214,20 @@ class ProjectIndex:
 
     def includers(self, header: Path) -> list[Path]:
         """Files of the run that reach `header` (directly or through other headers)."""
+        return list(self.includer_map().get(self._key(header), []))
+
+    def includer_map(self) -> dict[Path, list[Path]]:
+        """header -> the files of the run that reach it: the whole run's include graph, built on first use (it
+        reads every file of the run). A run with worker processes builds it before they fork, when a file
+        about to be scanned may ask (match/precheck.py: `prepare_shared`), so that it is built once, not once
+        per worker."""
         if self._includers is None:
-            self._includers = {}
+            includers: dict[Path, list[Path]] = {}
             for f in self.files:
                 for h in self.reachable(f):
-                    self._includers.setdefault(h, []).append(self._key(f))
-        return list(self._includers.get(self._key(header), []))
+                    includers.setdefault(h, []).append(self._key(f))
+            self._includers = includers
+        return self._includers
 
     # ------------------------------------------------------------------ macros
     def _own_macros(self, path: Path, data: bytes | None) -> tuple[frozenset[str], frozenset[str]]:

@@ -369,12 +369,16 @@ class Engine:
             return FileResult(disp, errors=[f"{disp}: {exc}"])
         return self.scan_guarded(src, disp)
 
-    def warm_up(self) -> None:
+    def warm_up(self, files: list[Path] | None = None) -> None:
         """Scan a small in-memory file once: what every scan loads on first use (the parser, lazily imported
         matcher modules, the template sandbox, compiled patterns) is then loaded in this process, and worker
-        processes forked from it inherit it instead of each loading it again (~0.1 s CPU per worker)."""
+        processes forked from it inherit it instead of each loading it again (~0.1 s CPU per worker). With
+        `files` (those the workers will scan), the run's project index also builds what the selected builtins'
+        prechecks will ask of it for them (match/precheck.py: `prepare_shared`), once for every worker."""
         try:  # on a copy with an empty index: the run's index learns nothing from this file
             self.with_run(project=ProjectIndex()).scan_bytes(Path(WARM_UP_NAME), WARM_UP_SOURCE)
+            if files:
+                precheck.prepare_shared(self.prechecked_builtins.values(), self.project, files)
         except Exception:  # only a speed-up: a failure here is met again, and reported, by the real scans
             pass
 

@@ -84,3 +84,19 @@ def includers_may_declare(data: bytes, path: Path, project: Any, reference_text:
             if text is None or reference_text.search(text):
                 return True
     return False
+
+
+def prepare_includers(project: Any, files: list[Path]) -> None:
+    """Before worker processes fork: when one of `files` (those about to be scanned) reads references, its
+    precheck (`includers_may_declare`) will need the run's whole include graph; built here, once, it is inherited
+    by every worker instead of being built again by each worker that meets such a file (cuda-samples v11.8:
+    0.13 s a worker, for 11 of its 790 files). A file that cannot be read here (or is over the index's size
+    limit) is left to the workers, which build the graph themselves if they need it."""
+    if project is None or not project.files:
+        return
+    for path in files:
+        data = project.read(path)
+        if data is not None and (b"tex" in data or b"surf" in data or b"cudaBind" in data or b"cudaUnbind" in data) \
+                and READ_CALL.search(data):
+            project.includer_map()
+            return
