@@ -8,7 +8,11 @@ With no PATH a tree is generated (bench/scan_speed.py's generator). Runs alterna
 medians. CPU is user+system time of the process and its workers (`os.wait4`), wall is elapsed time,
 peak memory is the largest resident set of any one process (`ru_maxrss`; a pool's workers are not
 summed), lines/s is the lines of the scanned files over the median wall time. Ratios > 1 mean
-cudamigrate is slower. Also timed: a one-file run (the first file, or --one-file) and `--version`.
+cudamigrate is slower. Also timed: a one-file run and `--version`. The one-file run's file is --one-file, else
+the first .cu/.cpp outside dot-directories that `cudamigrate scan` accepts alone (checked by an untimed scan:
+a git-ignored or excluded file is refused, exit 3, and would time a refusal), else a copy of the first one in a
+fresh directory; the script exits with status 2 when there is none, or when any timed cudamigrate run exits
+non-zero (it runs with --exit-zero).
 
 ast-grep runs the rule files in bench/astgrep/ (3 rules: a removed call, a removed call with
 arguments, a removed struct field), plus --pattern-rules N generated `NAME($$$ARGS)` rules over the
@@ -81,14 +85,56 @@ def count_lines(paths: list[Path]) -> tuple[int, int]:
     return files, lines
 
 
-def first_file(paths: list[Path]) -> Path | None:
+def candidate_files(paths: list[Path]) -> list[Path]:
+    """The .cu/.cpp files of `paths` in name order, those under a dot-directory (`.git`, `.recall`, ...) left out."""
+    out: list[Path] = []
     for p in paths:
         if p.is_file():
-            return p
-        for q in sorted(p.rglob("*")):
-            if q.is_file() and q.suffix.lower() in (".cu", ".cpp"):
-                return q
-    return None
+            out.append(p)
+            continue
+        out += [q for q in sorted(p.rglob("*")) if q.is_file() and q.suffix.lower() in (".cu", ".cpp")
+                and not any(part.startswith(".") for part in q.relative_to(p).parts)]
+    return out
+
+
+def scans_alone(cm: list[str], path: Path, env: dict[str, str]) -> str | None:
+    """None when `cudamigrate scan PATH` scans that one file (exit 0 with --exit-zero, one file scanned), else
+    why not: a file the scan refuses (git-ignored, excluded by a configuration) would time start-up and a refusal."""
+    p = subprocess.run(cm + ["scan", "--exit-zero", "--no-semantic", "--format", "json", str(path)], env=env,
+                       capture_output=True)
+    if p.returncode != 0:
+        return f"exit {p.returncode}: {p.stderr.decode(errors='replace').strip()[-300:]}"
+    try:
+        scanned = json.loads(p.stdout)["summary"]["files_scanned"]
+    except (ValueError, KeyError, TypeError):
+        return "no JSON report"
+    return None if scanned == 1 else f"{scanned} files scanned, not 1"
+
+
+def one_file(cm: list[str], paths: list[Path], env: dict[str, str], given: Path | None, tmp: Path) -> Path:
+    """The one-file row's file: `given`, else the first of the first 5 candidates that the scan accepts alone, else
+    (a tree under a git-ignored directory, such as the GPU machine's `.recall/v11.8`: every file refused) a copy
+    of the first candidate in a fresh directory, a new file as an editor or a hook meets it. Exits (status 2) naming
+    the reasons when none is accepted: a row that timed a refusal (the GPU machine's run of 2026-12-06: 0.20 s,
+    exit 3, a file under `.recall/`) is worse than none."""
+    cands = [given] if given is not None else candidate_files(paths)[:5]
+    reasons = []
+    for f in cands:
+        why = scans_alone(cm, f, env)
+        if why is None:
+            return f
+        reasons.append(f"{f}: {why}")
+    if given is None and cands:
+        copy = tmp / "one-file" / cands[0].name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(cands[0], copy)
+        why = scans_alone(cm, copy, env)
+        if why is None:
+            print(f"one file: {cands[0]} is refused where it lies ({reasons[0]}); timing a copy, {copy}", file=sys.stderr)
+            return copy
+        reasons.append(f"{copy}: {why}")
+    sys.exit("no file for the one-file run: " + ("; ".join(reasons) if reasons else "no .cu/.cpp file in PATH")
+             + " (pass --one-file FILE)")
 
 
 def generated_rules(directory: Path, n: int) -> None:
@@ -184,22 +230,21 @@ def main() -> None:
         threads = ["--threads", str(a.jobs)] if a.jobs else []
         cm = [sys.executable, "-m", "cudamigrate"]
         sg_rules = 3 + a.pattern_rules
-        one = a.one_file or first_file(paths)
         work: list[tuple[str, Tool, Tool, list[Path]]] = [
             (f"{nfiles} files, {nlines:,} lines",
              Tool("cudamigrate (all default rules)", cm + ["scan", "--exit-zero", "--no-semantic", "--format", "json", *jobs]
                   + [str(p) for p in paths]),
              Tool(f"ast-grep ({sg_rules} rules)", [a.sg, "scan", "--config", str(cfg), "--json=compact", *threads]
                   + [str(p) for p in paths]), paths)]
-        if one is not None:
-            work.append((f"one file ({one.name})",
-                         Tool("cudamigrate (all default rules)", cm + ["scan", "--exit-zero", "--no-semantic", "--format", "json", str(one)]),
-                         Tool(f"ast-grep ({sg_rules} rules)", [a.sg, "scan", "--config", str(cfg), "--json=compact", str(one)]),
-                         [one]))
-        work.append(("--version", Tool("cudamigrate", cm + ["--version"]), Tool("ast-grep", [a.sg, "--version"]), []))
         subprocess.run(cm + ["rules"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm the rule cache
+        one = one_file(cm, paths, env, a.one_file.resolve() if a.one_file else None, tmp)
+        work.append((f"one file ({one.name})",
+                     Tool("cudamigrate (all default rules)", cm + ["scan", "--exit-zero", "--no-semantic", "--format", "json", str(one)]),
+                     Tool(f"ast-grep ({sg_rules} rules)", [a.sg, "scan", "--config", str(cfg), "--json=compact", str(one)]),
+                     [one]))
+        work.append(("--version", Tool("cudamigrate", cm + ["--version"]), Tool("ast-grep", [a.sg, "--version"]), []))
         for label, x, y, _ in work:
-            for i in range(a.runs):
+            for _ in range(a.runs):
                 for t in (x, y):
                     if t is x and not a.warm_results:  # a cold scan: every file scanned, none replayed
                         for db in (tmp / "cache").glob("results.sqlite*"):
@@ -209,16 +254,17 @@ def main() -> None:
         print(f"cudamigrate {subprocess.run(cm + ['--version'], env=env, capture_output=True, text=True).stdout.strip()}, "
               f"{subprocess.run([a.sg, '--version'], capture_output=True, text=True).stdout.strip()}, "
               f"{a.runs} alternating runs each, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
-        print("paths: " + " ".join(str(p) for p in (a.paths or ["<generated>"])))
+        print("paths: " + " ".join(str(p) for p in (a.paths or ["<generated>"])) + f"; one file: {one}")
         print("cudamigrate caches: " + ("none (--no-cache)" if a.no_cache else
                                         "rule cache warm, result cache " + ("kept between runs" if a.warm_results
                                                                             else "emptied before every run")))
         print()
         print(table([(label, x, y) for label, x, y, _ in work],
                     {label: count_lines(ps)[1] for label, _, _, ps in work if ps}))
-        bad = [(t.name, s.rc) for _, x, y, _ in work for t in (x, y) for s in t.samples if s.rc not in (0, 1)]
+        bad = [(label, t.name, s.rc) for label, x, y, _ in work for t in (x, y) for s in t.samples
+               if s.rc != 0 and not (t is y and s.rc == 1)]  # cudamigrate runs with --exit-zero; ast-grep: 1 = findings
         if bad:
-            print(f"\nwarning: non-zero exits: {bad[:6]}")
+            sys.exit(f"\nfailed runs (the figures above time them, not a scan): {bad[:6]}")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
