@@ -15,8 +15,11 @@ import gzip
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .inventory import Exclusion, load_exclusions
+if TYPE_CHECKING:  # the exclusions are YAML: a scan, which asks only `versions`, imports neither
+    from .inventory import Exclusion
+
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 RELEASES = DATA / "api_releases.json.gz"
@@ -41,6 +44,8 @@ def entry_key(entry: dict) -> str:
 
 
 def exclusions(path: Path = EXCLUSIONS) -> dict[str, Exclusion]:
+    from .inventory import load_exclusions
+
     return load_exclusions(path)
 
 

@@ -25,16 +25,18 @@ import copy
 import os
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import tree_sitter as ts
 
-from ..parse.clang_facts import CallFact, FileFacts
 from ..parse.treesitter import query
 from ..core.registry import Registry, boolean, scalar, strings
 from .arg_spelling import ConditionError, arg_is as _arg_is
 from .context import named_children, node_text, normalize_name
 from .matchers import LAUNCH_PARAMS, Match, call_of, climb_name, smallest_nodes
+
+if TYPE_CHECKING:  # semantic mode's facts: a tree-sitter scan never loads their module
+    from ..parse.clang_facts import CallFact, FileFacts
 # --------------------------------------------------------------------------- feeding the matchers
 
 

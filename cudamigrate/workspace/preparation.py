@@ -223,15 +223,17 @@ class ReplayKey:
 def replay_key(req: Request, pre: Prepared, presentation: dict[str, Any]) -> ReplayKey | None:
     """The replay key when this scan may be replayed or stored as a replay, else None."""
     from ..pipeline import result_cache as cache
-    from ..parse.clang import find_compile_db
     from ..pipeline.replay import replay_key as key_of
     from ..core.textsafe import display_paths
 
     if not pre.use_cache or os.environ.get("CUDAMIGRATE_NO_CACHE") or pre.walk_errors or req.timings:
         return None
-    with cache.unrecorded():  # the ancestors' listings: asked again every run, never a result's dependency
-        semantic = not req.no_semantic and (req.compile_commands is not None
-                                            or find_compile_db(list(req.paths) or [Path(".")]) is not None)
+    semantic = not req.no_semantic and req.compile_commands is not None
+    if not req.no_semantic and not semantic:
+        from ..parse.clang import find_compile_db  # here: `--no-semantic` loads nothing of semantic mode
+
+        with cache.unrecorded():  # the ancestors' listings: asked again every run, never a result's dependency
+            semantic = find_compile_db(list(req.paths) or [Path(".")]) is not None
     if semantic:
         return None  # semantic mode: not cached
     import gc

@@ -16,18 +16,20 @@ fix and its cost. Tree-sitter mode has no such facts, so the rule never runs the
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...parse.clang_facts import DEPRECATED_KEYWORD, DeprecatedUse
 from ...core.registry import Registry
 from ...rules.schema import Rule
 from .builtin_registry import BuiltinFn, builtin_schema
 from ..context import FileContext
 from ..matchers import Match, smallest_nodes
 
+if TYPE_CHECKING:  # semantic mode's facts: a tree-sitter scan never loads their module
+    from ...parse.clang_facts import DeprecatedUse
+
 BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
 BUILTIN = "header_deprecated_declaration"
-__all__ = ["BUILTINS", "BUILTIN", "DEPRECATED_KEYWORD", "header_citation"]
+__all__ = ["BUILTINS", "BUILTIN", "header_citation"]
 
 
 def header_citation(path: str, line: int) -> str:
@@ -49,6 +51,8 @@ def header_deprecated_declaration(rule: Rule, ctx: FileContext, options: dict[st
     facts = getattr(sem, "facts", None)
     if facts is None or not getattr(facts, "deprecated", None):
         return []
+    from ...parse.clang_facts import DEPRECATED_KEYWORD  # here: only semantic mode has facts
+
     known = ctx.api_names - {DEPRECATED_KEYWORD}
     unit = ctx.main
     root = unit.root
