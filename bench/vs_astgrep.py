@@ -8,7 +8,9 @@ With no PATH a tree is generated (bench/scan_speed.py's generator). Runs alterna
 medians. CPU is user+system time of the process and its workers (`os.wait4`), wall is elapsed time,
 peak memory is the largest resident set of any one process (`ru_maxrss`; a pool's workers are not
 summed), lines/s is the lines of the scanned files over the median wall time. Ratios > 1 mean
-cudamigrate is slower. Also timed: a one-file run and `--version`. The one-file run's file is --one-file, else
+cudamigrate is slower. Also timed: a one-file run (cold, like the tree), one new file (a copy of that file, its
+content new at every run, in a result cache kept from the runs before: what an editor or a pre-commit hook
+meets) and `--version`. The one-file run's file is --one-file, else
 the first .cu/.cpp outside dot-directories that `cudamigrate scan` accepts alone (checked by an untimed scan:
 a git-ignored or excluded file is refused, exit 3, and would time a refusal), else a copy of the first one in a
 fresh directory; the script exits with status 2 when there is none, or when any timed cudamigrate run exits
@@ -35,6 +37,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -56,6 +59,8 @@ class Tool:
     cmd: list[str]
     samples: list[Sample] = field(default_factory=list)
     output: Path | None = None  # where the last run's JSON went (findings are counted after timing)
+    cold: bool = True  # cudamigrate: its result cache emptied before every run (unless --warm-results)
+    before: Callable[[int], None] | None = None  # called with the run's number before each run
 
 
 def run_once(cmd: list[str], stdout_path: Path | None = None, env: dict[str, str] | None = None) -> Sample:
@@ -257,11 +262,28 @@ def main() -> None:
                      Tool("cudamigrate (all default rules)", cm + ["scan", "--exit-zero", "--no-semantic", "--format", "json", str(one)]),
                      Tool(f"ast-grep ({sg_rules} rules)", [a.sg, "scan", "--config", str(cfg), "--json=compact", str(one)]),
                      [one]))
+        new = tmp / "new-file" / one.name  # a file the result cache has never seen, in a cache that is warm
+        new.parent.mkdir(exist_ok=True)
+        original = one.read_bytes()
+
+        def renew(i: int) -> None:
+            new.write_bytes(original + f"\n// vs_astgrep run {i}\n".encode())
+
+        renew(-1)
+        subprocess.run(cm + ["scan", "--exit-zero", "--no-semantic", str(new)], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)  # the result cache exists, as after any earlier run
+        work.append((f"one new file ({one.name}, result cache warm)",
+                     Tool("cudamigrate (all default rules)", cm + ["scan", "--exit-zero", "--no-semantic", "--format", "json", str(new)],
+                          cold=False, before=renew),
+                     Tool(f"ast-grep ({sg_rules} rules)", [a.sg, "scan", "--config", str(cfg), "--json=compact", str(new)]),
+                     [new]))
         work.append(("--version", Tool("cudamigrate", cm + ["--version"]), Tool("ast-grep", [a.sg, "--version"]), []))
         for label, x, y, _ in work:
-            for _ in range(a.runs):
+            for i in range(a.runs):
                 for t in (x, y):
-                    if t is x and not a.warm_results:  # a cold scan: every file scanned, none replayed
+                    if t.before is not None:
+                        t.before(i)
+                    if t is x and t.cold and not a.warm_results:  # a cold scan: every file scanned, none replayed
                         for db in (tmp / "cache").glob("results.sqlite*"):
                             db.unlink()
                     t.output = tmp / f"out-{abs(hash(label))}-{t.name.split()[0]}.json"
