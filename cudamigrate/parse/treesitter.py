@@ -214,6 +214,11 @@ _KEEP: list[ts.Node] = []  # the roots indexed: keeps their trees (and so the no
 _ROOTS: list[ts.Node] = []
 _SPENT = 0.0  # seconds spent in uncached Node.parent during this scan
 INDEX_AFTER_S = 0.02
+# One lookup counts at most this long: a lookup measured longer was interrupted (the process descheduled on a
+# loaded machine, or by one of many workers), not deep. Wall time is what is cheap to read (a CPU clock costs
+# 1.8 us a call, more than a lookup); uncapped, one preemption (milliseconds) indexed the tree of a shallow
+# file, so a parallel or loaded scan spent CPU that a quiet one does not.
+MAX_LOOKUP_S = 0.0005
 
 
 def reset_parent_cache() -> None:
@@ -260,7 +265,7 @@ def parent_of(node: ts.Node) -> ts.Node | None:
         return _PARENTS[nid]
     t0 = time.perf_counter()
     p = node.parent
-    _SPENT += time.perf_counter() - t0
+    _SPENT += min(time.perf_counter() - t0, MAX_LOOKUP_S)
     if _SPENT > INDEX_AFTER_S and _ROOTS:
         note_deep(DEEP_WALK)
     return p
