@@ -8,13 +8,15 @@ With no PATH a tree is generated (bench/scan_speed.py's generator). Runs alterna
 medians. CPU is user+system time of the process and its workers (`os.wait4`), wall is elapsed time,
 peak memory is the largest resident set of any one process (`ru_maxrss`; a pool's workers are not
 summed), lines/s is the lines of the scanned files over the median wall time. Ratios > 1 mean
-cudamigrate is slower. Also timed: a one-file run (cold, like the tree), one new file (a copy of that file, its
-content new at every run, in a result cache kept from the runs before: what an editor or a pre-commit hook
-meets) and `--version`. The one-file run's file is --one-file, else
-the first .cu/.cpp outside dot-directories that `cudamigrate scan` accepts alone (checked by an untimed scan:
-a git-ignored or excluded file is refused, exit 3, and would time a refusal), else a copy of the first one in a
-fresh directory; the script exits with status 2 when there is none, or when any timed cudamigrate run exits
-non-zero (it runs with --exit-zero).
+cudamigrate is slower. With --jobs N > 1 the tree is also scanned with one worker (`-j 1`, ast-grep
+`--threads 1`) and the CPU each tool spends at N over what it spends alone is printed: the parallel
+overhead, ast-grep's being the control for what the machine (hyperthreads, memory) imposes. Also timed: a
+one-file run (cold, like the tree), one new file (a copy of that file, its content new at every run, in a
+result cache kept from the runs before: what an editor or a pre-commit hook meets) and `--version`. The
+one-file run's file is --one-file, else the first .cu/.cpp outside dot-directories that `cudamigrate scan`
+accepts alone (checked by an untimed scan: a git-ignored or excluded file is refused, exit 3, and would
+time a refusal), else a copy of the first one in a fresh directory; the script exits with status 2 when
+there is none, or when any timed cudamigrate run exits non-zero (it runs with --exit-zero).
 
 ast-grep runs the rule files in bench/astgrep/ (3 rules: a removed call, a removed call with
 arguments, a removed struct field), plus --pattern-rules N generated `NAME($$$ARGS)` rules over the
@@ -255,6 +257,12 @@ def main() -> None:
                   + [str(p) for p in paths]),
              Tool(f"ast-grep ({sg_rules} rules)", [a.sg, "scan", "--config", str(cfg), "--json=compact", *threads]
                   + [str(p) for p in paths]), paths)]
+        if a.jobs and a.jobs > 1:  # the control: what the same scan costs in one process / one thread
+            work.append((f"{nfiles} files, one worker / thread",
+                         Tool("cudamigrate -j 1", cm + ["scan", "--exit-zero", "--no-semantic", "--format", "json", "-j", "1"]
+                              + [str(p) for p in paths]),
+                         Tool("ast-grep --threads 1", [a.sg, "scan", "--config", str(cfg), "--json=compact", "--threads", "1"]
+                              + [str(p) for p in paths]), paths))
         compiled = compile_bytecode(a.no_compile)
         subprocess.run(cm + ["rules"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # warm the rule cache
         one = one_file(cm, paths, env, a.one_file.resolve() if a.one_file else None, tmp)
@@ -299,6 +307,11 @@ def main() -> None:
         print()
         print(table([(label, x, y) for label, x, y, _ in work],
                     {label: count_lines(ps)[1] for label, _, _, ps in work if ps}))
+        if a.jobs and a.jobs > 1:
+            (_, cm_n, sg_n, _), (_, cm_1, sg_1, _) = work[0], work[1]
+            over = [med([x.cpu for x in n.samples]) / med([x.cpu for x in o.samples]) for n, o in ((cm_n, cm_1), (sg_n, sg_1))]
+            print(f"\nparallel CPU over one worker/thread (CPU at -j {a.jobs} / CPU at -j 1): cudamigrate {over[0]:.2f}x, "
+                  f"ast-grep {over[1]:.2f}x (--threads {a.jobs} / --threads 1)")
         bad = [(label, t.name, s.rc) for label, x, y, _ in work for t in (x, y) for s in t.samples
                if s.rc != 0 and not (t is y and s.rc == 1)]  # cudamigrate runs with --exit-zero; ast-grep: 1 = findings
         if bad:
