@@ -15,6 +15,10 @@ the file (`tests/test_speed_paths.py` checks the findings against scans without 
   `texture<`/`surface<` or a migration marker in the file or a project header it reaches), and the reference
   API builtin (`texture_refs.reference_api_possible`: a bind, a reference type or a template-less read in the text).
 
+A run with worker processes asks `prepare_shared` first (in the process they fork from): what a builtin's test
+will ask of the run's project index for the files to scan (`BUILTIN_SHARED`: the include graph for the texture
+builtins' includer test) is built once there, not again in every worker.
+
 `all:`, lists and mappings are conjunctions, `any:` a disjunction; `not:` and every other condition count as
 possible.
 """
