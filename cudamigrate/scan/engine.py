@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ..findings import cost as costmod
 from ..match.migrations import unused_suppressions
 from ..findings.measured import lookup as lookup_calibration
-from ..findings.model import Finding, Fix, assign_fingerprints, finding_for, sort_key
+from ..findings.model import Edit, Finding, Fix, assign_fingerprints, finding_for, sort_key
 from ..core.options import Options  # re-exported: defined apart so the CLI's cached path need not import the engine
 from ..match.migrations import builtins
 from ..match import precheck
@@ -24,7 +24,8 @@ from ..match.semantic import SemanticContext
 from ..match.kinds import MATCHER_KINDS, keywords as rule_keywords
 from ..match.matchers import Match, identifier_hits
 from ..parse import walk
-from ..parse.treesitter import (ErrorSpans, Unit, macro_units, parse, register_roots, reset_parent_cache,
+from ..parse.pasting import pasted_units, pasted_words, spelled_through, unpaste
+from ..parse.treesitter import (ErrorSpans, Paste, Unit, macro_units, parse, register_roots, reset_parent_cache,
                                syntax_blocker)
 from ..read.generated import GeneratedSpans
 from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions, words_of
@@ -384,12 +385,17 @@ class Engine:
         found: set[str] = set()
         in_code: set[str] = set()  # the keywords met outside comments
         words: set[bytes] = set()
+        pastes = self.project.paste_macros(src.path, data) if b"(" in data else {}
+        pasted: set[bytes] = set()
         if self.prefilter is not None:
             words = words_of(data)
-            found = in_code = self.prefilter.find_words(words)
+            pasted = pasted_words(data, pastes) if pastes else set()
+            found = in_code = self.prefilter.find_words(words | pasted)
             comments = comment_spans(data) if found else []
             if comments:
                 in_code = self.prefilter.find(blank(data, comments))
+                if pasted:  # (a paste in a comment has no unit: `pasted_units` reads the tree)
+                    in_code |= self.prefilter.find_words(pasted_words(blank(data, comments), pastes))
         if semantic is None and self.semantic_provider is not None:
             semantic = self._semantic_context(src)
         if semantic is not None:  # names that reach this file through macros and headers
@@ -432,6 +438,8 @@ class Engine:
             kw_rx = re.compile(pat)
             if any(kw_rx.search(d) for d in define_regions(pbytes)):  # else no macro body would be parsed
                 units += macro_units(tree, pbytes, kw_rx)
+        if pasted:  # calls spelled through a token-pasting macro: `cuda(ThreadSynchronize())`
+            units += pasted_units(tree, pbytes, pastes)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
                           semantic=semantic, project=self.project, api_names=frozenset(found),
                           include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat)
@@ -548,7 +556,14 @@ class Engine:
         r = m.rule
         if r.fix is not None and r.fix.get("applicability") != "manual":
             if r.fix.get("when") is None or evaluate(r.fix["when"], m, ctx):
-                edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
+                try:
+                    edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
+                except EditError as exc:
+                    if m.unit.paste is None:
+                        raise
+                    raise EditError(f"{spelled_through(m.unit.paste)}; the rewrite is not one of its argument ({exc})") from exc
+                if m.unit.paste is not None:
+                    edits = _unpasted(edits, m.unit.paste)
                 edits = [e for e in edits if decode_lossless(data[e.start : e.end]) != e.text]
                 if edits and self.opts.keep_compat is not None:
                     edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
@@ -560,7 +575,8 @@ class Engine:
                     title = displayable(render(str(r.fix.get("title", r.summary)), tctx))
                     return Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
         elif m.edits:
-            return Fix(m.fix_applicability or "unsafe", r.summary, sorted(m.edits, key=lambda e: (e.start, e.end)))
+            edits = _unpasted(m.edits, m.unit.paste) if m.unit.paste is not None else m.edits
+            return Fix(m.fix_applicability or "unsafe", r.summary, sorted(edits, key=lambda e: (e.start, e.end)))
         return None
 
     def _semantic_context(self, src: SourceFile) -> Any:
@@ -590,6 +606,8 @@ class Engine:
             r = m.rule
             try:
                 start, end = m.report_range
+                if m.unit.paste is not None:  # the pasted prefix is not in the file: report from the argument
+                    start = min(max(start, m.unit.paste.arg[0]), end)
                 line, col = ctx.source.position(start)
             except Exception as exc:
                 errors.append((internal_message(display, r.id, exc, "rule error"), exc))
@@ -602,7 +620,8 @@ class Engine:
             if made and start in made:
                 continue
             try:
-                if (r.removed_in or r.deprecated_in) and builtins.dead_for_target(m.node, ctx):
+                at = m.node if m.unit.paste is None else ctx.main.root.descendant_for_byte_range(*m.unit.paste.site)
+                if (r.removed_in or r.deprecated_in) and at is not None and builtins.dead_for_target(at, ctx):
                     continue  # version-guarded code that the target toolkit never compiles
                 if r.where is not None and not evaluate(r.where, m, ctx):
                     continue
@@ -712,6 +731,20 @@ def disabled_ranges(tree) -> list[tuple[int, int]]:
         alt = node.child_by_field_name("alternative")
         out.append((cond.end_byte, alt.start_byte if alt is not None else node.end_byte))
     return sorted(out)
+
+
+def _unpasted(edits: list[Edit], paste: Paste) -> list[Edit]:
+    """A pasted unit's edits as edits of the file (parse/pasting.py's `unpaste`), or EditError saying why the
+    rewrite is not one of the macro's argument alone."""
+    if paste.blocked and edits:
+        raise EditError(paste.blocked)
+    out: list[Edit] = []
+    for e in edits:
+        got = unpaste(e.start, e.end, e.text, paste)
+        if isinstance(got, str):
+            raise EditError(got)
+        out.append(Edit(*got))
+    return out
 
 
 def _in_disabled_block(ranges: list[tuple[int, int]], start: int) -> bool:
