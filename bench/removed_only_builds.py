@@ -1,6 +1,6 @@
 """How many translation units that fail only on removed CUDA APIs build after `cudamigrate fix --unsafe-fixes`.
 
-    python bench/removed_only_builds.py TREE [-I REL ...] [-j N] [--cache DIR] [--work DIR] [--json out.json]
+    python bench/removed_only_builds.py TREE [-I REL ...] [--only PREFIX ...] [-j N] [--cache DIR] [--work DIR] [--json out.json]
         [--fix-args "..."]
 
 Why: the user's question on a legacy code base is "does it build on CUDA 13.0 after the fix?". A unit that
@@ -67,7 +67,9 @@ def removed_only(output: str, root: Path, catalog: Any, inc: list[str]) -> tuple
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("tree", type=Path)
-    ap.add_argument("-I", dest="tree_include", action="append", default=[], help="tree-relative include dir")
+    ap.add_argument("-I", dest="tree_include", action="append", default=[],
+                    help="include dir: tree-relative, or absolute (a third-party header the tree needs, e.g. OpenCL's)")
+    ap.add_argument("--only", action="append", default=[], help="compile only units under this tree path (repeatable)")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "cudamigrate-recall")
     ap.add_argument("--work", type=Path)
@@ -88,10 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     second = scan(fixed)
 
     wheel_inc = recall.cuda_include_dirs([])
-    units, flags, search, cwd = recall.plan_units(root, [], None, [], wheel_inc)
+    units, flags, search, cwd = recall.plan_units(root, a.only, None, [], wheel_inc)
     for r in units:
-        flags[r] += [f"-I{{ROOT}}/{i}" for i in a.tree_include]
-        search[r] = list(search[r]) + [root / i for i in a.tree_include]
+        flags[r] += [f"-I{i}" if os.path.isabs(i) else f"-I{{ROOT}}/{i}" for i in a.tree_include]
+        search[r] = list(search[r]) + [root / i for i in a.tree_include if not os.path.isabs(i)]
     nvcc = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     comp = recall.RecallCompiler(a.cache.resolve(), 300, nvcc, flags, search, cwd)
     before = comp.many([(root, r) for r in units], a.jobs, "original")

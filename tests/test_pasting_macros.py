@@ -109,15 +109,38 @@ def test_blocked_macro_reports_manual_with_the_reason(tmp_path):
         "int main() {\n  LOG(ThreadSynchronize());\n  return 0;\n}\n")})
     (f,) = _scan(tmp_path / "main.cu", ["CM501"])
     assert f.fix is None and "also uses its argument unpasted" in f.context["fix_blocked"]
+    assert f.context["macro"] == "LOG" and (f.line, f.column) == (5, 7)
 
 
-def test_rewrite_beyond_the_argument_is_manual(tmp_path):
-    # CM1050 (C) declares a result struct before the statement: not an edit of the macro's argument
-    src = ("#include <cuda_runtime.h>\n#define cuda(fn) (cuda##fn)\n"
-           "int f(cudaGraphExec_t e, cudaGraph_t g) {\n  cudaGraphNode_t n;\n  enum cudaGraphExecUpdateResult r;\n"
-           "  cuda(GraphExecUpdate(e, g, &n, &r));\n  return (int)r;\n}\n")
+GRAPH_UPDATE = ("#include <cuda_runtime.h>\n#define {m}(fn) (cuda##fn)\n"
+                "int f(cudaGraphExec_t e, cudaGraph_t g) {{\n  cudaGraphNode_t n;\n  enum cudaGraphExecUpdateResult r;\n"
+                "  {m}(GraphExecUpdate(e, g, &n, &r));\n  return (int)r;\n}}\n")
+
+
+def test_statements_around_the_use_are_the_files(tmp_path):
+    # CM1050 (C) declares the result struct before the statement and copies it out after: edits of the file
+    # around the macro's use, and of its argument inside it
+    _project(tmp_path, {"main.c": GRAPH_UPDATE.format(m="cuda")})
+    assert _fix(tmp_path / "main.c", ["CM1050"]) == (
+        "#include <cuda_runtime.h>\n#define cuda(fn) (cuda##fn)\n"
+        "int f(cudaGraphExec_t e, cudaGraph_t g) {\n  cudaGraphNode_t n;\n  enum cudaGraphExecUpdateResult r;\n"
+        "  cudaGraphExecUpdateResultInfo updateResultInfo = {0};\n"
+        "  cuda(GraphExecUpdate(e, g, &updateResultInfo));\n"
+        "  n = updateResultInfo.errorNode;\n  r = updateResultInfo.result;\n  return (int)r;\n}\n")
+
+
+def test_rewrite_beyond_the_argument_of_a_short_macro_name_is_manual(tmp_path):
+    # `C(...)` is too short to be read as `(cuda...)` in the file: its call is seen in a unit of its own, where
+    # the statement around it is the macro's, not the file's
+    src = GRAPH_UPDATE.format(m="C")
     _project(tmp_path, {"main.c": src})
     (f,) = _scan(tmp_path / "main.c", ["CM1050"])
-    assert f.fix is None and (f.line, f.column) == (6, 8)
-    assert "spelled through macro `cuda`, which pastes `cuda` onto its argument" in f.context["fix_blocked"]
+    assert f.fix is None and (f.line, f.column) == (6, 5)
+    assert f.context["fix_blocked"] == ("no automatic fix: the call is spelled through macro `C`, which pastes `cuda` "
+                                        "onto its argument; the rewrite changes more than the argument")
     assert _fix(tmp_path / "main.c", ["CM1050"]) == src
+
+
+def test_short_macro_name_rename_is_fixed_in_the_argument(tmp_path):
+    _project(tmp_path, {"main.cu": "#include <cuda_runtime.h>\n#define C(fn) (cuda##fn)\nint main() { return C(ThreadExit()); }\n"})
+    assert _fix(tmp_path / "main.cu", ["CM501"]).endswith("return C(DeviceReset()); }\n")

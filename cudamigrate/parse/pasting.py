@@ -9,18 +9,22 @@ module gives the matcher the view the compiler has, for exactly the part the sou
   parameter (`PREFIX ## param`), each with why rewriting its argument is not what its expansion needs, if it
   is not: the argument is also used unpasted, pasted onto two prefixes, or onto a suffix too (`cuda##fn##Async`);
   a stringized `#param` is fine (the message then names the new call, as the compiler's would);
-* `pasted_units(tree, data, macros)`: for each use of such a macro in the file's tree, the pasted expression
-  (`cudaThreadSynchronize()`) parsed as a macro body is, laid out so that every byte of the argument keeps
-  its offset in the file: the prefix sits just before the argument, in the bytes of the macro's name;
+* `paste_sites(tree, data, macros)`: each use of such a macro in the file's tree; `file_view` spells the uses
+  whose macro name is at least as long as the prefix as the expansion's call at the same length
+  (`cuda(ThreadSynchronize())` is parsed as `(cudaThreadSynchronize())`: every analysis, the texture
+  migration's included, sees the call where it is, in its statement and function), and `pasted_unit` parses
+  the others' pasted expression as a macro body is, the argument's bytes at their offsets in the file;
 * `unpaste(start, end, text, paste)`: an edit made in that view as an edit of the file: it may only change
   the argument, and an edit that starts at the pasted identifier must keep the prefix (`cudaThreadSynchronize`
   -> `cudaDeviceSynchronize` becomes `ThreadSynchronize` -> `DeviceSynchronize`); anything else is a reason
   the fix is manual.
 
-The macro's other tokens (the error check around the call) are not in the view: a rule sees the call as a
-statement of its own inside a macro (`Unit.in_macro`), the conservative reading analyses already have for
-macro bodies. Macros are the project's own (the file's and the project headers it reaches, which
-`read/project_index.py` collects); a definition the file cannot see is not used.
+The macro's other tokens (the error check around the call) are not in the view: conditions ask whether a
+match is in a macro (`inside: macro_body`), which is true of these calls (`FileContext.pastes`, `Unit.in_macro`
+of a pasted unit), so "status ignored" rules keep trusting the macro's check. Macros are the project's own
+(the file's and the project headers it reaches, which `read/project_index.py` collects); a definition the file
+cannot see is not used. An edit of the view outside the macro's use (a declaration inserted before the
+statement) is an edit of the file as it is.
 """
 
 from __future__ import annotations
@@ -111,25 +115,24 @@ def _paste_macro(name: str, params: bytes, body: bytes) -> PasteMacro | None:
     return None
 
 
-def pasted_units(tree: ts.Tree, data: bytes, macros: dict[str, PasteMacro]) -> list[Unit]:
-    """One unit per use of a pasting macro in `tree` whose argument starts with an identifier: the pasted
-    expression, parsed as a macro body is, with the argument's bytes at their offsets in the file."""
-    units: list[Unit] = []
+def paste_sites(tree: ts.Tree, data: bytes, macros: dict[str, PasteMacro]) -> list[Paste]:
+    """Each use of a pasting macro in `tree` whose argument starts with an identifier, in document order."""
+    out: list[Paste] = []
     if not macros:
-        return units
+        return out
     stack = [tree.root_node]
     while stack:
         node = stack.pop()
         if node.type == "call_expression":
-            got = _unit_at(node, data, macros)
+            got = _paste_at(node, data, macros)
             if got is not None:
-                units.append(got)
+                out.append(got)
         if node.child_count:
             stack.extend(reversed(node.children))
-    return units
+    return out
 
 
-def _unit_at(call: ts.Node, data: bytes, macros: dict[str, PasteMacro]) -> Unit | None:
+def _paste_at(call: ts.Node, data: bytes, macros: dict[str, PasteMacro]) -> Paste | None:
     fn = call.child_by_field_name("function")
     args = call.child_by_field_name("arguments")
     if fn is None or args is None or fn.type != "identifier":
@@ -141,16 +144,40 @@ def _unit_at(call: ts.Node, data: bytes, macros: dict[str, PasteMacro]) -> Unit 
     if len(given) != macro.arity:
         return None
     arg = given[macro.index]
-    text = data[arg.start_byte: arg.end_byte]
-    if not _IDENT.match(text):
+    if not _IDENT.match(data[arg.start_byte: arg.end_byte]) or arg.start_byte < len(macro.prefix):
         return None  # `cuda((x))`: the paste would not make one identifier
-    pre = macro.prefix
-    if arg.start_byte < len(pre):
-        return None
-    buf = MACRO_WRAP_PREFIX + pre + _CONT.sub(lambda m: b" " * (len(m.group(0)) - 1) + b"\n", text) + MACRO_WRAP_SUFFIX
-    paste = Paste(macro.name, pre, (arg.start_byte, arg.end_byte), (call.start_byte, call.end_byte), macro.blocked)
-    return Unit(tree=parse(buf), base=arg.start_byte - len(pre) - len(MACRO_WRAP_PREFIX), in_macro=True,
-                macro_name=macro.name, paste=paste)
+    return Paste(macro.name, macro.prefix, (arg.start_byte, arg.end_byte), (call.start_byte, call.end_byte),
+                 macro.blocked)
+
+
+_HEAD = re.compile(rb"[A-Za-z_]\w*[ \t]*\([ \t]*")
+
+
+def in_file_view(paste: Paste, data: bytes) -> bool:
+    """Whether the file's own parse can show the expansion at the same length: `cuda(ThreadSynchronize())` read
+    as `(cudaThreadSynchronize())` (the macro's name, at least as long as the prefix, gives the bytes)."""
+    s0, a0 = paste.site[0], paste.arg[0]
+    return _HEAD.fullmatch(data[s0:a0]) is not None and a0 - s0 >= 1 + len(paste.prefix)
+
+
+def file_view(data: bytes, pastes: list[Paste]) -> bytes:
+    """`data` with each use of `pastes` (all `in_file_view`) spelled as its expansion's call, same length:
+    `(` and the prefix in place of the macro's name and `(`. Every other byte keeps its offset."""
+    out = bytearray(data)
+    for p in pastes:
+        s0, a0 = p.site[0], p.arg[0]
+        out[s0:a0] = b"(" + b" " * (a0 - s0 - 1 - len(p.prefix)) + p.prefix
+    return bytes(out)
+
+
+def pasted_unit(paste: Paste, data: bytes) -> Unit:
+    """The expansion's call parsed as a macro body is, the argument's bytes at their offsets in the file, for a
+    use the file's own parse cannot show (`C(Malloc(...))` for `#define C(fn) cuda##fn`)."""
+    a0, a1 = paste.arg
+    text = _CONT.sub(lambda m: b" " * (len(m.group(0)) - 1) + b"\n", data[a0:a1])
+    buf = MACRO_WRAP_PREFIX + paste.prefix + text + MACRO_WRAP_SUFFIX
+    return Unit(tree=parse(buf), base=a0 - len(paste.prefix) - len(MACRO_WRAP_PREFIX), in_macro=True,
+                macro_name=paste.macro, paste=paste)
 
 
 def spelled_through(paste: Paste) -> str:
@@ -158,18 +185,26 @@ def spelled_through(paste: Paste) -> str:
     return f"the call is spelled through macro `{paste.macro}`, which pastes `{paste.prefix.decode()}` onto its argument"
 
 
-def unpaste(start: int, end: int, text: str, paste: Paste) -> tuple[int, int, str] | str:
-    """An edit of the pasted view as an edit of the file, or why it cannot be one: it must lie in the
-    argument, and one that starts inside the pasted prefix must write the prefix again."""
+def unpaste(start: int, end: int, text: str, paste: Paste, in_file: bool = False) -> tuple[int, int, str] | str | None:
+    """An edit of the view as an edit of the file, or why it cannot be one: inside the macro's use it must lie
+    in the argument, and one that starts inside the pasted prefix must write the prefix again. `in_file`: the
+    view is the file's own parse (`file_view`), where an edit outside the use is the file's (None: it does not
+    touch the use); in a pasted unit nothing outside the argument exists."""
     a0, a1 = paste.arg
     p0 = a0 - len(paste.prefix)
+    if in_file and (end <= paste.site[0] or start >= paste.site[1]):
+        return None
+    if paste.blocked:
+        return f"{spelled_through(paste)}, and {paste.blocked}"
     why = f"{spelled_through(paste)}; the rewrite changes more than the argument"
     if start < p0 or end > a1 or start > end or start == a0:
         # (at a0: inside the pasted identifier, after the prefix; no rewrite of the view edits there alone)
         return why
     if start < a0:
         kept = paste.prefix[start - p0:].decode()
-        if end < a0 or not text.startswith(kept):
+        if end < a0:
+            return why
+        if not text.startswith(kept):
             return f"{spelled_through(paste)}; the new name does not start with it"
         return a0, end, text[len(kept):]
     return start, end, text
@@ -178,7 +213,7 @@ def unpaste(start: int, end: int, text: str, paste: Paste) -> tuple[int, int, st
 def pasted_words(data: bytes, macros: dict[str, PasteMacro]) -> set[bytes]:
     """The identifiers the uses of `macros` in `data` paste (`cudaThreadSynchronize` for
     `cuda(ThreadSynchronize())`), for the keyword prefilter: a superset (comments and strings included),
-    from the text, of what `pasted_units` parses. Only a macro's first parameter is read here."""
+    from the text, of what `paste_sites` finds. Only a macro's first parameter is read here."""
     out: set[bytes] = set()
     for name, pm in macros.items():
         if pm.index != 0 or name.encode() not in data:

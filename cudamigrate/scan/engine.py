@@ -24,7 +24,8 @@ from ..match.semantic import SemanticContext
 from ..match.kinds import MATCHER_KINDS, keywords as rule_keywords
 from ..match.matchers import Match, identifier_hits
 from ..parse import walk
-from ..parse.pasting import pasted_units, pasted_words, spelled_through, unpaste
+from ..parse.pasting import (file_view, in_file_view, paste_sites, pasted_unit, pasted_words, spelled_through,
+                             unpaste)
 from ..parse.treesitter import (ErrorSpans, Paste, Unit, macro_units, parse, register_roots, reset_parent_cache,
                                syntax_blocker)
 from ..read.generated import GeneratedSpans
@@ -385,17 +386,17 @@ class Engine:
         found: set[str] = set()
         in_code: set[str] = set()  # the keywords met outside comments
         words: set[bytes] = set()
-        pastes = self.project.paste_macros(src.path, data) if b"(" in data else {}
+        macros = self.project.paste_macros(src.path, data) if b"(" in data else {}
         pasted: set[bytes] = set()
         if self.prefilter is not None:
             words = words_of(data)
-            pasted = pasted_words(data, pastes) if pastes else set()
+            pasted = pasted_words(data, macros) if macros else set()
             found = in_code = self.prefilter.find_words(words | pasted)
             comments = comment_spans(data) if found else []
             if comments:
                 in_code = self.prefilter.find(blank(data, comments))
                 if pasted:  # (a paste in a comment has no unit: `pasted_units` reads the tree)
-                    in_code |= self.prefilter.find_words(pasted_words(blank(data, comments), pastes))
+                    in_code |= self.prefilter.find_words(pasted_words(blank(data, comments), macros))
         if semantic is None and self.semantic_provider is not None:
             semantic = self._semantic_context(src)
         if semantic is not None:  # names that reach this file through macros and headers
@@ -430,6 +431,15 @@ class Engine:
             src.statement_macros = self.project.statement_macros(src.path, data)
         pbytes = src.parse_bytes
         tree = parse(pbytes)
+        pastes: list[Paste] = []
+        pasted_only: list[Unit] = []
+        if pasted:  # calls spelled through a token-pasting macro: `cuda(ThreadSynchronize())` (parse/pasting.py)
+            sites = paste_sites(tree, pbytes, macros)
+            pastes = [p for p in sites if in_file_view(p, pbytes)]
+            pasted_only = [pasted_unit(p, pbytes) for p in sites if not in_file_view(p, pbytes)]
+            if pastes:
+                pbytes = file_view(pbytes, pastes)
+                tree = parse(pbytes)
         units = [Unit(tree=tree, base=0)]
         if b"#" in data and keys:
             pat = rb"\b(" + b"|".join(re.escape(k.encode()) for k in keys) + rb")\b"
@@ -438,11 +448,11 @@ class Engine:
             kw_rx = re.compile(pat)
             if any(kw_rx.search(d) for d in define_regions(pbytes)):  # else no macro body would be parsed
                 units += macro_units(tree, pbytes, kw_rx)
-        if pasted:  # calls spelled through a token-pasting macro: `cuda(ThreadSynchronize())`
-            units += pasted_units(tree, pbytes, pastes)
+        units += pasted_only
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
                           semantic=semantic, project=self.project, api_names=frozenset(found),
-                          include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat)
+                          include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat,
+                          pastes=tuple(pastes))
         reset_parent_cache()
         reset_scope_cache()
         register_roots([u.root for u in units])
@@ -559,11 +569,11 @@ class Engine:
                 try:
                     edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
                 except EditError as exc:
-                    if m.unit.paste is None:
+                    paste = m.unit.paste or paste_at(ctx.pastes, m.report_range[0])
+                    if paste is None:
                         raise
-                    raise EditError(f"{spelled_through(m.unit.paste)}; the rewrite is not one of its argument ({exc})") from exc
-                if m.unit.paste is not None:
-                    edits = _unpasted(edits, m.unit.paste)
+                    raise EditError(f"{spelled_through(paste)}; the rewrite is not one of its argument ({exc})") from exc
+                edits = _unpasted(edits, m.unit.paste, ctx.pastes)
                 edits = [e for e in edits if decode_lossless(data[e.start : e.end]) != e.text]
                 if edits and self.opts.keep_compat is not None:
                     edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
@@ -575,7 +585,7 @@ class Engine:
                     title = displayable(render(str(r.fix.get("title", r.summary)), tctx))
                     return Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
         elif m.edits:
-            edits = _unpasted(m.edits, m.unit.paste) if m.unit.paste is not None else m.edits
+            edits = _unpasted(m.edits, m.unit.paste, ctx.pastes)
             return Fix(m.fix_applicability or "unsafe", r.summary, sorted(edits, key=lambda e: (e.start, e.end)))
         return None
 
@@ -606,8 +616,9 @@ class Engine:
             r = m.rule
             try:
                 start, end = m.report_range
-                if m.unit.paste is not None:  # the pasted prefix is not in the file: report from the argument
-                    start = min(max(start, m.unit.paste.arg[0]), end)
+                paste = m.unit.paste or (paste_at(ctx.pastes, start) if ctx.pastes else None)
+                if paste is not None:  # the pasted prefix is not in the file: report from the argument
+                    start = min(max(start, paste.arg[0]), end)
                 line, col = ctx.source.position(start)
             except Exception as exc:
                 errors.append((internal_message(display, r.id, exc, "rule error"), exc))
@@ -672,9 +683,11 @@ class Engine:
                 target=self.opts.target, applicability=app, multipliers=mults,
                 effort_minutes=r.cost.get("effort_minutes"), measured=measured, impact_override=impact_override,
             )
-            context = {"in_macro": m.unit.in_macro}
+            context: dict[str, Any] = {"in_macro": m.unit.in_macro}
             if m.unit.macro_name:
                 context["macro"] = m.unit.macro_name
+            if paste is not None:
+                context.update(in_macro=True, macro=paste.macro, expanded_at_use=True)
             if m.vars.get("macro"):
                 context.update(in_macro=True, macro=m.vars["macro"], expanded_at_use=True)
             if blocked:
@@ -733,18 +746,34 @@ def disabled_ranges(tree) -> list[tuple[int, int]]:
     return sorted(out)
 
 
-def _unpasted(edits: list[Edit], paste: Paste) -> list[Edit]:
-    """A pasted unit's edits as edits of the file (parse/pasting.py's `unpaste`), or EditError saying why the
-    rewrite is not one of the macro's argument alone."""
-    if paste.blocked and edits:
-        raise EditError(paste.blocked)
+def _unpasted(edits: list[Edit], unit_paste: Paste | None, pastes: tuple[Paste, ...]) -> list[Edit]:
+    """Edits made in a view of the file that spells token-pasting macros' uses as their expansion (a pasted
+    unit's, `unit_paste`, or the file's own parse, `pastes`), as edits of the file (parse/pasting.py's
+    `unpaste`), or EditError saying why the rewrite is not one of the macro's argument alone."""
+    if unit_paste is None and not pastes:
+        return edits
     out: list[Edit] = []
     for e in edits:
-        got = unpaste(e.start, e.end, e.text, paste)
+        got: tuple[int, int, str] | str | None = None
+        if unit_paste is not None:
+            got = unpaste(e.start, e.end, e.text, unit_paste)
+        else:
+            for p in pastes:
+                got = unpaste(e.start, e.end, e.text, p, in_file=True)
+                if got is not None:
+                    break
         if isinstance(got, str):
             raise EditError(got)
-        out.append(Edit(*got))
+        out.append(e if got is None else Edit(*got))
     return out
+
+
+def paste_at(pastes: tuple[Paste, ...], at: int) -> Paste | None:
+    """The token-pasting macro use of the file's view that holds offset `at`."""
+    for p in pastes:
+        if p.site[0] <= at < p.site[1]:
+            return p
+    return None
 
 
 def _in_disabled_block(ranges: list[tuple[int, int]], start: int) -> bool:
