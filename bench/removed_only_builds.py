@@ -1,7 +1,7 @@
 """How many translation units that fail only on removed CUDA APIs build after `cudamigrate fix --unsafe-fixes`.
 
-    python bench/removed_only_builds.py TREE [-I REL ...] [--only PREFIX ...] [-j N] [--cache DIR] [--work DIR] [--json out.json]
-        [--fix-args "..."]
+    python bench/removed_only_builds.py TREE [-I REL ...] [--only PREFIX ...] [-j N] [--cache DIR] [--work DIR]
+        [--json out.json] [--fix-args "..."]
 
 Why: the user's question on a legacy code base is "does it build on CUDA 13.0 after the fix?". A unit that
 also fails for reasons the tool cannot touch (a missing third-party header, an OpenGL include) says nothing
@@ -110,16 +110,17 @@ def main(argv: list[str] | None = None) -> int:
     built = [r for r in counted if after[(fixed, r)].ok]
     manual: dict[str, list[str]] = {}
     for f in second:
-        rel = os.path.relpath(os.path.join(fixed, f["path"]), fixed) if not os.path.isabs(f["path"]) else \
-            os.path.relpath(f["path"], fixed)
-        if f["applicability"] == "manual" and f.get("removed_in"):
-            manual.setdefault(rel, []).append(f"{f['rule']}:{f['line']}: {f['message'][:160]}")
+        rel = os.path.normpath(f["path"]) if not os.path.isabs(f["path"]) else os.path.relpath(f["path"], fixed)
+        if f["applicability"] == "manual":
+            manual.setdefault(rel, []).append(f"{rel}:{f['line']}: {f['rule']}: {f['message'][:160]}")
     failing = {}
     for r in counted:
         if not after[(fixed, r)].ok:
             errs = [d for d in recall.parse_diagnostics(after[(fixed, r)].output) if "error" in d.severity]
-            failing[r] = {"first_error": f"{errs[0].path}:{errs[0].line}: {errs[0].message}" if errs else
-                          after[(fixed, r)].output[-300:], "manual_findings": manual.get(r, [])}
+            where = os.path.relpath(errs[0].path, fixed) if errs and os.path.isabs(errs[0].path) else r
+            failing[r] = {"first_error": f"{where}:{errs[0].line}: {errs[0].message}" if errs else
+                          after[(fixed, r)].output[-300:],
+                          "manual_findings": manual.get(r, []) + (manual.get(where, []) if where != r else [])}
     d = {"tree": str(a.tree), "nvcc": nvcc, "units": len(units),
          "compiled_before": sum(1 for r in units if before[(root, r)].ok),
          "removed_only": len(counted), "build_after_fix": len(built),

@@ -170,6 +170,29 @@ def file_view(data: bytes, pastes: list[Paste]) -> bytes:
     return bytes(out)
 
 
+@dataclass
+class View:
+    """A file's parse with its token-pasting macro uses seen as their expansion (`view`)."""
+
+    data: bytes  # the bytes parsed (same length as the file's)
+    tree: ts.Tree
+    pastes: list[Paste]  # uses the tree shows as their expansion's call
+    units: list[Unit]  # pasted units of the other uses
+
+
+def view(data: bytes, tree: ts.Tree, macros: dict[str, PasteMacro]) -> View:
+    """The parse of `data` (`tree`) with the uses of `macros` seen as the compiler sees them: in the file's own
+    parse when the macro's name leaves room (`file_view`), else in a pasted unit. Whoever parses a project file
+    the way the engine does calls this after `parse` (with `ProjectIndex.paste_macros(path, data)`)."""
+    sites = paste_sites(tree, data, macros)
+    inline = [p for p in sites if in_file_view(p, data)]
+    units = [pasted_unit(p, data) for p in sites if not in_file_view(p, data)]
+    if inline:
+        data = file_view(data, inline)
+        tree = parse(data)
+    return View(data, tree, inline, units)
+
+
 def pasted_unit(paste: Paste, data: bytes) -> Unit:
     """The expansion's call parsed as a macro body is, the argument's bytes at their offsets in the file, for a
     use the file's own parse cannot show (`C(Malloc(...))` for `#define C(fn) cuda##fn`)."""

@@ -24,8 +24,7 @@ from ..match.semantic import SemanticContext
 from ..match.kinds import MATCHER_KINDS, keywords as rule_keywords
 from ..match.matchers import Match, identifier_hits
 from ..parse import walk
-from ..parse.pasting import (file_view, in_file_view, paste_sites, pasted_unit, pasted_words, spelled_through,
-                             unpaste)
+from ..parse.pasting import pasted_words, spelled_through, unpaste, view
 from ..parse.treesitter import (ErrorSpans, Paste, Unit, macro_units, parse, register_roots, reset_parent_cache,
                                syntax_blocker)
 from ..read.generated import GeneratedSpans
@@ -434,12 +433,8 @@ class Engine:
         pastes: list[Paste] = []
         pasted_only: list[Unit] = []
         if pasted:  # calls spelled through a token-pasting macro: `cuda(ThreadSynchronize())` (parse/pasting.py)
-            sites = paste_sites(tree, pbytes, macros)
-            pastes = [p for p in sites if in_file_view(p, pbytes)]
-            pasted_only = [pasted_unit(p, pbytes) for p in sites if not in_file_view(p, pbytes)]
-            if pastes:
-                pbytes = file_view(pbytes, pastes)
-                tree = parse(pbytes)
+            seen = view(pbytes, tree, macros)
+            pbytes, tree, pastes, pasted_only = seen.data, seen.tree, seen.pastes, seen.units
         units = [Unit(tree=tree, base=0)]
         if b"#" in data and keys:
             pat = rb"\b(" + b"|".join(re.escape(k.encode()) for k in keys) + rb")\b"
