@@ -500,11 +500,15 @@ class Engine:
         for unit, node in identifier_hits(ctx, hit_rules):
             budget.check()
             text = node.text.decode("utf-8", "replace")
+            # a call spelled through a token-pasting macro is in no libclang fact at this offset (its facts are the
+            # macro's expansion, which `expansion_matches` leaves to this view): matched as tree-sitter matches it
+            pasted = unit.paste is not None or (
+                bool(ctx.pastes) and paste_at(ctx.pastes, node.start_byte + unit.base) is not None)
             for r in hit_rules.get(text, []):
                 try:
                     matcher = MATCHER_KINDS.get(r.kind).impl.hit
                     assert matcher is not None  # hit_rules holds per-identifier kinds only
-                    if semantic is not None:
+                    if semantic is not None and not pasted:
                         matcher = semantic.wrap(r.kind, matcher)
                     m = matcher(r, ctx, unit, node)
                 except Exception as exc:  # a matcher bug must not stop the scan
@@ -525,7 +529,11 @@ class Engine:
                 internal.append((internal_message(display, r.id, exc, "matcher error"), exc))
         if semantic is not None:
             try:
-                matches += semantic.expansion_matches(list(candidates.values()), ctx)
+                expanded = semantic.expansion_matches(list(candidates.values()), ctx)
+                sites = list(ctx.pastes) + [u.paste for u in ctx.units if u.paste is not None]
+                if sites:  # a token-pasting macro's use: its call is matched in the view already (parse/pasting.py)
+                    expanded = [x for x in expanded if not any(p.site[0] <= x.report_range[0] < p.site[1] for p in sites)]
+                matches += expanded
             except Exception as exc:
                 internal.append((internal_message(display, None, exc, "semantic macro expansions"), exc))
         res.findings, more = self._findings(matches, ctx, display)
@@ -682,7 +690,7 @@ class Engine:
             if m.unit.macro_name:
                 context["macro"] = m.unit.macro_name
             if paste is not None:
-                context.update(in_macro=True, macro=paste.macro, expanded_at_use=True)
+                context.update(in_macro=True, macro=paste.macro)
             if m.vars.get("macro"):
                 context.update(in_macro=True, macro=m.vars["macro"], expanded_at_use=True)
             if blocked:
