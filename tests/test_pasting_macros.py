@@ -144,3 +144,11 @@ def test_rewrite_beyond_the_argument_of_a_short_macro_name_is_manual(tmp_path):
 def test_short_macro_name_rename_is_fixed_in_the_argument(tmp_path):
     _project(tmp_path, {"main.cu": "#include <cuda_runtime.h>\n#define C(fn) (cuda##fn)\nint main() { return C(ThreadExit()); }\n"})
     assert _fix(tmp_path / "main.cu", ["CM501"]).endswith("return C(DeviceReset()); }\n")
+
+
+def test_wrapper_that_stringizes_its_argument_is_a_plain_call(tmp_path):
+    # no paste: the API is spelled in the file, and the string the macro prints names the new call after the fix
+    _project(tmp_path, {"main.cu": (
+        '#include <cstdio>\n#include <cuda_runtime.h>\n#define CHECK(fn) check(fn, #fn)\n'
+        "int check(cudaError_t, const char *);\nint main() { return CHECK(cudaThreadSynchronize()); }\n")})
+    assert _fix(tmp_path / "main.cu", ["CM501"]).endswith("return CHECK(cudaDeviceSynchronize()); }\n")
