@@ -451,8 +451,9 @@ def _inside(place: str, m: Match, ctx: FileContext) -> bool:
         return sc.is_host
     if place == "main":
         return sc.is_main
-    if place == "macro_body":
-        return m.unit.in_macro
+    if place == "macro_body":  # also a call spelled through a token-pasting macro's use (parse/pasting.py)
+        at = m.node.start_byte + m.unit.base
+        return m.unit.in_macro or any(p.site[0] <= at < p.site[1] for p in ctx.pastes)
     if place == "function":
         return sc.function is not None
     raise ConditionError(f"unknown place {place!r}")

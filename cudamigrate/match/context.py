@@ -10,7 +10,7 @@ from typing import Any
 import tree_sitter as ts
 
 from ..parse import walk
-from ..parse.treesitter import Unit, note_deep, parent_of
+from ..parse.treesitter import Paste, Unit, note_deep, parent_of
 from ..read.source import SourceFile
 
 LOOP_TYPES = {"for_statement", "for_range_loop", "while_statement", "do_statement"}
@@ -204,6 +204,7 @@ class FileContext:
     api_names: frozenset[str] = frozenset()  # identifiers the prefilter found (names rules look for)
     include_roots: tuple[str, ...] = ()  # where the project's headers live (the scanned paths), for ppenv
     keep_compat: tuple[int, int] | None = None  # `fix --keep-compat`: oldest toolkit the code must build with
+    pastes: tuple[Paste, ...] = ()  # token-pasting macro uses the file's parse spells as their expansion (parse/pasting.py)
 
     @property
     def main(self) -> Unit:

@@ -32,14 +32,28 @@ def _parser() -> ts.Parser:
     return ts.Parser(language())
 
 
+@dataclass(frozen=True)
+class Paste:
+    """Where a pasted unit's view comes from (parse/pasting.py): the use of macro `macro` that pastes `prefix`
+    onto the argument at `arg` (absolute offsets); `site` is the whole use."""
+
+    macro: str
+    prefix: bytes
+    arg: tuple[int, int]
+    site: tuple[int, int]
+    blocked: str | None = None  # why rewriting the argument is not what the expansion needs
+
+
 @dataclass
 class Unit:
-    """A parsed buffer: the whole file (base 0) or a macro body (base = its offset)."""
+    """A parsed buffer: the whole file (base 0), a macro body (base = its offset), or the expression a
+    token-pasting macro's use expands to (`paste`; its argument's bytes keep their offsets)."""
 
     tree: ts.Tree
     base: int  # absolute offset = node.start_byte + base
     in_macro: bool = False
     macro_name: str | None = None
+    paste: Paste | None = None
 
     @property
     def root(self) -> ts.Node:

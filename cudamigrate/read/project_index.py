@@ -10,6 +10,8 @@ files (never system headers) and answers, cheaply and from text:
   `#include <...>` when that names a file of the run);
 * `statement_macros(path, data)`: object-like macros, defined in the file or those headers, whose
   body is a statement (`{ ... }` or ending in `;`): a use written without `;` is a whole statement;
+* `paste_macros(path, data)`: function-like macros, defined in the file or those headers, that paste an API
+  prefix onto their argument (`#define cuda(fn) check(cuda##fn)`; parse/pasting.py);
 * `member_types(path, data, member, owner)`: the declared types of a class/struct member of that
   name in the file or its headers (`prop` -> `cudaDeviceProp`);
 * `project_member_type(ctx, owner, member, at)`: the same for a matcher (match/matchers.py's
@@ -32,6 +34,7 @@ from typing import Any
 import tree_sitter as ts
 
 from ..core.linestart import directive, line_start_matches
+from ..parse.pasting import PasteMacro, merge, paste_macros
 
 # (from the `#`: `line_start_matches` keeps those at the start of a line; cudamigrate/core/linestart.py says why)
 LOCAL_INCLUDE = directive(rb'#[ \t]*include[ \t]*"([^"\n]+)"')
@@ -78,6 +81,7 @@ class ProjectIndex:
     _includes: dict[Path, list[Path]] = field(default_factory=dict, repr=False)
     _macros: dict[Path, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict, repr=False)
     _members: dict[Path, list[ClassMembers]] = field(default_factory=dict, repr=False)
+    _pastes: dict[Path, dict[str, PasteMacro]] = field(default_factory=dict, repr=False)
     _includers: dict[Path, list[Path]] | None = field(default=None, repr=False)
     _by_basename: dict[str, list[Path]] | None = field(default=None, repr=False)
     cache: dict = field(default_factory=dict, repr=False)  # for matchers' own per-run results
@@ -259,6 +263,19 @@ class ProjectIndex:
             stmt |= s
             other |= o
         return frozenset(stmt - other)
+
+    def paste_macros(self, path: Path, data: bytes) -> dict[str, PasteMacro]:
+        """Token-pasting macros visible in `path` (its own and its project headers'), by name; a name whose
+        definitions disagree is blocked (parse/pasting.py's `merge`)."""
+        out: dict[str, PasteMacro] = dict(paste_macros(data))
+        for h in self.reachable(path, data):
+            key = self._key(h)
+            own = self._pastes.get(key)
+            if own is None:
+                own = self._pastes[key] = paste_macros(self.read(key) or b"")
+            for name, pm in own.items():
+                out[name] = (merge(out[name], pm) or pm) if name in out else pm
+        return out
 
     # ------------------------------------------------------------------ class members
     def _classes(self, path: Path, data: bytes | None) -> list[ClassMembers]:

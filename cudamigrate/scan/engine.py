@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ..findings import cost as costmod
 from ..match.migrations import unused_suppressions
 from ..findings.measured import lookup as lookup_calibration
-from ..findings.model import Finding, Fix, assign_fingerprints, finding_for, sort_key
+from ..findings.model import Edit, Finding, Fix, assign_fingerprints, finding_for, sort_key
 from ..core.options import Options  # re-exported: defined apart so the CLI's cached path need not import the engine
 from ..match.migrations import builtins
 from ..match import precheck
@@ -24,7 +24,8 @@ from ..match.semantic import SemanticContext
 from ..match.kinds import MATCHER_KINDS, keywords as rule_keywords
 from ..match.matchers import Match, identifier_hits
 from ..parse import walk
-from ..parse.treesitter import (ErrorSpans, Unit, macro_units, parse, register_roots, reset_parent_cache,
+from ..parse.pasting import pasted_words, spelled_through, unpaste, view
+from ..parse.treesitter import (ErrorSpans, Paste, Unit, macro_units, parse, register_roots, reset_parent_cache,
                                syntax_blocker)
 from ..read.generated import GeneratedSpans
 from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions, words_of
@@ -388,12 +389,17 @@ class Engine:
         found: set[str] = set()
         in_code: set[str] = set()  # the keywords met outside comments
         words: set[bytes] = set()
+        macros = self.project.paste_macros(src.path, data) if b"(" in data else {}
+        pasted: set[bytes] = set()
         if self.prefilter is not None:
             words = words_of(data)
-            found = in_code = self.prefilter.find_words(words)
+            pasted = pasted_words(data, macros) if macros else set()
+            found = in_code = self.prefilter.find_words(words | pasted)
             comments = comment_spans(data) if found else []
             if comments:
                 in_code = self.prefilter.find(blank(data, comments))
+                if pasted:  # (a paste in a comment has no unit: `pasted_units` reads the tree)
+                    in_code |= self.prefilter.find_words(pasted_words(blank(data, comments), macros))
         if semantic is None and self.semantic_provider is not None:
             semantic = self._semantic_context(src)
         if semantic is not None:  # names that reach this file through macros and headers
@@ -428,6 +434,11 @@ class Engine:
             src.statement_macros = self.project.statement_macros(src.path, data)
         pbytes = src.parse_bytes
         tree = parse(pbytes)
+        pastes: list[Paste] = []
+        pasted_only: list[Unit] = []
+        if pasted:  # calls spelled through a token-pasting macro: `cuda(ThreadSynchronize())` (parse/pasting.py)
+            seen = view(pbytes, tree, macros)
+            pbytes, tree, pastes, pasted_only = seen.data, seen.tree, seen.pastes, seen.units
         units = [Unit(tree=tree, base=0)]
         if b"#" in data and keys:
             pat = rb"\b(" + b"|".join(re.escape(k.encode()) for k in keys) + rb")\b"
@@ -436,9 +447,11 @@ class Engine:
             kw_rx = re.compile(pat)
             if any(kw_rx.search(d) for d in define_regions(pbytes)):  # else no macro body would be parsed
                 units += macro_units(tree, pbytes, kw_rx)
+        units += pasted_only
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
                           semantic=semantic, project=self.project, api_names=frozenset(found),
-                          include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat)
+                          include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat,
+                          pastes=tuple(pastes))
         reset_parent_cache()
         reset_scope_cache()
         register_roots([u.root for u in units])
@@ -491,11 +504,15 @@ class Engine:
         for unit, node in identifier_hits(ctx, hit_rules):
             budget.check()
             text = node.text.decode("utf-8", "replace")
+            # a call spelled through a token-pasting macro is in no libclang fact at this offset (its facts are the
+            # macro's expansion, which `expansion_matches` leaves to this view): matched as tree-sitter matches it
+            pasted = unit.paste is not None or (
+                bool(ctx.pastes) and paste_at(ctx.pastes, node.start_byte + unit.base) is not None)
             for r in hit_rules.get(text, []):
                 try:
                     matcher = MATCHER_KINDS.get(r.kind).impl.hit
                     assert matcher is not None  # hit_rules holds per-identifier kinds only
-                    if semantic is not None:
+                    if semantic is not None and not pasted:
                         matcher = semantic.wrap(r.kind, matcher)
                     m = matcher(r, ctx, unit, node)
                 except Exception as exc:  # a matcher bug must not stop the scan
@@ -516,7 +533,11 @@ class Engine:
                 internal.append((internal_message(display, r.id, exc, "matcher error"), exc))
         if semantic is not None:
             try:
-                matches += semantic.expansion_matches(list(candidates.values()), ctx)
+                expanded = semantic.expansion_matches(list(candidates.values()), ctx)
+                sites = list(ctx.pastes) + [u.paste for u in ctx.units if u.paste is not None]
+                if sites:  # a token-pasting macro's use: its call is matched in the view already (parse/pasting.py)
+                    expanded = [x for x in expanded if not any(p.site[0] <= x.report_range[0] < p.site[1] for p in sites)]
+                matches += expanded
             except Exception as exc:
                 internal.append((internal_message(display, None, exc, "semantic macro expansions"), exc))
         res.findings, more = self._findings(matches, ctx, display)
@@ -552,7 +573,14 @@ class Engine:
         r = m.rule
         if r.fix is not None and r.fix.get("applicability") != "manual":
             if r.fix.get("when") is None or evaluate(r.fix["when"], m, ctx):
-                edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
+                try:
+                    edits = m.edits if m.edits is not None else build_edits(r.fix.get("edits", []), m, ctx, tctx)
+                except EditError as exc:
+                    paste = m.unit.paste or paste_at(ctx.pastes, m.report_range[0])
+                    if paste is None:
+                        raise
+                    raise EditError(f"{spelled_through(paste)}; the rewrite is not one of its argument ({exc})") from exc
+                edits = _unpasted(edits, m.unit.paste, ctx.pastes)
                 edits = [e for e in edits if decode_lossless(data[e.start : e.end]) != e.text]
                 if edits and self.opts.keep_compat is not None:
                     edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
@@ -564,7 +592,8 @@ class Engine:
                     title = displayable(render(str(r.fix.get("title", r.summary)), tctx))
                     return Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
         elif m.edits:
-            return Fix(m.fix_applicability or "unsafe", r.summary, sorted(m.edits, key=lambda e: (e.start, e.end)))
+            edits = _unpasted(m.edits, m.unit.paste, ctx.pastes)
+            return Fix(m.fix_applicability or "unsafe", r.summary, sorted(edits, key=lambda e: (e.start, e.end)))
         return None
 
     def _semantic_context(self, src: SourceFile) -> Any:
@@ -594,6 +623,9 @@ class Engine:
             r = m.rule
             try:
                 start, end = m.report_range
+                paste = m.unit.paste or (paste_at(ctx.pastes, start) if ctx.pastes else None)
+                if paste is not None:  # the pasted prefix is not in the file: report from the argument
+                    start = min(max(start, paste.arg[0]), end)
                 line, col = ctx.source.position(start)
             except Exception as exc:
                 errors.append((internal_message(display, r.id, exc, "rule error"), exc))
@@ -606,7 +638,8 @@ class Engine:
             if made and start in made:
                 continue
             try:
-                if (r.removed_in or r.deprecated_in) and builtins.dead_for_target(m.node, ctx):
+                at = m.node if m.unit.paste is None else ctx.main.root.descendant_for_byte_range(*m.unit.paste.site)
+                if (r.removed_in or r.deprecated_in) and at is not None and builtins.dead_for_target(at, ctx):
                     continue  # version-guarded code that the target toolkit never compiles
                 if r.where is not None and not evaluate(r.where, m, ctx):
                     continue
@@ -657,9 +690,11 @@ class Engine:
                 target=self.opts.target, applicability=app, multipliers=mults,
                 effort_minutes=r.cost.get("effort_minutes"), measured=measured, impact_override=impact_override,
             )
-            context = {"in_macro": m.unit.in_macro}
+            context: dict[str, Any] = {"in_macro": m.unit.in_macro}
             if m.unit.macro_name:
                 context["macro"] = m.unit.macro_name
+            if paste is not None:
+                context.update(in_macro=True, macro=paste.macro)
             if m.vars.get("macro"):
                 context.update(in_macro=True, macro=m.vars["macro"], expanded_at_use=True)
             if blocked:
@@ -716,6 +751,36 @@ def disabled_ranges(tree) -> list[tuple[int, int]]:
         alt = node.child_by_field_name("alternative")
         out.append((cond.end_byte, alt.start_byte if alt is not None else node.end_byte))
     return sorted(out)
+
+
+def _unpasted(edits: list[Edit], unit_paste: Paste | None, pastes: tuple[Paste, ...]) -> list[Edit]:
+    """Edits made in a view of the file that spells token-pasting macros' uses as their expansion (a pasted
+    unit's, `unit_paste`, or the file's own parse, `pastes`), as edits of the file (parse/pasting.py's
+    `unpaste`), or EditError saying why the rewrite is not one of the macro's argument alone."""
+    if unit_paste is None and not pastes:
+        return edits
+    out: list[Edit] = []
+    for e in edits:
+        got: tuple[int, int, str] | str | None = None
+        if unit_paste is not None:
+            got = unpaste(e.start, e.end, e.text, unit_paste)
+        else:
+            for p in pastes:
+                got = unpaste(e.start, e.end, e.text, p, in_file=True)
+                if got is not None:
+                    break
+        if isinstance(got, str):
+            raise EditError(got)
+        out.append(e if got is None else Edit(*got))
+    return out
+
+
+def paste_at(pastes: tuple[Paste, ...], at: int) -> Paste | None:
+    """The token-pasting macro use of the file's view that holds offset `at`."""
+    for p in pastes:
+        if p.site[0] <= at < p.site[1]:
+            return p
+    return None
 
 
 def _in_disabled_block(ranges: list[tuple[int, int]], start: int) -> bool:

@@ -1,0 +1,154 @@
+"""Calls spelled through a token-pasting macro (`cuda(ThreadSynchronize())` with `#define cuda(fn) ... cuda##fn`,
+the CUDA Handbook's error check): found as the compiler sees them, fixed by rewriting the macro's argument only
+when that is what the expansion needs (parse/pasting.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cudamigrate.parse.pasting import PasteMacro, paste_macros, unpaste
+from cudamigrate.parse.treesitter import Paste
+
+from .helpers import engine_for, fix_text
+
+CHECK = ("#include <cstdio>\n#include <cuda_runtime.h>\n"
+         "#define cuda( fn ) do { \\\n    cudaError_t st = (cuda##fn); \\\n"
+         "    if (st != cudaSuccess) printf(\"%s\\n\", #fn); \\\n  } while (0)\n")
+
+
+def _project(tmp: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        p = tmp / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def _scan(path: Path, rules: list[str]):
+    res = engine_for(select=rules, extend_select=rules).scan_path(path)
+    assert not res.errors, res.errors
+    return res.findings
+
+
+def _fix(path: Path, rules: list[str]) -> str:
+    return fix_text(engine_for(select=rules, extend_select=rules), path, path.read_bytes()).decode()
+
+
+@pytest.mark.parametrize("define, prefix, blocked", [
+    ("#define cuda(fn) check(cuda##fn)", b"cuda", None),
+    ("#define cu( x ) do { CUresult r = cu ## x; if (r) fail(#x); } while (0)", b"cu", None),
+    ("#define TWICE(fn) (cuda##fn, cuda##fn)", b"cuda", None),  # the same identifier both times
+    ("#define LOG(fn) (note(fn), cuda##fn)", b"cuda", "also uses its argument unpasted"),
+    ("#define ASYNC(fn) cuda##fn##Async", b"cuda", "more tokens"),
+    ("#define BOTH(fn) (cuda##fn, hip##fn)", b"cuda", "different prefixes"),
+], ids=["prefix", "driver-stringized", "twice", "unpasted-too", "suffix", "two-prefixes"])
+def test_paste_macro_definitions(define, prefix, blocked):
+    (got,) = paste_macros(define.encode() + b"\n").values()
+    assert got.prefix == prefix and got.index == 0
+    assert (got.blocked is None) if blocked is None else (blocked in (got.blocked or ""))
+
+
+@pytest.mark.parametrize("define", [
+    "#define CHECK(fn) check(fn)",  # no paste
+    "#define CAT(a, b) a##b",  # both sides are parameters: no fixed prefix
+    "#define cudaSync cuda##Sync",  # object-like
+], ids=["no-paste", "param-prefix", "object-like"])
+def test_not_paste_macros(define):
+    assert paste_macros(define.encode() + b"\n") == {}
+
+
+def test_definitions_that_disagree_are_blocked():
+    text = b"#ifdef HIP\n#define api(fn) hip##fn\n#else\n#define api(fn) cuda##fn\n#endif\n"
+    (got,) = paste_macros(text).values()
+    assert "several definitions" in (got.blocked or "")
+    same = b"#ifdef DEBUG\n#define api(fn) log(cuda##fn, #fn)\n#else\n#define api(fn) (cuda##fn)\n#endif\n"
+    assert paste_macros(same) == {"api": PasteMacro("api", 0, 1, b"cuda")}
+
+
+def test_unpaste_keeps_the_prefix_and_the_argument():
+    p = Paste("cuda", b"cuda", (10, 29), (5, 30))  # `cuda(ThreadSynchronize())`: argument at 10
+    assert unpaste(6, 27, "cudaDeviceSynchronize", p) == (10, 27, "DeviceSynchronize")
+    assert unpaste(20, 22, "x", p) == (20, 22, "x")  # inside the argument
+    assert "does not start with it" in str(unpaste(6, 27, "hipDeviceSynchronize", p))
+    assert "more than the argument" in str(unpaste(0, 0, "#include <x>\n", p))
+    assert "more than the argument" in str(unpaste(6, 31, "cudaX()", p))  # past the argument
+
+
+def test_call_through_a_pasting_macro_of_a_project_header_is_fixed_in_the_argument(tmp_path):
+    _project(tmp_path, {"chk.h": CHECK, "main.cu": (
+        '#include "chk.h"\nint main() {\n  cuda(ThreadSynchronize());\n'
+        "  cuda( ThreadSetLimit(cudaLimitStackSize, 4096) );\n  return 0;\n}\n")})
+    found = _scan(tmp_path / "main.cu", ["CM501"])
+    assert [(f.rule_id, f.line, f.column, f.fix.applicability if f.fix else None) for f in found] == [
+        ("CM501", 3, 8, "safe"), ("CM501", 4, 9, "safe")]
+    assert found[0].context.get("macro") == "cuda"
+    assert _fix(tmp_path / "main.cu", ["CM501"]) == (
+        '#include "chk.h"\nint main() {\n  cuda(DeviceSynchronize());\n'
+        "  cuda( DeviceSetLimit(cudaLimitStackSize, 4096) );\n  return 0;\n}\n")
+
+
+def test_lookalikes_are_not_flagged(tmp_path):
+    _project(tmp_path, {"chk.h": CHECK + "#define plain(fn) (fn)\n", "main.cu": (
+        '#include "chk.h"\n'
+        "static cudaError_t ThreadSynchronize() { return cudaSuccess; }\n"
+        "int main() {\n"
+        "  plain(ThreadSynchronize());  // a macro that pastes nothing\n"
+        "  ThreadSynchronize();  // the user's function\n"
+        "  // cuda(ThreadSynchronize());\n"
+        '  const char *s = "cuda(ThreadSynchronize())";\n'
+        "#if 0\n  cuda(ThreadSynchronize());\n#endif\n"
+        "#if CUDART_VERSION < 13000\n  cuda(ThreadExit());\n#endif\n"
+        "  return s[0];\n}\n")})
+    assert _scan(tmp_path / "main.cu", ["CM501"]) == []
+
+
+def test_blocked_macro_reports_manual_with_the_reason(tmp_path):
+    _project(tmp_path, {"main.cu": (
+        "#include <cuda_runtime.h>\nint note(int);\n#define LOG(fn) (note(fn), cuda##fn)\n"
+        "int main() {\n  LOG(ThreadSynchronize());\n  return 0;\n}\n")})
+    (f,) = _scan(tmp_path / "main.cu", ["CM501"])
+    assert f.fix is None and "also uses its argument unpasted" in f.context["fix_blocked"]
+    assert f.context["macro"] == "LOG" and (f.line, f.column) == (5, 7)
+
+
+GRAPH_UPDATE = ("#include <cuda_runtime.h>\n#define {m}(fn) (cuda##fn)\n"
+                "int f(cudaGraphExec_t e, cudaGraph_t g) {{\n  cudaGraphNode_t n;\n  enum cudaGraphExecUpdateResult r;\n"
+                "  {m}(GraphExecUpdate(e, g, &n, &r));\n  return (int)r;\n}}\n")
+
+
+def test_statements_around_the_use_are_the_files(tmp_path):
+    # CM1050 (C) declares the result struct before the statement and copies it out after: edits of the file
+    # around the macro's use, and of its argument inside it
+    _project(tmp_path, {"main.c": GRAPH_UPDATE.format(m="cuda")})
+    assert _fix(tmp_path / "main.c", ["CM1050"]) == (
+        "#include <cuda_runtime.h>\n#define cuda(fn) (cuda##fn)\n"
+        "int f(cudaGraphExec_t e, cudaGraph_t g) {\n  cudaGraphNode_t n;\n  enum cudaGraphExecUpdateResult r;\n"
+        "  cudaGraphExecUpdateResultInfo updateResultInfo = {0};\n"
+        "  cuda(GraphExecUpdate(e, g, &updateResultInfo));\n"
+        "  n = updateResultInfo.errorNode;\n  r = updateResultInfo.result;\n  return (int)r;\n}\n")
+
+
+def test_rewrite_beyond_the_argument_of_a_short_macro_name_is_manual(tmp_path):
+    # `C(...)` is too short to be read as `(cuda...)` in the file: its call is seen in a unit of its own, where
+    # the statement around it is the macro's, not the file's
+    src = GRAPH_UPDATE.format(m="C")
+    _project(tmp_path, {"main.c": src})
+    (f,) = _scan(tmp_path / "main.c", ["CM1050"])
+    assert f.fix is None and (f.line, f.column) == (6, 5)
+    assert f.context["fix_blocked"] == ("no automatic fix: the call is spelled through macro `C`, which pastes `cuda` "
+                                        "onto its argument; the rewrite changes more than the argument")
+    assert _fix(tmp_path / "main.c", ["CM1050"]) == src
+
+
+def test_short_macro_name_rename_is_fixed_in_the_argument(tmp_path):
+    _project(tmp_path, {"main.cu": "#include <cuda_runtime.h>\n#define C(fn) (cuda##fn)\nint main() { return C(ThreadExit()); }\n"})
+    assert _fix(tmp_path / "main.cu", ["CM501"]).endswith("return C(DeviceReset()); }\n")
+
+
+def test_wrapper_that_stringizes_its_argument_is_a_plain_call(tmp_path):
+    # no paste: the API is spelled in the file, and the string the macro prints names the new call after the fix
+    _project(tmp_path, {"main.cu": (
+        '#include <cstdio>\n#include <cuda_runtime.h>\n#define CHECK(fn) check(fn, #fn)\n'
+        "int check(cudaError_t, const char *);\nint main() { return CHECK(cudaThreadSynchronize()); }\n")})
+    assert _fix(tmp_path / "main.cu", ["CM501"]).endswith("return CHECK(cudaDeviceSynchronize()); }\n")
