@@ -17,7 +17,7 @@ when a calibration for the user's GPU exists (see `measured_factor`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .model import Cost
@@ -92,6 +92,19 @@ def score(
         factors=factors,
         measured=measured,
     )
+
+
+def with_effort(cost: Cost, applicability: str) -> Cost:
+    """`cost` for a finding whose applicability changed after scoring (a withheld consistency group's member is
+    manual, fix/consistency.py): the same impact, the effort of the new applicability (its default minutes: the
+    rule's own estimate is kept only where it applied)."""
+    if cost.effort == applicability:
+        return cost
+    minutes = cost.effort_minutes if applicability in ("manual", "display-only") and cost.effort in (
+        "manual", "display-only") else EFFORT_MINUTES[applicability]
+    score_ = EFFORT_SCORES[applicability]
+    return replace(cost, effort=applicability, effort_score=score_, effort_minutes=minutes,
+                   roi=round(cost.impact_score / score_, 3))
 
 
 def measured_factor(ratio: float | None) -> float | None:

@@ -18,14 +18,21 @@ migrated does not hold the other back. A use whose declaration the rule could no
 file of the run includes, is `symbol@*`: it may be any of them, so while it stays, every scope of the symbol stays
 too (`tied`). A use of a variable its file declares, or in a file nothing includes, has no group
 (match/migrations/texture.py `_unseen_use_group`): it shares no translation unit with any reference.
+
+`scan` reports what `fix` would do (`as_scanned`): the findings of a run are read as one fix in which every
+fixable finding applies and every other one stays, and the same `broken` decides which groups are withheld. A
+withheld group's members are shown without a fix (manual, the uses that cannot be rewritten named); a group
+that only `--unsafe-fixes` completes shows its safe members as unsafe. The scan cannot foresee a fix the syntax
+guard refuses or an edit that conflicts; those the fix still withholds and reports.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Protocol, TypeVar
 
+from ..findings.cost import with_effort
 from ..findings.model import ANY_SCOPE, SCOPE, Finding, sort_key
 
 
@@ -116,6 +123,76 @@ def broken(results: Iterable[FileFix]) -> set[str]:
         if g in left or (scope is not None and there and (ANY_SCOPE in there or scope == ANY_SCOPE and there - {None})):
             out.add(g)
     return out
+
+
+def fixable(f: Finding, unsafe: bool, display_only: frozenset[str] = frozenset()) -> bool:
+    """Safe fixes always; unsafe ones with `--unsafe-fixes`; display-only suggestions only for the rule ids in
+    `display_only` (rules the user named by id with `--apply-display-only`), never through `--unsafe-fixes`."""
+    if f.fix is None or not f.fix.edits:
+        return False
+    app = f.fix.applicability
+    if app == "display-only":
+        return f.rule_id in display_only
+    return app == "safe" or (unsafe and app == "unsafe")
+
+
+@dataclass
+class _Foreseen:
+    """A scan's findings read as one fix (a FileFix): the fixable ones applied, the others left."""
+
+    applied: list[Finding]
+    remaining: list[Finding]
+    withheld: Withheld = field(default_factory=Withheld)
+
+
+def _foresee(findings: list[Finding], unsafe: bool) -> tuple[set[str], Withheld]:
+    """The groups `fix` (with `--unsafe-fixes` or not) withholds, decided by `broken` as `settle` does, on a fix
+    that applies every fixable finding; with the uses that cannot be rewritten (why, where)."""
+    out = _Foreseen([f for f in findings if fixable(f, unsafe)], [f for f in findings if not fixable(f, unsafe)])
+    blocked: set[str] = set()
+    withheld = Withheld()
+    while more := broken([out]) - blocked:
+        withheld.add(more, [out])
+        blocked |= more
+        out = _Foreseen([f for f in out.applied if f.group not in blocked],
+                        out.remaining + [f for f in out.applied if f.group in blocked])
+    return blocked, withheld
+
+
+SCAN_NOTE_USES = 3  # uses that cannot be rewritten named in a scanned finding's message
+
+
+def as_scanned(findings: list[Finding]) -> list[Finding]:
+    """The run's findings as `scan` reports them: a member of a group that `fix --unsafe-fixes` withholds has
+    no fix (manual; its message names the uses that cannot be rewritten, its `fix_blocked` why), and a safe
+    member of a group that only `--unsafe-fixes` completes is unsafe. Other findings are returned as they are
+    (the same objects)."""
+    if not any(f.group for f in findings):
+        return findings
+    never, why = _foresee(findings, unsafe=True)
+    stuck_at = {g: [where(f) for f in sorted(findings, key=sort_key) if f.group and tied(f.group, g)
+                    and not fixable(f, True)] for g in never}
+    unsafe_only, _ = _foresee([f for f in findings if not (f.group in never and fixable(f, True))], unsafe=False)
+    out = []
+    for f in findings:
+        if f.group in never and fixable(f, True):
+            at = stuck_at.get(f.group, [])
+            named = ", ".join(at[:SCAN_NOTE_USES]) + (f" and {len(at) - SCAN_NOTE_USES} more"
+                                                      if len(at) > SCAN_NOTE_USES else "")
+            note = f"`{_symbol(f.group)}` is fixed in every file or in none, and {len(at)} use(s) cannot be rewritten"
+            f = replace(f, fix=None, message=f"{f.message} No automatic fix: {note} ({named}).",
+                        context={**f.context, "fix_blocked": f"fix withheld: {note}: {'; '.join(why.stuck.get(f.group, []))}"},
+                        cost=with_effort(f.cost, "manual") if f.cost else None)
+        elif f.group in unsafe_only and fixable(f, False) and f.fix is not None:
+            note = f"`{_symbol(f.group)}` is fixed in every file or in none, and other uses' fixes are unsafe"
+            f = replace(f, fix=replace(f.fix, applicability="unsafe"), message=f"{f.message} Needs --unsafe-fixes: {note}.",
+                        cost=with_effort(f.cost, "unsafe") if f.cost else None)
+        out.append(f)
+    return out
+
+
+def _symbol(group: str) -> str:
+    return _unscoped(group)[0].partition(":")[2]
 
 
 def applies_any(res: FileFix, groups: frozenset[str]) -> bool:
