@@ -134,6 +134,11 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         record_fix(outcome, write, tally)
     for line in fixed.withheld:
         _err(f"note: {line}")
+    if fixed.blocked:  # what remains of a withheld group is not offered as fixable (fix/consistency.py)
+        from ..fix.consistency import as_left
+
+        tally.left_findings = as_left(tally.left_findings, fixed.blocked, unsafe_fixes)
+        tally.unsafe_left = sum(1 for f in tally.left_findings if f.applicability == "unsafe")
     for d in sorted(tally.written_dirs):
         fsync_dir(d)
     print_tracebacks(kw, tally.tracebacks)
@@ -200,6 +205,10 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
         out.write(res.diff().encode("utf-8", "surrogateescape") if diff else res.fixed)
     out.flush()
     applied, left = (res.applied, res.remaining) if res is not None else ([], [])
+    if res is not None and res.withheld.stuck:
+        from ..fix.consistency import as_left
+
+        left = as_left(left, frozenset(res.withheld.stuck), unsafe)
     list_fix_outcome(applied, left, show_fixes, err=True)  # stdout holds the buffer
     click.echo(f"{'Would fix' if diff else 'Fixed'} {len(applied)} finding(s) in stdin; {len(left)} remaining.", err=True)
     if rule_errors or (res is not None and res.internal):

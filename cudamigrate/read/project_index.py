@@ -221,6 +221,41 @@ class ProjectIndex:
                     self._includers.setdefault(h, []).append(self._key(f))
         return list(self._includers.get(self._key(header), []))
 
+    def program(self, path: Path) -> Path | None:
+        """The program `path` belongs to, named by its first file (in path order): the files of the run and the
+        project headers they reach, joined by `#include` and by sharing a directory (the sources of one directory
+        are taken as one program, linked together: a type in one's `extern` declaration must match the other's
+        definition). None when `path` is not in the run (a buffer, a header no file of the run reaches).
+        Consistency groups of a type rename are scoped by it (fix/consistency.py)."""
+        programs = self.cache.get("programs")
+        if programs is None:
+            programs = self.cache["programs"] = self._programs()
+        return programs.get(self._key(path))
+
+    def _programs(self) -> dict[Path, Path]:
+        parent: dict[Path, Path] = {}
+
+        def find(p: Path) -> Path:
+            root = p
+            while parent.setdefault(root, root) != root:
+                root = parent[root]
+            while p != root:  # path compression
+                parent[p], p = root, parent[p]
+            return root
+
+        def join(a: Path, b: Path) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb, key=str)] = min(ra, rb, key=str)
+
+        by_dir: dict[Path, Path] = {}
+        for f in self.files:
+            k = self._key(f)
+            join(k, by_dir.setdefault(k.parent, k))
+            for h in self.reachable(f):
+                join(k, h)
+        return {p: find(p) for p in list(parent)}
+
     # ------------------------------------------------------------------ macros
     def _own_macros(self, path: Path, data: bytes | None) -> tuple[frozenset[str], frozenset[str]]:
         """(object macros defined here as statements, those defined here as something else but empty)."""
