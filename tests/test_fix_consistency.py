@@ -307,3 +307,8 @@ def test_scan_ties_an_unscoped_use_to_every_scope_as_fix_does():
           _finding("h.h", None, "texture:tex@*"), _finding("c.cu", "safe", "texture:tey@/p/c.cu")]
     assert [f.applicability for f in as_scanned(fs)] == ["manual", "manual", "manual", "safe"]
     assert [f.applicability for f in as_scanned(fs[:2] + fs[3:])] == ["safe"] * 3
+
+
+def test_plan_does_not_offer_a_withheld_group_as_an_automatic_fix():
+    r = run_cli("plan", "--no-cache", "--keep-compat", "12.0", "--select", "CM511", str(KEEP_COMPAT))
+    assert "automatic fixes" not in r.stdout and "manual changes: 3 in 2 file(s), est. 3 min" in r.stdout, r.stdout

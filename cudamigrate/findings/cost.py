@@ -94,14 +94,15 @@ def score(
     )
 
 
-def with_effort(cost: Cost, applicability: str) -> Cost:
+def with_effort(cost: Cost, applicability: str, rule_minutes: float | None = None) -> Cost:
     """`cost` for a finding whose applicability changed after scoring (a withheld consistency group's member is
-    manual, fix/consistency.py): the same impact, the effort of the new applicability (its default minutes: the
-    rule's own estimate is kept only where it applied)."""
+    manual, fix/consistency.py): the same impact, the effort of the new applicability; its minutes as `score`
+    gives them (the rule's own estimate, `rule_minutes`, for a manual finding)."""
     if cost.effort == applicability:
         return cost
-    minutes = cost.effort_minutes if applicability in ("manual", "display-only") and cost.effort in (
-        "manual", "display-only") else EFFORT_MINUTES[applicability]
+    minutes = rule_minutes if rule_minutes is not None and applicability in ("manual", "display-only") \
+        else EFFORT_MINUTES[applicability]
+    minutes = finite(float(minutes), MAX_SCORE)
     score_ = EFFORT_SCORES[applicability]
     return replace(cost, effort=applicability, effort_score=score_, effort_minutes=minutes,
                    roi=round(cost.impact_score / score_, 3))

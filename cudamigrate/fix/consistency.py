@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Protocol, TypeVar
+from typing import Any, Callable, Iterable, Mapping, Protocol, TypeVar
 
 from ..findings.cost import with_effort
 from ..findings.model import ANY_SCOPE, PROGRAM_SCOPE, SCOPE, Finding, sort_key
@@ -168,16 +168,17 @@ def _foresee(findings: list[Finding], unsafe: bool) -> set[str]:
 SCAN_NOTE_USES = 3  # uses that cannot be rewritten named in a finding's message
 
 
-def as_scanned(findings: list[Finding]) -> list[Finding]:
+def as_scanned(findings: list[Finding], rule_minutes: Mapping[str, float | None] | None = None) -> list[Finding]:
     """The run's findings as `scan` reports them: a member of a group that `fix --unsafe-fixes` withholds has
     no fix (manual; its message names the uses that cannot be rewritten, its `fix_blocked` why), and a safe
     member of a group that only `--unsafe-fixes` completes is unsafe. Other findings are returned as they are
-    (the same objects)."""
+    (the same objects). `rule_minutes`: each rule's own estimate for a manual finding (rules' `cost.effort_minutes`),
+    as the engine scores one."""
     if not any(f.group for f in findings):
         return findings
     never = _foresee(findings, unsafe=True)
     unsafe_only = _foresee([f for f in findings if not (f.group in never and fixable(f, True))], unsafe=False)
-    return _marked(findings, never, unsafe_only)
+    return _marked(findings, never, unsafe_only, rule_minutes or {})
 
 
 def as_left(left: list[Finding], blocked: frozenset[str], unsafe: bool) -> list[Finding]:
@@ -188,10 +189,16 @@ def as_left(left: list[Finding], blocked: frozenset[str], unsafe: bool) -> list[
         return left
     with_unsafe = _foresee(left, unsafe=True)
     unsafe_only = set() if unsafe else {g for g in blocked if g not in with_unsafe}
-    return _marked(left, set(blocked) - unsafe_only, unsafe_only)
+    return _marked(left, set(blocked) - unsafe_only, unsafe_only, {})
 
 
-def _marked(findings: list[Finding], never: set[str], unsafe_only: set[str]) -> list[Finding]:
+def minutes_of(rules: Iterable[Any]) -> dict[str, float | None]:
+    """Each rule's own estimate for a manual finding (`cost.effort_minutes`), for `as_scanned`."""
+    return {r.id: (r.cost or {}).get("effort_minutes") for r in rules}
+
+
+def _marked(findings: list[Finding], never: set[str], unsafe_only: set[str],
+            rule_minutes: Mapping[str, float | None]) -> list[Finding]:
     """`findings` with the members of `never` (groups withheld however fixed) made manual and the safe members
     of `unsafe_only` (groups complete only with `--unsafe-fixes`) made unsafe."""
     stuck_of = [f for f in sorted(findings, key=sort_key) if f.group and not _applies(f, True)]
@@ -210,7 +217,7 @@ def _marked(findings: list[Finding], never: set[str], unsafe_only: set[str]) -> 
             note, blocker = notes[f.group]
             f = replace(f, fix=None, message=f"{f.message} No automatic fix: {note}.",
                         context={**f.context, "fix_blocked": blocker},
-                        cost=with_effort(f.cost, "manual") if f.cost else None)
+                        cost=with_effort(f.cost, "manual", rule_minutes.get(f.rule_id)) if f.cost else None)
         elif f.group in unsafe_only and fixable(f, False) and f.fix is not None:
             note = f"`{_symbol(f.group)}` is fixed in every file or in none, and other uses' fixes are unsafe"
             f = replace(f, fix=replace(f.fix, applicability="unsafe"), message=f"{f.message} Needs --unsafe-fixes: {note}.",
