@@ -48,8 +48,8 @@ def test_four_texture_files_include_one_header(tmp_path):
     block = BLOCK.search(alone)
     assert block is not None
     header = tree["cudamigrate_texture.h"]
-    assert header == ("// Written by `cudamigrate fix` (CM601/CM602): included by each file whose texture references "
-                      "it migrated.\n" + block.group(1).replace("#define CUDAMIGRATE_TEXOBJ_HELPERS\n",
+    assert header == ("// Written by `cudamigrate fix`: included by each file whose migration needs these helpers.\n"
+                      + block.group(1).replace("#define CUDAMIGRATE_TEXOBJ_HELPERS\n",
                                                                 "#define CUDAMIGRATE_TEXOBJ_HELPERS\n#include <cuda_runtime.h>\n"))
     for rel in FILES:
         text = tree[rel]
@@ -101,4 +101,50 @@ def test_the_tree_with_the_shared_header_builds(tmp_path):
     assert (root / "cudamigrate_texture.h").is_file()
     for rel in FILES:
         built = compile_file(root / rel, tmp_path / (Path(rel).stem + ".o"), arch="sm_75")
+        assert built.ok, built.output
+
+
+NPP_FILL = """// Fills an image with NPP without a stream context.
+#include <npp.h>
+
+int fill(Npp8u *img, int step, int w, int h)
+{
+    NppiSize roi = {w, h};
+    return nppiSet_8u_C1R(10, img, step, roi) == NPP_SUCCESS ? 0 : 1;
+}
+"""
+
+
+def _npp_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "npp"
+    (root / "sub").mkdir(parents=True)
+    (root / "fill.cpp").write_text(NPP_FILL)
+    (root / "sub" / "fill2.cpp").write_text(NPP_FILL.replace("int fill(", "int fill2("))
+    return root
+
+
+def test_the_npp_stream_context_helper_is_shared_the_same_way(tmp_path):
+    root = _npp_tree(tmp_path)
+    r = run_cli("fix", "--unsafe-fixes", "--no-verify", "--select", "CM540", ".", cwd=root)
+    assert "note: CM540: the NPP stream context helpers are in one header: fix writes cudamigrate_npp.h, included by " \
+           "2 file(s)" in r.stderr, r.stderr
+    tree = _tree(root)
+    assert tree["sub/fill2.cpp"].startswith('// Fills an image with NPP without a stream context.\n#include <npp.h>\n\n'
+                                            '#include "../cudamigrate_npp.h"\n\nint fill2(')
+    assert "nppiSet_8u_C1R_Ctx(10, img, step, roi, cudamigrateNppCtx)" in tree["fill.cpp"]
+    assert all("#ifndef CUDAMIGRATE_NPP_STREAM_CONTEXT" not in tree[f] for f in ("fill.cpp", "sub/fill2.cpp"))
+    assert tree["cudamigrate_npp.h"].count("#ifndef CUDAMIGRATE_NPP_STREAM_CONTEXT") == 1
+    assert "#define CUDAMIGRATE_NPP_STREAM_CONTEXT\n#include <cuda_runtime.h>\n#include <nppdefs.h>\n" in tree["cudamigrate_npp.h"]
+    run_cli("fix", "--unsafe-fixes", "--no-verify", "--select", "CM540", ".", cwd=root)
+    assert _tree(root) == tree  # the helper in an included header: nothing added the second time
+
+
+@pytest.mark.nvcc
+def test_the_npp_files_with_the_shared_header_build(tmp_path):
+    from cudamigrate.toolcheck.build import compile_file
+
+    root = _npp_tree(tmp_path)
+    run_cli("fix", "--unsafe-fixes", "--no-verify", "--select", "CM540", ".", cwd=root)
+    for rel in ("fill.cpp", "sub/fill2.cpp"):
+        built = compile_file(root / rel, tmp_path / (Path(rel).stem + ".o"), libs=["npp"], arch="sm_75")
         assert built.ok, built.output

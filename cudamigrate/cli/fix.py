@@ -175,37 +175,39 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
 
 
 def share_helpers(outcomes: list[Any], paths: tuple[Path, ...], write: bool, tally: Any) -> list[Any]:
-    """The texture stand-ins the run's fixes inserted, moved into one header included by each file
-    (fix/shared_helpers.py): the header is written (or, with --diff, shown) before the files that include it; when
-    it cannot be written, each file keeps its own copy."""
+    """The helper blocks the run's fixes inserted (texture stand-ins, NPP stream context), each kind moved into one
+    header included by each file (fix/shared_helpers.py): the header is written (or, with --diff, shown) before the
+    files that include it; when it cannot be written, each file keeps its own copy."""
     from dataclasses import replace
 
-    from ..fix.shared_helpers import header_diff, share
+    from ..fix.shared_helpers import header_diff, share_all
     from ..fix.write import WriteRefused, write_new
     from ..pipeline.runner import display_path
 
     fixed = {os.path.realpath(o.path): (o.result.original, o.result.fixed) for o in outcomes
              if o.result is not None and o.result.changed and o.error is None and o.internal is None}
-    shared = share(fixed, [os.path.realpath(p) for p in (paths or (Path("."),))], os.path.realpath(".")) if fixed else None
-    if shared is None:
+    if not fixed:
         return outcomes
-    shown = display_path(Path(os.path.relpath(shared.header)))
-    if shared.data is not None and write:
-        try:
-            tally.written_dirs.add(write_new(shared.header, shared.data))
-        except (WriteRefused, OSError) as exc:
-            why = str(exc) if isinstance(exc, WriteRefused) else f"cannot write: {exc.strerror or exc}"
-            _err(f"{shown}: {why}; each file keeps its own copy of the texture helpers")
-            return outcomes
-    elif shared.data is not None:
-        sys.stdout.write(header_diff(shown, shared.data))
-        sys.stdout.flush()
-    verb = ("writes" if write else "would write") if shared.data is not None else ("includes" if write else "would include")
-    _err(f"note: CM601/CM602: the texture helpers are in one header: fix {verb} {shown}, included by "
-         f"{len(shared.files)} file(s) instead of a copy in each")
+    moved: dict[str, bytes] = {}
+    for shared in share_all(fixed, [os.path.realpath(p) for p in (paths or (Path("."),))], os.path.realpath(".")):
+        shown = display_path(Path(os.path.relpath(shared.header)))
+        if shared.data is not None and write:
+            try:
+                tally.written_dirs.add(write_new(shared.header, shared.data))
+            except (WriteRefused, OSError) as exc:
+                why = str(exc) if isinstance(exc, WriteRefused) else f"cannot write: {exc.strerror or exc}"
+                _err(f"{shown}: {why}; each file keeps its own copy of {shared.kind.name.split(': ', 1)[1]}")
+                break  # a later kind's bytes were computed on this one's: keep both copies
+        elif shared.data is not None:
+            sys.stdout.write(header_diff(shown, shared.data))
+            sys.stdout.flush()
+        verb = ("writes" if write else "would write") if shared.data is not None else ("includes" if write else "would include")
+        _err(f"note: {shared.kind.name} are in one header: fix {verb} {shown}, included by {len(shared.files)} "
+             "file(s) instead of a copy in each")
+        moved.update(shared.files)
     out = []
     for o in outcomes:
-        new = shared.files.get(os.path.realpath(o.path)) if o.result is not None else None
+        new = moved.get(os.path.realpath(o.path)) if o.result is not None else None
         out.append(replace(o, result=replace(o.result, fixed=new)) if new is not None else o)
     return out
 

@@ -1,4 +1,5 @@
-"""One header per project for the texture stand-ins, instead of one copy of them in every file a fix migrates.
+"""One header per project for the helpers a migration needs (the texture stand-ins, CM540's NPP stream context),
+instead of one copy of them in every file a fix migrates.
 
 The texture migration (match/migrations/texture_edits.py) inserts its helper block, guarded by
 `CUDAMIGRATE_TEXOBJ_HELPERS`, in each file that binds a reference, since one file's fix cannot create another
@@ -10,7 +11,8 @@ was verified is what builds. A header of that name already in that directory or 
 or up to the working directory when the paths given lie under it) that holds the guard is reused, so a later fix
 of one more file includes it instead of adding a copy; the texture migration sees the guard in an included header
 and inserts nothing, so a second fix changes nothing. Nothing moves when only one file gets the block and no
-header exists, when the blocks differ, or when a file of that name without the guard is in the way.
+header exists, when the blocks differ, or when a file of that name without the guard is in the way. CM540's stream
+context (`CUDAMIGRATE_NPP_STREAM_CONTEXT`) moves the same way, into `cudamigrate_npp.h`.
 """
 
 from __future__ import annotations
@@ -21,34 +23,70 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-HEADER = "cudamigrate_texture.h"
-GUARD = b"CUDAMIGRATE_TEXOBJ_HELPERS"
-# the block as the migration inserts it: after a blank line, its comment lines, then the guarded code
-_BLOCK = re.compile(rb"(?<=\n)(\r?\n)((?://[^\r\n]*\r?\n)*#ifndef CUDAMIGRATE_TEXOBJ_HELPERS\r?\n.*?"
-                    rb"#endif /\* CUDAMIGRATE_TEXOBJ_HELPERS \*/\r?\n)", re.S)
-_TOP = b"// Written by `cudamigrate fix` (CM601/CM602): included by each file whose texture references it migrated.\n"
+@dataclass(frozen=True)
+class Kind:
+    """One kind of helper block a migration inserts per file: its guard, the header it moves to, how the inserted
+    block reads (after a blank line), how many times the guard is spelled in it, and the lines the header adds for
+    a file that includes it first (the declarations the block relies on)."""
+
+    name: str  # as the note names it
+    guard: bytes
+    header: str
+    block: re.Pattern[bytes]
+    spelled: int
+    needs: bytes
+
+
+TEXTURE = Kind(
+    "CM601/CM602: the texture helpers", b"CUDAMIGRATE_TEXOBJ_HELPERS", "cudamigrate_texture.h",
+    re.compile(rb"(?<=\n)(\r?\n)((?://[^\r\n]*\r?\n)*#ifndef CUDAMIGRATE_TEXOBJ_HELPERS\r?\n.*?"
+               rb"#endif /\* CUDAMIGRATE_TEXOBJ_HELPERS \*/\r?\n)", re.S),
+    3, b"#include <cuda_runtime.h>\n")
+# CM540's stream context (match/migrations/npp.py HELPER_TEXT), whose block ends at its one `#endif`
+NPP = Kind(
+    "CM540: the NPP stream context helpers", b"CUDAMIGRATE_NPP_STREAM_CONTEXT", "cudamigrate_npp.h",
+    re.compile(rb"(?<=\n)(\r?\n)(#ifndef CUDAMIGRATE_NPP_STREAM_CONTEXT\r?\n.*?\n#endif\r?\n)", re.S),
+    2, b"#include <cuda_runtime.h>\n#include <nppdefs.h>\n")
+KINDS = (TEXTURE, NPP)
+HEADER = TEXTURE.header
+_TOP = b"// Written by `cudamigrate fix`: included by each file whose migration needs these helpers.\n"
 
 
 @dataclass
 class Shared:
-    """Where the helpers go: `header` (real path), its bytes when it is to be written (`None`: reused as it is),
-    and each moved file's new bytes (real path -> bytes)."""
+    """Where one kind of helpers goes: `header` (real path), its bytes when it is to be written (`None`: reused as
+    it is), and each moved file's new bytes (real path -> bytes)."""
 
+    kind: Kind
     header: str
     data: bytes | None
     files: dict[str, bytes] = field(default_factory=dict)
 
 
-def share(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str], ceiling: str | None = None) -> Shared | None:
-    """The shared header for a run's fixes, `fixed`: real path -> (original bytes, fixed bytes); `roots`: the real
-    paths the user named (a new header is never placed outside them); an existing one is looked for up to the path
-    named, or up to `ceiling` (the working directory) when that holds it (`fix src/new.cu` run from the project
-    root finds the project's header). None when nothing moves."""
+def share_all(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str],
+              ceiling: str | None = None) -> list[Shared]:
+    """`share` for every kind of helpers, each on the bytes the kinds before it left."""
+    out = []
+    fixed = dict(fixed)
+    for kind in KINDS:
+        got = share(fixed, roots, ceiling, kind)
+        if got is not None:
+            out.append(got)
+            fixed.update({p: (fixed[p][0], b) for p, b in got.files.items()})
+    return out
+
+
+def share(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str], ceiling: str | None = None,
+          kind: Kind = TEXTURE) -> Shared | None:
+    """The shared header of `kind` for a run's fixes, `fixed`: real path -> (original bytes, fixed bytes); `roots`:
+    the real paths the user named (a new header is never placed outside them); an existing one is looked for up to
+    the path named, or up to `ceiling` (the working directory) when that holds it (`fix src/new.cu` run from the
+    project root finds the project's header). None when nothing moves."""
     blocks: dict[str, re.Match[bytes]] = {}
     for path, (before, after) in fixed.items():
-        if GUARD in before or after.count(GUARD) != 3:  # #ifndef, #define, #endif of one block the fix inserted
+        if kind.guard in before or after.count(kind.guard) != kind.spelled:  # one block, inserted by this fix
             continue
-        m = _BLOCK.search(after)
+        m = kind.block.search(after)
         if m is not None:
             blocks[path] = m
     if not blocks:
@@ -61,14 +99,14 @@ def share(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str], ceiling: 
     if top is None:
         return None
     top = top if os.path.isdir(top) else os.path.dirname(top)
-    found = _existing(home, ceiling if ceiling is not None and _inside(top, ceiling) else top)
+    found = _existing(home, ceiling if ceiling is not None and _inside(top, ceiling) else top, kind)
     if found is False:
         return None
     if found is None and len(blocks) < 2:
         return None
-    header = found if isinstance(found, str) else os.path.join(home, HEADER)
-    data = None if isinstance(found, str) else _header_bytes(texts.pop())
-    out = Shared(header, data)
+    header = found if isinstance(found, str) else os.path.join(home, kind.header)
+    data = None if isinstance(found, str) else _header_bytes(texts.pop(), kind)
+    out = Shared(kind, header, data)
     for path, m in blocks.items():
         nl = m.group(1)
         rel = os.path.relpath(header, os.path.dirname(path)).replace(os.sep, "/")
@@ -84,16 +122,16 @@ def _inside(path: str, root: str) -> bool:
     return os.path.commonpath([path, root]) == root
 
 
-def _existing(home: str, top: str) -> str | bool | None:
-    """The header of that name in `home` or a directory above it up to `top`: its path when it holds the helpers,
+def _existing(home: str, top: str, kind: Kind) -> str | bool | None:
+    """The header of `kind` in `home` or a directory above it up to `top`: its path when it holds the helpers,
     False when a file of that name without them is in the way, None when there is none."""
     top = top if os.path.isdir(top) else os.path.dirname(top)
     d = home
     while True:
-        cand = os.path.join(d, HEADER)
+        cand = os.path.join(d, kind.header)
         if os.path.lexists(cand):
             try:
-                return cand if GUARD in Path(cand).read_bytes() else False
+                return cand if kind.guard in Path(cand).read_bytes() else False
             except OSError:
                 return False
         if d == top or os.path.dirname(d) == d:
@@ -101,10 +139,10 @@ def _existing(home: str, top: str) -> str | bool | None:
         d = os.path.dirname(d)
 
 
-def _header_bytes(block: bytes) -> bytes:
-    """The header: a line saying who wrote it, then the block, with the runtime API declared for a host compiler."""
-    define = b"#define CUDAMIGRATE_TEXOBJ_HELPERS\n"
-    return _TOP + block.replace(define, define + b"#include <cuda_runtime.h>\n", 1)
+def _header_bytes(block: bytes, kind: Kind) -> bytes:
+    """The header: a line saying who wrote it, then the block, with what it relies on included after its guard."""
+    define = b"#define " + kind.guard + b"\n"
+    return _TOP + block.replace(define, define + kind.needs, 1)
 
 
 def header_diff(path: str, data: bytes) -> str:
