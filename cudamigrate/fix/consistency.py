@@ -211,7 +211,7 @@ def _marked(findings: list[Finding], never: set[str], unsafe_only: set[str],
                 at = [where(g) for g in stuck]
                 named = ", ".join(at[:SCAN_NOTE_USES]) + (f" and {len(at) - SCAN_NOTE_USES} more"
                                                           if len(at) > SCAN_NOTE_USES else "")
-                note = f"`{_symbol(f.group)}` is fixed in every file or in none, and " + (
+                note = f"`{symbol_of(f.group)}` is fixed in every file or in none, and " + (
                     f"{len(at)} use(s) cannot be rewritten ({named})" if at else "fix withheld it (its edits conflict)")
                 notes[f.group] = (note, f"fix withheld: {note}: " + "; ".join(where(g, why=True) for g in stuck))
             note, blocker = notes[f.group]
@@ -219,14 +219,15 @@ def _marked(findings: list[Finding], never: set[str], unsafe_only: set[str],
                         context={**f.context, "fix_blocked": blocker},
                         cost=with_effort(f.cost, "manual", rule_minutes.get(f.rule_id)) if f.cost else None)
         elif f.group in unsafe_only and fixable(f, False) and f.fix is not None:
-            note = f"`{_symbol(f.group)}` is fixed in every file or in none, and other uses' fixes are unsafe"
+            note = f"`{symbol_of(f.group)}` is fixed in every file or in none, and other uses' fixes are unsafe"
             f = replace(f, fix=replace(f.fix, applicability="unsafe"), message=f"{f.message} Needs --unsafe-fixes: {note}.",
                         cost=with_effort(f.cost, "unsafe") if f.cost else None)
         out.append(f)
     return out
 
 
-def _symbol(group: str) -> str:
+def symbol_of(group: str) -> str:
+    """The symbol a group names, without its family and scope (`removals:double4@program:/p/a.cu` -> `double4`)."""
     return _unscoped(group)[0].partition(":")[2]
 
 
