@@ -101,6 +101,25 @@ def test_a_program_joins_includes_and_the_files_of_one_directory(tmp_path):
     assert idx.program(tmp_path / "b/main.cu") == (tmp_path / "b/main.cu").resolve()
     assert idx.program(tmp_path / "d/x.cu") == (tmp_path / "d/x.cu").resolve()
     assert idx.program(tmp_path / "elsewhere.cu") is None
+    # for a symbol, only a header that spells it joins its includers: s.h never names double4
+    assert idx.program(tmp_path / "c/main.cu", "double4") == (tmp_path / "c/main.cu").resolve()
+    assert idx.program(tmp_path / "a/other.cu", "double4") == first  # (a directory is still one program)
+    (tmp_path / "shared/s.h").write_text("struct P { double4 pos; };\n")
+    assert ProjectIndex(files=files).program(tmp_path / "c/main.cu", "double4") == first
+
+
+def test_a_common_header_that_never_names_the_type_ties_no_programs(tmp_path):
+    """cuda-samples-like: every program includes one helper header; it does not use double4, so a program whose use
+    cannot be rewritten does not hold back another's rename."""
+    root = _tree(tmp_path)
+    (root / "common").mkdir()
+    (root / "common" / "helper.h").write_text("#pragma once\n#include <cstdio>\ninline void note() { std::puts(\"ok\"); }\n")
+    for rel in ("particles/main.cu", "heat/heat.cu"):
+        p = root / rel
+        p.write_text('#include "../common/helper.h"\n' + p.read_text())
+    run_cli("fix", *FLAGS, ".", cwd=root)
+    assert (root / "heat" / "heat.cu").read_text() == '#include "../common/helper.h"\n' + HEAT_FIXED
+    assert "double4 v = make_double4(1, 2, 3, 4);" in (root / "particles" / "main.cu").read_text()
 
 
 @pytest.mark.nvcc

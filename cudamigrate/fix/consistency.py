@@ -20,7 +20,8 @@ too (`tied`). A use of a variable its file declares, or in a file nothing includ
 (match/migrations/texture.py `_unseen_use_group`): it shares no translation unit with any reference. A symbol
 CUDA declares (a type CM511 renames) is scoped by the program that uses it (`symbol@program:<its first file>`,
 scan/engine.py `consistency_group`): the files of the run and the project headers they reach, joined by
-`#include` and by sharing a directory; a stuck use in one program does not hold back another program.
+`#include` of a header that spells the symbol and by sharing a directory; a stuck use in one program does not hold
+back another program.
 
 `scan` reports what `fix` would do (`as_scanned`): the findings of a run are read as one fix in which every
 fixable finding applies and every other one stays, and the same `broken` decides which groups are withheld. A

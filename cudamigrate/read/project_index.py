@@ -221,18 +221,21 @@ class ProjectIndex:
                     self._includers.setdefault(h, []).append(self._key(f))
         return list(self._includers.get(self._key(header), []))
 
-    def program(self, path: Path) -> Path | None:
+    def program(self, path: Path, symbol: str | None = None) -> Path | None:
         """The program `path` belongs to, named by its first file (in path order): the files of the run and the
         project headers they reach, joined by `#include` and by sharing a directory (the sources of one directory
         are taken as one program, linked together: a type in one's `extern` declaration must match the other's
-        definition). None when `path` is not in the run (a buffer, a header no file of the run reaches).
-        Consistency groups of a type rename are scoped by it (fix/consistency.py)."""
-        programs = self.cache.get("programs")
+        definition). With `symbol`, a header joins the files that reach it only when its text spells the symbol:
+        a common header that never names `double4` shares no use of it (cuda-samples' `helper_cuda.h` does not tie
+        every sample together). None when `path` is not in the run (a buffer, a header no file of the run reaches).
+        Consistency groups of a type rename are scoped by it (scan/engine.py `consistency_group`)."""
+        key = ("programs", symbol)
+        programs = self.cache.get(key)
         if programs is None:
-            programs = self.cache["programs"] = self._programs()
+            programs = self.cache[key] = self._programs(symbol.encode() if symbol else None)
         return programs.get(self._key(path))
 
-    def _programs(self) -> dict[Path, Path]:
+    def _programs(self, symbol: bytes | None) -> dict[Path, Path]:
         parent: dict[Path, Path] = {}
 
         def find(p: Path) -> Path:
@@ -253,7 +256,8 @@ class ProjectIndex:
             k = self._key(f)
             join(k, by_dir.setdefault(k.parent, k))
             for h in self.reachable(f):
-                join(k, h)
+                if symbol is None or symbol in (self.read(h) or b""):
+                    join(k, h)
         return {p: find(p) for p in list(parent)}
 
     # ------------------------------------------------------------------ macros

@@ -678,8 +678,8 @@ def consistency_group(r: Rule, tctx: dict[str, Any], ctx: FileContext | None = N
     replaces, e.g. `double4` for both `double4` and `make_double4`), else "": the fix stage applies a group's
     edits in every file of the run or in none (fix/consistency.py). A symbol the template does not scope
     (`symbol@scope`, as a texture reference's declaring file) is scoped by the file's program in the run
-    (`@program:` its first file, read/project_index.py `program`): CUDA's `double4` renamed in one program is
-    not held back by a use another program cannot rewrite."""
+    (`@program:` its first file, read/project_index.py `program`, joined through the headers that spell the
+    symbol): CUDA's `double4` renamed in one program is not held back by a use another program cannot rewrite."""
     spec = r.consistency
     if not spec:
         return ""
@@ -688,7 +688,7 @@ def consistency_group(r: Rule, tctx: dict[str, Any], ctx: FileContext | None = N
         return ""
     proj = ctx.project if ctx is not None else None
     if SCOPE not in symbol and proj is not None and proj.files:
-        program = proj.program(ctx.source.path) if ctx is not None else None
+        program = proj.program(ctx.source.path, symbol) if ctx is not None else None
         if program is not None:
             symbol = f"{symbol}{SCOPE}{PROGRAM_SCOPE}{program}"
     return f"{r.family}:{symbol}"
