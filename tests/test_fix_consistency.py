@@ -312,3 +312,18 @@ def test_scan_ties_an_unscoped_use_to_every_scope_as_fix_does():
 def test_plan_does_not_offer_a_withheld_group_as_an_automatic_fix():
     r = run_cli("plan", "--no-cache", "--keep-compat", "12.0", "--select", "CM511", str(KEEP_COMPAT))
     assert "automatic fixes" not in r.stdout and "manual changes: 3 in 2 file(s), est. 3 min" in r.stdout, r.stdout
+
+
+def test_the_editor_offers_no_fix_of_a_group_the_buffer_cannot_fix_whole(tmp_path):
+    """The language server scans one buffer: the member cannot be wrapped in `#if` (keep-compat), so renaming the
+    statement alone would not build; its diagnostic carries no fix (server/analysis.py), as `fix -` withholds it."""
+    from cudamigrate.server.analysis import Engines, analyse_bytes, fix_actions
+
+    (tmp_path / ".cudamigrate.toml").write_text('keep-compat = "12.0"\nselect = ["CM511"]\n')
+    src = tmp_path / "main.cu"
+    src.write_text("struct Particle {\n  double4 pos;\n};\n__global__ void k(Particle *p) {\n"
+                   "  double4 v = make_double4(1, 2, 3, 4);\n  p[0].pos = v;\n}\n")
+    got = analyse_bytes(Engines(), src, src.read_bytes())
+    assert [(f.line, f.column, f.applicability) for f in got.findings] == [(2, 3, "manual"), (5, 3, "manual"),
+                                                                         (5, 15, "manual")]
+    assert not any(fix_actions(f) for f in got.findings)
