@@ -246,3 +246,84 @@ def test_a_header_reading_its_includers_reference_runs_the_same_after_fix(tmp_pa
     run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout == (INCLUDER_DECLARES / "expected.txt").read_text()
+
+
+@pytest.mark.parametrize("fmt", ["text", "concise", "json", "sarif", "github", "html"])
+def test_scan_shows_no_member_of_a_withheld_group_as_fixable(tmp_path, fmt):
+    """Issue 31: `scan` marked main.cu's two uses auto-fixable ([*]) while `fix` withholds them (the member in
+    particle.h cannot be wrapped in `#if`); the scan now decides with the fix's own `broken`."""
+    out = tmp_path / f"report.{fmt}"
+    r = run_cli("scan", "--no-cache", "--keep-compat", "12.0", "--select", "CM511", "--format", fmt, "-o", out,
+                str(KEEP_COMPAT))
+    assert r.exit_code == 1, r.stderr
+    text = out.read_text()
+    if fmt == "json":
+        import json
+
+        fs = json.loads(text)["findings"]
+        assert [(f["line"], f["applicability"], f["fix"]) for f in fs] == [(5, "manual", None)] * 2 + [(7, "manual", None)]
+        assert "1 use(s) cannot be rewritten (" in fs[0]["message"] and "particle.h:7:3)" in fs[0]["message"]
+        assert "cannot be wrapped in `#if`" in fs[0]["context"]["fix_blocked"]
+    elif fmt == "sarif":
+        assert '"fixes"' not in text and '"applicability": "safe"' not in text
+    elif fmt == "github":
+        assert "[fix:" not in text and text.count("No automatic fix: `double4` is fixed in every file or in none") == 2
+    elif fmt == "html":
+        assert 'id="fixable-pct">0.0%<' in text and "safe 0 (0.0%)" in text
+    else:
+        assert "[*]" not in text and text.count("[ ]") == 3
+
+
+def test_scan_without_keep_compat_still_shows_the_group_fixable(tmp_path):
+    """The control: every use can be renamed, so every use stays safe, as `fix` renames them all."""
+    import json
+
+    r = run_cli("scan", "--no-cache", "--select", "CM511", "--format", "json", str(KEEP_COMPAT))
+    assert [f["applicability"] for f in json.loads(r.stdout)["findings"]] == ["safe"] * 3
+
+
+def _finding(path: str, app: str | None, group: str):
+    from cudamigrate.findings.model import Cost, Edit, Finding, Fix
+
+    fix = None if app is None else Fix(app, "t", [Edit(0, 1, "x")])
+    return Finding("CM9", "n", "f", "info", path, 1, 1, 1, 2, 0, 1, "m.", "s", fix=fix,
+                   cost=Cost("deprecated", 5.0, app or "manual", 1.0, 1.0, 5.0), group=group)
+
+
+def test_a_group_only_unsafe_fixes_complete_shows_its_safe_members_unsafe():
+    from cudamigrate.fix.consistency import as_scanned
+
+    fs = [_finding("a.cu", "safe", "t:x"), _finding("b.cu", "unsafe", "t:x"), _finding("c.cu", "safe", "t:y")]
+    got = as_scanned(fs)
+    assert [f.applicability for f in got] == ["unsafe", "unsafe", "safe"]
+    assert "Needs --unsafe-fixes: `x`" in got[0].message and got[0].cost is not None and got[0].cost.roi == 2.5
+    assert got[1] is fs[1] and got[2] is fs[2]  # findings the groups do not change are the same objects
+
+
+def test_scan_ties_an_unscoped_use_to_every_scope_as_fix_does():
+    from cudamigrate.fix.consistency import as_scanned
+
+    fs = [_finding("a.cu", "safe", "texture:tex@/p/a.cu"), _finding("b.cu", "safe", "texture:tex@/p/b.cu"),
+          _finding("h.h", None, "texture:tex@*"), _finding("c.cu", "safe", "texture:tey@/p/c.cu")]
+    assert [f.applicability for f in as_scanned(fs)] == ["manual", "manual", "manual", "safe"]
+    assert [f.applicability for f in as_scanned(fs[:2] + fs[3:])] == ["safe"] * 3
+
+
+def test_plan_does_not_offer_a_withheld_group_as_an_automatic_fix():
+    r = run_cli("plan", "--no-cache", "--keep-compat", "12.0", "--select", "CM511", str(KEEP_COMPAT))
+    assert "automatic fixes" not in r.stdout and "manual changes: 3 in 2 file(s), est. 3 min" in r.stdout, r.stdout
+
+
+def test_the_editor_offers_no_fix_of_a_group_the_buffer_cannot_fix_whole(tmp_path):
+    """The language server scans one buffer: the member cannot be wrapped in `#if` (keep-compat), so renaming the
+    statement alone would not build; its diagnostic carries no fix (server/analysis.py), as `fix -` withholds it."""
+    from cudamigrate.server.analysis import Engines, analyse_bytes, fix_actions
+
+    (tmp_path / ".cudamigrate.toml").write_text('keep-compat = "12.0"\nselect = ["CM511"]\n')
+    src = tmp_path / "main.cu"
+    src.write_text("struct Particle {\n  double4 pos;\n};\n__global__ void k(Particle *p) {\n"
+                   "  double4 v = make_double4(1, 2, 3, 4);\n  p[0].pos = v;\n}\n")
+    got = analyse_bytes(Engines(), src, src.read_bytes())
+    assert [(f.line, f.column, f.applicability) for f in got.findings] == [(2, 3, "manual"), (5, 3, "manual"),
+                                                                         (5, 15, "manual")]
+    assert not any(fix_actions(f) for f in got.findings)

@@ -130,10 +130,16 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     fixed = fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db)
     outcomes, verified = verify_fixes(engine, unique, fixed, kw, cfg, paths, unsafe_fixes, display_only, db,
                                       fixed.blocked, preview=not write)
+    outcomes = share_helpers(list(outcomes), paths, write, tally)
     for outcome in outcomes:
         record_fix(outcome, write, tally)
     for line in fixed.withheld:
         _err(f"note: {line}")
+    if fixed.blocked:  # what remains of a withheld group is not offered as fixable (fix/consistency.py)
+        from ..fix.consistency import as_left
+
+        tally.left_findings = as_left(tally.left_findings, fixed.blocked, unsafe_fixes)
+        tally.unsafe_left = sum(1 for f in tally.left_findings if f.applicability == "unsafe")
     for d in sorted(tally.written_dirs):
         fsync_dir(d)
     print_tracebacks(kw, tally.tracebacks)
@@ -168,6 +174,44 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     sys.exit(EXIT_CLEAN)
 
 
+def share_helpers(outcomes: list[Any], paths: tuple[Path, ...], write: bool, tally: Any) -> list[Any]:
+    """The helper blocks the run's fixes inserted (texture stand-ins, NPP stream context), each kind moved into one
+    header included by each file (fix/shared_helpers.py): the header is written (or, with --diff, shown) before the
+    files that include it; when it cannot be written, each file keeps its own copy."""
+    from dataclasses import replace
+
+    from ..fix.shared_helpers import header_diff, share_all
+    from ..fix.write import WriteRefused, write_new
+    from ..pipeline.runner import display_path
+
+    fixed = {os.path.realpath(o.path): (o.result.original, o.result.fixed) for o in outcomes
+             if o.result is not None and o.result.changed and o.error is None and o.internal is None}
+    if not fixed:
+        return outcomes
+    moved: dict[str, bytes] = {}
+    for shared in share_all(fixed, [os.path.realpath(p) for p in (paths or (Path("."),))], os.path.realpath(".")):
+        shown = display_path(Path(os.path.relpath(shared.header)))
+        if shared.data is not None and write:
+            try:
+                tally.written_dirs.add(write_new(shared.header, shared.data))
+            except (WriteRefused, OSError) as exc:
+                why = str(exc) if isinstance(exc, WriteRefused) else f"cannot write: {exc.strerror or exc}"
+                _err(f"{shown}: {why}; each file keeps its own copy of {shared.kind.name.split(': ', 1)[1]}")
+                break  # a later kind's bytes were computed on this one's: keep both copies
+        elif shared.data is not None:
+            sys.stdout.write(header_diff(shown, shared.data))
+            sys.stdout.flush()
+        verb = ("writes" if write else "would write") if shared.data is not None else ("includes" if write else "would include")
+        _err(f"note: {shared.kind.name} are in one header: fix {verb} {shown}, included by {len(shared.files)} "
+             "file(s) instead of a copy in each")
+        moved.update(shared.files)
+    out = []
+    for o in outcomes:
+        new = moved.get(os.path.realpath(o.path)) if o.result is not None else None
+        out.append(replace(o, result=replace(o.result, fixed=new)) if new is not None else o)
+    return out
+
+
 def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: bool, exit_zero: bool, show_fixes: bool,
                display_only: frozenset[str], rule_errors: list[str]) -> None:
     """`fix -`: the fixed buffer (or its diff) on stdout, exactly as bytes; what remains on stderr; exit.
@@ -200,6 +244,10 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
         out.write(res.diff().encode("utf-8", "surrogateescape") if diff else res.fixed)
     out.flush()
     applied, left = (res.applied, res.remaining) if res is not None else ([], [])
+    if res is not None and res.withheld.stuck:
+        from ..fix.consistency import as_left
+
+        left = as_left(left, frozenset(res.withheld.stuck), unsafe)
     list_fix_outcome(applied, left, show_fixes, err=True)  # stdout holds the buffer
     click.echo(f"{'Would fix' if diff else 'Fixed'} {len(applied)} finding(s) in stdin; {len(left)} remaining.", err=True)
     if rule_errors or (res is not None and res.internal):

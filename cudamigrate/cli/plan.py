@@ -59,7 +59,9 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     for res in results:
         findings += res.findings
         errors += res.errors
-    findings = on_changed_lines(findings, files, changed)
+    from ..fix.consistency import as_scanned, minutes_of
+
+    findings = on_changed_lines(as_scanned(findings, minutes_of(engine.rules)), files, changed)  # a withheld group planned as manual
     for e in errors:
         _err(e)
     extra: list[str] = []  # what the fix commands must repeat to see the same findings

@@ -17,7 +17,7 @@ when a calibration for the user's GPU exists (see `measured_factor`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from .model import Cost
@@ -92,6 +92,20 @@ def score(
         factors=factors,
         measured=measured,
     )
+
+
+def with_effort(cost: Cost, applicability: str, rule_minutes: float | None = None) -> Cost:
+    """`cost` for a finding whose applicability changed after scoring (a withheld consistency group's member is
+    manual, fix/consistency.py): the same impact, the effort of the new applicability; its minutes as `score`
+    gives them (the rule's own estimate, `rule_minutes`, for a manual finding)."""
+    if cost.effort == applicability:
+        return cost
+    minutes = rule_minutes if rule_minutes is not None and applicability in ("manual", "display-only") \
+        else EFFORT_MINUTES[applicability]
+    minutes = finite(float(minutes), MAX_SCORE)
+    score_ = EFFORT_SCORES[applicability]
+    return replace(cost, effort=applicability, effort_score=score_, effort_minutes=minutes,
+                   roi=round(cost.impact_score / score_, 3))
 
 
 def measured_factor(ratio: float | None) -> float | None:

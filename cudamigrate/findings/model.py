@@ -18,6 +18,7 @@ APPLICABILITIES = ("safe", "unsafe", "display-only", "manual")
 FINGERPRINT_SPAN = 512  # bytes of a long match's start and end that its fingerprint hashes
 SCOPE = "@"  # `symbol@scope` in a consistency group (Finding.group)
 ANY_SCOPE = "*"  # `symbol@*`: every scope of the symbol
+PROGRAM_SCOPE = "program:"  # `symbol@program:<first file>`: a symbol CUDA declares, as one program of the run uses it
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,8 @@ class Finding:
     # every file of the run, or none of them (a type rename, a texture reference); see fix/consistency.py.
     # A symbol may carry a scope, `symbol@scope` (SCOPE): the texture reference `tex` declared in one file is
     # another symbol than a `tex` declared in another program of the run; `symbol@*` (ANY_SCOPE): a use whose
-    # declaration is not known, tied to every scope of the symbol
+    # declaration is not known, tied to every scope of the symbol; `symbol@program:<path>` (PROGRAM_SCOPE): a
+    # symbol of CUDA's (a type) as the program of the run that holds the file uses it
     group: str = ""
     # locations that explain the finding (the uses of a texture reference reported at its declaration); shown
     # as notes, SARIF relatedLocations and LSP relatedInformation; not part of the identity (`compute_fingerprint`)

@@ -20,7 +20,7 @@ from ..scan.engine import Engine, FileResult
 from ..findings.model import Edit, Finding
 from ..parse.treesitter import count_errors, parse
 from . import guard
-from .consistency import Withheld, broken
+from .consistency import Withheld, broken, fixable
 
 MAX_PASSES = 10
 
@@ -47,17 +47,6 @@ class FixResult:
         b = self.fixed.decode("utf-8", "replace").splitlines(keepends=True)
         name = self.path.lstrip("/")
         return "".join(difflib.unified_diff(a, b, f"a/{name}", f"b/{name}"))
-
-
-def fixable(f: Finding, unsafe: bool, display_only: frozenset[str] = frozenset()) -> bool:
-    """Safe fixes always; unsafe ones with `--unsafe-fixes`; display-only suggestions only for the rule ids in
-    `display_only` (rules the user named by id with `--apply-display-only`), never through `--unsafe-fixes`."""
-    if f.fix is None or not f.fix.edits:
-        return False
-    app = f.fix.applicability
-    if app == "display-only":
-        return f.rule_id in display_only
-    return app == "safe" or (unsafe and app == "unsafe")
 
 
 def apply_edits(data: bytes, groups: list[list[Edit]]) -> tuple[bytes, list[int]]:

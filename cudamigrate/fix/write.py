@@ -200,6 +200,36 @@ def write_checked(path: Path, data: bytes, snap: Snapshot, roots: Sequence[str] 
     return directory
 
 
+def write_new(path: str, data: bytes) -> str:
+    """Create the file `path` with `data` (a header a fix adds, fix/shared_helpers.py), crash-safe: a temporary
+    fsync'ed and linked under the name, which fails when a file of that name appeared meanwhile (nothing is
+    overwritten); return the directory written. Raises WriteRefused or OSError (nothing created)."""
+    directory, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=SUFFIX, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise WriteRefused("created by someone else during fix, not overwritten") from None
+    finally:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+    return directory
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _clean_stale_locked(directory: str, name: str) -> int:
     """Remove our temporaries of `name` in `directory`; the caller holds `name`'s lock, so they are stale."""
     n = 0

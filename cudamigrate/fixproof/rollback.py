@@ -31,6 +31,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from ..fix.consistency import symbol_of
 from .compile_check import (COMPILE_TIMEOUT, CompileCache, CompileResult, UnitCommand, compile_unit, content_key,
                             load_database, new_errors, nvcc_path, synthesize, worse)
 from .stages import changed_lines
@@ -446,7 +447,7 @@ class Verifier:
         if not group:
             return touched
         blame = f"rolled back with {f.outcome.display}:{it.line} ({it.rule_id}), of the same consistency group " \
-                f"{group.split(':', 1)[-1]!r}: {shown}"
+                f"{symbol_of(group)!r}: {shown}"
         for path, other in self.files.items():
             for a in other.result.applied:
                 if a.group == group and (a.rule_id, a.fingerprint) not in other.excluded:

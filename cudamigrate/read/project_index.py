@@ -233,6 +233,45 @@ class ProjectIndex:
             self._includers = includers
         return self._includers
 
+    def program(self, path: Path, symbol: str | None = None) -> Path | None:
+        """The program `path` belongs to, named by its first file (in path order): the files of the run and the
+        project headers they reach, joined by `#include` and by sharing a directory (the sources of one directory
+        are taken as one program, linked together: a type in one's `extern` declaration must match the other's
+        definition). With `symbol`, a header joins the files that reach it only when its text spells the symbol:
+        a common header that never names `double4` shares no use of it (cuda-samples' `helper_cuda.h` does not tie
+        every sample together). None when `path` is not in the run (a buffer, a header no file of the run reaches).
+        Consistency groups of a type rename are scoped by it (scan/engine.py `consistency_group`)."""
+        key = ("programs", symbol)
+        programs = self.cache.get(key)
+        if programs is None:
+            programs = self.cache[key] = self._programs(symbol.encode() if symbol else None)
+        return programs.get(self._key(path))
+
+    def _programs(self, symbol: bytes | None) -> dict[Path, Path]:
+        parent: dict[Path, Path] = {}
+
+        def find(p: Path) -> Path:
+            root = p
+            while parent.setdefault(root, root) != root:
+                root = parent[root]
+            while p != root:  # path compression
+                parent[p], p = root, parent[p]
+            return root
+
+        def join(a: Path, b: Path) -> None:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb, key=str)] = min(ra, rb, key=str)
+
+        by_dir: dict[Path, Path] = {}
+        for f in self.files:
+            k = self._key(f)
+            join(k, by_dir.setdefault(k.parent, k))
+            for h in self.reachable(f):
+                if symbol is None or symbol in (self.read(h) or b""):
+                    join(k, h)
+        return {p: find(p) for p in list(parent)}
+
     # ------------------------------------------------------------------ macros
     def _own_macros(self, path: Path, data: bytes | None) -> tuple[frozenset[str], frozenset[str]]:
         """(object macros defined here as statements, those defined here as something else but empty)."""

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ..findings import cost as costmod
 from ..match.migrations import unused_suppressions
 from ..findings.measured import lookup as lookup_calibration
-from ..findings.model import Edit, Finding, Fix, assign_fingerprints, finding_for, sort_key
+from ..findings.model import PROGRAM_SCOPE, SCOPE, Edit, Finding, Fix, assign_fingerprints, finding_for, sort_key
 from ..core.options import Options  # re-exported: defined apart so the CLI's cached path need not import the engine
 from ..match.migrations import builtins
 from ..match import precheck
@@ -647,7 +647,7 @@ class Engine:
                 tctx = template_context(m, ctx, opts)
                 tctx["version"] = version_phrase(r, self.opts.target)
                 message = clip_message(" ".join(render(r.message, tctx).split()))
-                group = consistency_group(r, tctx)
+                group = consistency_group(r, tctx, ctx)
                 fix = None
                 blocked = None
                 try:
@@ -712,15 +712,25 @@ class Engine:
 MESSAGE_LIMIT = 1000
 
 
-def consistency_group(r: Rule, tctx: dict[str, Any]) -> str:
+def consistency_group(r: Rule, tctx: dict[str, Any], ctx: FileContext | None = None) -> str:
     """`family:symbol` for a rule with `consistency:` (a template naming the symbol the fix renames or
     replaces, e.g. `double4` for both `double4` and `make_double4`), else "": the fix stage applies a group's
-    edits in every file of the run or in none (fix/consistency.py)."""
+    edits in every file of the run or in none (fix/consistency.py). A symbol the template does not scope
+    (`symbol@scope`, as a texture reference's declaring file) is scoped by the file's program in the run
+    (`@program:` its first file, read/project_index.py `program`, joined through the headers that spell the
+    symbol): CUDA's `double4` renamed in one program is not held back by a use another program cannot rewrite."""
     spec = r.consistency
     if not spec:
         return ""
     symbol = " ".join(render(str(spec), tctx).split())
-    return f"{r.family}:{symbol}" if symbol else ""
+    if not symbol:
+        return ""
+    proj = ctx.project if ctx is not None else None
+    if SCOPE not in symbol and proj is not None and proj.files:
+        program = proj.program(ctx.source.path, symbol) if ctx is not None else None
+        if program is not None:
+            symbol = f"{symbol}{SCOPE}{PROGRAM_SCOPE}{program}"
+    return f"{r.family}:{symbol}"
 
 
 def _evaluate_at(cond: Any, m: Match, ctx: FileContext) -> bool:

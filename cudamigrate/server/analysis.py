@@ -129,7 +129,10 @@ def analyse_bytes(engines: Engines, path: Path, data: bytes) -> Analysis:
         return Analysis(data, errors=[f"{path}: not scanned: buffer too large ({len(data)} bytes > limit "
                                       f"{limit}); raise `max-file-size` to scan it"])
     res = engine.scan_bytes(path, data, str(path))
-    return Analysis(data, list(res.findings), list(res.errors), engine=engine)
+    from ..fix.consistency import as_scanned, minutes_of
+
+    # a group `fix -` would withhold in this buffer offers no quick fix (one use renamed alone would not build)
+    return Analysis(data, as_scanned(list(res.findings), minutes_of(engine.rules)), list(res.errors), engine=engine)
 
 
 def fix_actions(f: Finding) -> list[Action]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..fix.consistency import as_scanned, minutes_of
 from .preparation import diff_scope, on_changed_lines, prepare, setup
 from .request import Request
 
@@ -47,7 +48,7 @@ def scan(req: Request, jobs: int | None = None) -> Scanned:
         out.errors += res.errors
         out.notes += res.notes
         out.internal += res.internal
-    out.findings = on_changed_lines(out.findings, files, changed)
+    out.findings = on_changed_lines(as_scanned(out.findings, minutes_of(run.engine.rules)), files, changed)
     return out
 
 
@@ -69,4 +70,5 @@ def scan_buffer(req: Request, path: Path, data: bytes) -> Scanned:
         out.errors += res.errors
         out.notes += res.notes
         out.internal += res.internal
+    out.findings = as_scanned(out.findings, minutes_of(run.engine.rules))
     return out

@@ -245,7 +245,7 @@ def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[M
                 else:
                     close = unit.abs(args_node)[1] - 1
                     edits.append(Edit(close, close, pass_ctx))
-                if HELPER_GUARD.encode() not in data:
+                if not _helper_present(ctx, data):
                     hp = helper_position(ctx, s)
                     edits.insert(0, Edit(hp, hp, HELPER_TEXT.replace("\n", ctx.source.newline.decode())))
                 m.edits = edits
@@ -255,6 +255,18 @@ def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[M
                 m.fix_applicability = "manual"
             out.append(m)
     return out
+
+
+def _helper_present(ctx: FileContext, data: bytes) -> bool:
+    """The stream context helper is in the file, or in a project header it includes (the one header a fix moves
+    it to, fix/shared_helpers.py): a second fix adds no copy."""
+    guard = HELPER_GUARD.encode()
+    if guard in data:
+        return True
+    proj = ctx.project
+    if proj is None:
+        return False
+    return any(guard in (proj.read(h) or b"") for h in proj.reachable(ctx.source.path, data))
 
 
 # ------------------------------------------------------------------ CM542: `int` where 13.0 NPP writes `size_t`

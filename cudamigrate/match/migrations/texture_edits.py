@@ -158,6 +158,26 @@ inline cudaError_t cudamigrateBindSurfaceToArray(cudaSurfaceObject_t *obj, const
 #endif /* CUDAMIGRATE_TEXOBJ_HELPERS */
 
 """
+UPDATE_GUARD = "CUDAMIGRATE_TEXOBJ_UPDATE"
+# after the stand-ins (it calls cudamigratePublishTexture); inserted only where an attribute is written after a bind
+UPDATE_HELPER = r"""#ifndef CUDAMIGRATE_TEXOBJ_UPDATE
+#define CUDAMIGRATE_TEXOBJ_UPDATE
+/* cudamigrate CM601: an attribute of the reference (filterMode, addressMode, normalized, ...) written after the bind
+   took effect at the next launch; an object takes its attributes when it is created: create it again over the
+   same resource with the attributes as they are now and publish it (the old one goes as at a bind). */
+inline cudaError_t cudamigrateUpdateTexture(cudaTextureObject_t *obj, const void *symbol, const cudaTextureDesc *tex)
+{
+    if (*obj == 0)
+        return cudaSuccess; /* not bound yet: the bind takes the attributes */
+    cudaResourceDesc res;
+    cudaError_t err = cudaGetTextureObjectResourceDesc(&res, *obj);
+    if (err != cudaSuccess)
+        return err;
+    return cudamigratePublishTexture(obj, symbol, &res, tex);
+}
+#endif /* CUDAMIGRATE_TEXOBJ_UPDATE */
+
+"""
 
 
 def helper_position(ctx: FileContext, before: int) -> int:
@@ -265,6 +285,57 @@ def _delete_statement(data: bytes, s: int, e: int) -> Edit:
     return Edit(s, e, "")
 
 
+def _written_statement(field: ts.Node) -> ts.Node | None:
+    """The statement `tex.f = v;` (or `tex.addressMode[i] = v;`) that writes the attribute `field` names, when it
+    is a statement of a block (where a call can follow it); None for a read or any other shape."""
+    target = field
+    if target.parent is not None and target.parent.type == "subscript_expression":
+        target = target.parent
+    assign = target.parent
+    if assign is None or assign.type != "assignment_expression" or not _same(assign.child_by_field_name("left"), target):
+        return None
+    stmt = assign.parent
+    if stmt is None or stmt.type != "expression_statement" or stmt.parent is None or stmt.parent.type != "compound_statement":
+        return None
+    return stmt
+
+
+def _is_read(field: ts.Node) -> bool:
+    """Whether the attribute `field` names is only read there (not assigned, incremented or decremented)."""
+    target = field.parent if field.parent is not None and field.parent.type == "subscript_expression" else field
+    par = target.parent
+    if par is None:
+        return True
+    if par.type == "assignment_expression":
+        return not _same(par.child_by_field_name("left"), target)
+    return par.type != "update_expression"
+
+
+def _same(a: ts.Node | None, b: ts.Node) -> bool:
+    return a is not None and (a.start_byte, a.end_byte) == (b.start_byte, b.end_byte)
+
+
+def _after_statement(data: bytes, end: int, indent: str, nl: str, text: str) -> Edit:
+    """`text` on a line of its own after the statement ending at `end` (after a `//` comment on its line)."""
+    le = data.find(b"\n", end)
+    le = len(data) if le == -1 else le - 1 if data[le - 1 : le] == b"\r" else le
+    rest = data[end:le].strip()
+    at = le if not rest or rest.startswith(b"//") else end
+    return Edit(at, at, nl + indent + text)
+
+
+def _update_helper_edit(ctx: FileContext, data: bytes, nl: str, first: int) -> Edit:
+    """Where the update helper goes when the stand-ins are already there: after their block in this file, else
+    (an included header holds them) after the includes."""
+    end = data.find(f"#endif /* {HELPER_GUARD} */".encode())
+    if end != -1:
+        le = data.find(b"\n", end)
+        at = len(data) if le == -1 else le + 1
+        return Edit(at, at, nl + UPDATE_HELPER.rstrip("\n").replace("\n", nl) + nl)
+    hp = helper_position(ctx, first)
+    return Edit(hp, hp, nl + UPDATE_HELPER.replace("\n", nl))
+
+
 def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migration, helpers_present: bool) -> Match | None:
     data = ctx.source.data
     reasons: list[str] = []
@@ -282,7 +353,8 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
     chan_sets: list[int] = []  # lines assigning it
     implicit_desc: list[int] = []  # lines of binds that take the descriptor from the reference
     binds: list[tuple[int, ts.Node | None]] = []  # (abs start, function)
-    attrs: list[tuple[int, ts.Node | None, int]] = []
+    attrs: list[tuple[int, ts.Node | None, int, ts.Node, Unit]] = []  # (abs start, function, line, field, unit)
+    unbinds: list[tuple[int, ts.Node | None]] = []
     for u in uses:
         if u.what == "other":
             reasons.append(str(u.detail))
@@ -299,7 +371,7 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
             p, fld = u.detail
             s, e = u.unit.abs(p)
             edits.append(Edit(s, e, f"{ref.desc}.{TEX_FIELDS[fld]}"))
-            attrs.append((s, function_of(p), mig.line(u.unit, p)))
+            attrs.append((s, function_of(p), mig.line(u.unit, p), p, u.unit))
         elif u.what == "chan":
             s, e = u.unit.abs(u.detail)
             edits.append(channel_desc_edit(u.detail, s, e, ref.elem, u.unit.abs))
@@ -319,7 +391,9 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
                 continue
             edits.append(ed)
             needs_helpers = True
-            if fn != "cudaUnbindTexture":
+            if fn == "cudaUnbindTexture":
+                unbinds.append((ed.start, function_of(call)))
+            else:
                 binds.append((ed.start, function_of(call)))
                 if not _bind_passes_descriptor(mig, ref, u.unit, call, fn):
                     implicit_desc.append(mig.line(u.unit, call))
@@ -332,22 +406,44 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
             reasons.append(f"its `channelDesc` is assigned (line {where}) and read (line {chan_reads[0]})")
         elif not binds:
             reasons.append(f"its `channelDesc` is assigned (line {where}) in a file that does not bind it")
-    # an attribute set after the last bind in its function would not reach the object any more
-    for pos, fn, line in attrs:
+    # an attribute written after the last bind in its function would not reach the object, which is created at the
+    # bind: the object is created again after the last such write of each block (the reference applied the
+    # attributes at the next launch); a write that is no statement of a block, or follows an unbind, stays manual
+    late: dict[tuple[int, int], ts.Node] = {}  # (function, block) -> the last late write statement in it
+    for pos, fn, line, fld, unit in attrs:
         same = [b for b, f in binds if f is not None and fn is not None and f.start_byte == fn.start_byte]
         if any(b < pos for b in same) and not any(b > pos for b in same):
-            reasons.append(f"an attribute is set at line {line} after the reference is bound and is not followed by a new bind: "
-                           "a texture object's attributes are fixed when it is created")
+            last = max(b for b in same if b < pos)
+            unbound = any(last < x < pos for x, f in unbinds if f is not None and fn is not None and f.start_byte == fn.start_byte)
+            if _is_read(fld):
+                continue  # the object's attributes are the descriptor's: reading them needs nothing
+            stmt = _written_statement(fld) if unit is ctx.main and not unbound else None
+            if stmt is None:
+                reasons.append(f"an attribute is set at line {line} after the reference is bound and is not followed by "
+                               "a new bind, " + ("after an unbind" if unbound else "not as a statement of its own")
+                               + ": a texture object's attributes are fixed when it is created")
+                continue
+            assert fn is not None and stmt.parent is not None
+            key = (fn.start_byte, stmt.parent.start_byte)
+            if key not in late or late[key].start_byte < stmt.start_byte:
+                late[key] = stmt
+    for stmt in late.values():
+        s, e = ctx.main.abs(stmt)
+        edits.append(_after_statement(data, e, indent_at(data, s), mig.nl,
+                                      f"cudamigrateUpdateTexture(&{ref.obj}, &{ref.name}, &{ref.desc});"))
     if ref.local:
         for one in [ref] + ref.same_elsewhere:  # the same declaration in each `#if` branch: each one is replaced
             edits += _declaration_edits(one, data, mig.nl)
     # an edit inside another of this finding's edits (a `name.channelDesc` argument of its bind) is already covered
     edits = [x for x in edits if not any(o is not x and o.start <= x.start and x.end <= o.end and o.end > o.start
                                          and (o.start, o.end) != (x.start, x.end) for o in edits)]
+    update = bool(late) and UPDATE_GUARD.encode() not in data
     if needs_helpers and not helpers_present and HELPER_GUARD.encode() not in data:
         first = min(x.start for x in edits)
         hp = helper_position(ctx, first)
-        edits.insert(0, Edit(hp, hp, HELPERS.replace("\n", mig.nl)))
+        edits.insert(0, Edit(hp, hp, (HELPERS + (UPDATE_HELPER if update else "")).replace("\n", mig.nl)))
+    elif update:
+        edits.insert(0, _update_helper_edit(ctx, data, mig.nl, min(x.start for x in edits)))
     if ref.local:
         node, unit = ref.declarator if ref.declarator.type == "identifier" else ref.declarator.child_by_field_name("declarator"), ref.unit
         node = node if node is not None else ref.decl  # never a match without a node to report
@@ -363,6 +459,7 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
         "reference": ref.name, "kind": ref.kind, "type": f"{ref.kind}<{ref.targs}>", "element": ref.elem,
         "mode": ref.mode, "local": ref.local, "reads": sum(1 for u in uses if u.what in ("read", "surf")),
         "binds": sum(1 for u in uses if u.what == "bind"),
+        "updates": ", ".join(str(mig.line(ctx.main, st)) for st in sorted(late.values(), key=lambda n: n.start_byte)),
         "reason": "; ".join(dict.fromkeys(reasons)) if reasons else "",
     })
     if not ref.local and not reasons and not edits:
@@ -379,7 +476,7 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
 def manual_match(rule: Rule, unit: Unit, node: ts.Node, why: str) -> Match:
     m = Match(rule=rule, unit=unit, node=node, name=node_text(node), written=node_text(node))
     m.vars.update({"reference": "", "kind": "", "type": normalize_spaces(node_text(node)), "reason": why, "local": False,
-                   "reads": 0, "binds": 0, "element": "", "mode": ""})
+                   "reads": 0, "binds": 0, "updates": "", "element": "", "mode": ""})
     m.edits = []
     m.fix_applicability = "manual"
     return m

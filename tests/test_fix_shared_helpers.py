@@ -1,0 +1,150 @@
+"""One helper header per project for the texture stand-ins (issue 31): four texture files of one tree fixed
+together include one `cudamigrate_texture.h` instead of four copies of the helper block (fix/shared_helpers.py)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from .conftest import FIXTURES
+from .helpers import run_cli
+
+PROJECT = FIXTURES / "texture" / "project-shared-helpers"
+FILES = ("scale.cu", "lookup.cu", "filters/blur.cu", "filters/edge.cu")
+FLAGS = ("--unsafe-fixes", "--no-verify", "--select", "CM601,CM602,CM603")
+BLOCK = re.compile(r"\n(// cudamigrate CM601/CM602: stand-ins.*?#endif /\* CUDAMIGRATE_TEXOBJ_HELPERS \*/\n)\n", re.S)
+
+
+def _copy(tmp_path: Path) -> Path:
+    root = tmp_path / "tree"
+    shutil.copytree(PROJECT, root, ignore=shutil.ignore_patterns("README.md"))
+    return root
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): p.read_text() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _alone(tmp_path: Path, rel: str) -> str:
+    """The file fixed on its own (one file, no header to share: the block stays in it, as before)."""
+    one = tmp_path / "alone" / Path(rel).name
+    one.parent.mkdir(exist_ok=True)
+    shutil.copy(PROJECT / rel, one)
+    run_cli("fix", *FLAGS, one)
+    return one.read_text()
+
+
+def test_four_texture_files_include_one_header(tmp_path):
+    root = _copy(tmp_path)
+    r = run_cli("fix", *FLAGS, ".", cwd=root)
+    assert r.exit_code == 0, r.stderr
+    assert "fix writes cudamigrate_texture.h, included by 4 file(s) instead of a copy in each" in r.stderr
+    tree = _tree(root)
+    assert sorted(tree) == sorted([*FILES, "cudamigrate_texture.h"])
+    alone = _alone(tmp_path, "filters/blur.cu")
+    block = BLOCK.search(alone)
+    assert block is not None
+    header = tree["cudamigrate_texture.h"]
+    assert header == ("// Written by `cudamigrate fix`: included by each file whose migration needs these helpers.\n"
+                      + block.group(1).replace("#define CUDAMIGRATE_TEXOBJ_HELPERS\n",
+                                                                "#define CUDAMIGRATE_TEXOBJ_HELPERS\n#include <cuda_runtime.h>\n"))
+    for rel in FILES:
+        text = tree[rel]
+        assert "CUDAMIGRATE_TEXOBJ_HELPERS" not in text and "__constant__ cudaTextureObject_t" in text, rel
+    assert tree["filters/blur.cu"] == alone.replace(block.group(0), '\n#include "../cudamigrate_texture.h"\n')
+    assert '#include <cstdio>\n\n#include "cudamigrate_texture.h"\n\n// cudamigrate CM601: texIn' in tree["scale.cu"]
+
+
+def test_a_second_fix_changes_nothing_and_a_new_file_reuses_the_header(tmp_path):
+    root = _copy(tmp_path)
+    run_cli("fix", *FLAGS, ".", cwd=root)
+    fixed = _tree(root)
+    again = run_cli("fix", *FLAGS, ".", cwd=root)
+    assert _tree(root) == fixed and "Fixed 0 finding(s)" in again.stdout and "cudamigrate_texture.h" not in again.stderr
+    (root / "filters" / "sharpen.cu").write_text((PROJECT / "filters" / "blur.cu").read_text().replace("texImage", "texSharp"))
+    later = run_cli("fix", *FLAGS, "filters/sharpen.cu", cwd=root)
+    assert "fix includes cudamigrate_texture.h, included by 1 file(s)" in later.stderr, later.stderr
+    text = (root / "filters" / "sharpen.cu").read_text()
+    assert '#include "../cudamigrate_texture.h"\n' in text and "CUDAMIGRATE_TEXOBJ_HELPERS" not in text
+    assert (root / "cudamigrate_texture.h").read_text() == fixed["cudamigrate_texture.h"]
+
+
+def test_diff_shows_the_new_header_and_writes_nothing(tmp_path):
+    root = _copy(tmp_path)
+    before = _tree(root)
+    r = run_cli("fix", "--diff", *FLAGS, ".", cwd=root)
+    assert _tree(root) == before
+    assert r.stdout.startswith("--- /dev/null\n+++ b/cudamigrate_texture.h\n@@ -0,0 +1,")
+    assert r.stdout.count('+#include "../cudamigrate_texture.h"') == 2 and r.stdout.count('+#include "cudamigrate_texture.h"') == 2
+    assert "fix would write cudamigrate_texture.h" in r.stderr
+
+
+def test_one_file_keeps_its_block_and_a_foreign_header_of_that_name_is_left_alone(tmp_path):
+    root = _copy(tmp_path)
+    (root / "cudamigrate_texture.h").write_text("// the project's own file of that name\n")
+    run_cli("fix", *FLAGS, ".", cwd=root)
+    tree = _tree(root)
+    assert tree["cudamigrate_texture.h"] == "// the project's own file of that name\n"
+    assert all(tree[rel].count("#ifndef CUDAMIGRATE_TEXOBJ_HELPERS") == 1 for rel in FILES)
+    assert _alone(tmp_path, "scale.cu").count("#ifndef CUDAMIGRATE_TEXOBJ_HELPERS") == 1
+
+
+@pytest.mark.nvcc
+def test_the_tree_with_the_shared_header_builds(tmp_path):
+    from cudamigrate.toolcheck.build import compile_file
+
+    root = _copy(tmp_path)
+    run_cli("fix", "--unsafe-fixes", ".", cwd=root)  # compile-verified (the copies), then shared
+    assert (root / "cudamigrate_texture.h").is_file()
+    for rel in FILES:
+        built = compile_file(root / rel, tmp_path / (Path(rel).stem + ".o"), arch="sm_75")
+        assert built.ok, built.output
+
+
+NPP_FILL = """// Fills an image with NPP without a stream context.
+#include <npp.h>
+
+int fill(Npp8u *img, int step, int w, int h)
+{
+    NppiSize roi = {w, h};
+    return nppiSet_8u_C1R(10, img, step, roi) == NPP_SUCCESS ? 0 : 1;
+}
+"""
+
+
+def _npp_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "npp"
+    (root / "sub").mkdir(parents=True)
+    (root / "fill.cpp").write_text(NPP_FILL)
+    (root / "sub" / "fill2.cpp").write_text(NPP_FILL.replace("int fill(", "int fill2("))
+    return root
+
+
+def test_the_npp_stream_context_helper_is_shared_the_same_way(tmp_path):
+    root = _npp_tree(tmp_path)
+    r = run_cli("fix", "--unsafe-fixes", "--no-verify", "--select", "CM540", ".", cwd=root)
+    assert "note: CM540: the NPP stream context helpers are in one header: fix writes cudamigrate_npp.h, included by " \
+           "2 file(s)" in r.stderr, r.stderr
+    tree = _tree(root)
+    assert tree["sub/fill2.cpp"].startswith('// Fills an image with NPP without a stream context.\n#include <npp.h>\n\n'
+                                            '#include "../cudamigrate_npp.h"\n\nint fill2(')
+    assert "nppiSet_8u_C1R_Ctx(10, img, step, roi, cudamigrateNppCtx)" in tree["fill.cpp"]
+    assert all("#ifndef CUDAMIGRATE_NPP_STREAM_CONTEXT" not in tree[f] for f in ("fill.cpp", "sub/fill2.cpp"))
+    assert tree["cudamigrate_npp.h"].count("#ifndef CUDAMIGRATE_NPP_STREAM_CONTEXT") == 1
+    assert "#define CUDAMIGRATE_NPP_STREAM_CONTEXT\n#include <cuda_runtime.h>\n#include <nppdefs.h>\n" in tree["cudamigrate_npp.h"]
+    run_cli("fix", "--unsafe-fixes", "--no-verify", "--select", "CM540", ".", cwd=root)
+    assert _tree(root) == tree  # the helper in an included header: nothing added the second time
+
+
+@pytest.mark.nvcc
+def test_the_npp_files_with_the_shared_header_build(tmp_path):
+    from cudamigrate.toolcheck.build import compile_file
+
+    root = _npp_tree(tmp_path)
+    run_cli("fix", "--unsafe-fixes", "--no-verify", "--select", "CM540", ".", cwd=root)
+    for rel in ("fill.cpp", "sub/fill2.cpp"):
+        built = compile_file(root / rel, tmp_path / (Path(rel).stem + ".o"), libs=["npp"], arch="sm_75")
+        assert built.ok, built.output
