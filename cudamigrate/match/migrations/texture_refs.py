@@ -13,7 +13,7 @@ from typing import Any
 import tree_sitter as ts
 
 from ...core.linestart import directive, line_start_matches
-from ...parse import walk
+from ...parse import pasting, walk
 from ...parse.treesitter import Unit, parse, parse_header
 from ...read.source import read_regular
 from ..context import FileContext, named_children, node_text, normalize
@@ -472,6 +472,10 @@ def other_context(ctx: FileContext, path: Path) -> FileContext | None:
     src.statement_macros = ctx.project.statement_macros(path, data)
     pbytes = src.parse_bytes
     tree = parse(pbytes)
+    # uses spelled through a token-pasting macro (`cuda(BindTexture(...))`), seen as the engine sees them
+    seen = pasting.view(pbytes, tree, ctx.project.paste_macros(path, data) if b"##" in data or b"(" in data else {})
+    pbytes, tree = seen.data, seen.tree
     kw = re.compile(rb"\b(texture|surface|\w*(Texture|Surface)\w*|tex\w+|surf\w+)\b")
-    units = [Unit(tree=tree, base=0)] + (macro_units(tree, pbytes, kw) if b"#" in data else [])
-    return FileContext(source=src, units=units, target=ctx.target, options=ctx.options, project=ctx.project)
+    units = [Unit(tree=tree, base=0)] + (macro_units(tree, pbytes, kw) if b"#" in data else []) + seen.units
+    return FileContext(source=src, units=units, target=ctx.target, options=ctx.options, project=ctx.project,
+                       pastes=tuple(seen.pastes))
