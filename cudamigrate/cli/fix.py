@@ -11,7 +11,7 @@ import click
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
 from .options import color_option, force_exclude_option, print_tracebacks, selection_options, stdin_option
 from .output import err as _err
-from .request import input_gate, refused, request_of, stdin_input
+from .request import RunFlags, input_gate, refused, stdin_input
 from ..workspace.preparation import prepare, setup
 from ..workspace.request import Request
 from .scan import write_report
@@ -73,7 +73,9 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
 @force_exclude_option
 @color_option
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
-        exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
+        exit_zero: bool, show_fixes: bool, commit_by: str | None, verify_mode: str | None,
+        include_dirs: tuple[str, ...], defines: tuple[str, ...], show_units: bool, trust_compile_commands: bool,
+        verify_timeout: float | None, verify_report: Path | None, write_outside_links: bool, flags: RunFlags) -> None:
     """Rewrite PATHS in place, applying automatic fixes; list the findings that remain.
 
     With `-` (and --stdin-filename): fix the source read from stdin and print the fixed text (or, with
@@ -83,16 +85,14 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     from .semantic import clock, semantic_timed, since, timings
     from ..workspace import fixing
 
-    stdin, req = stdin_input(request_of(paths, kw), kw)
+    stdin, req = stdin_input(flags, paths)
     if stdin is not None and commit_by is not None:
         raise click.UsageError("--commit-per-rule/--commit-per-family commit files; not with `-` (stdin)")
     paths = req.paths
     opts = fixing.FixOptions(unsafe=unsafe_fixes, apply_display_only=apply_display_only, write=not (diff or dry_run),
-                             verify=kw.get("verify_mode"), show_units=bool(kw.get("show_units")),
-                             include_dirs=tuple(kw.get("include_dirs") or ()), defines=tuple(kw.get("defines") or ()),
-                             trust_compile_commands=bool(kw.get("trust_compile_commands")),
-                             verify_timeout=kw.get("verify_timeout"),
-                             write_outside_links=bool(kw.get("write_outside_links")), jobs=kw.get("jobs"))
+                             verify=verify_mode, show_units=show_units, include_dirs=include_dirs, defines=defines,
+                             trust_compile_commands=trust_compile_commands, verify_timeout=verify_timeout,
+                             write_outside_links=write_outside_links, jobs=flags.jobs)
     with refused():
         pre = prepare(req)
         for w in pre.warnings:
@@ -102,14 +102,14 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
                                              run_setup.rule_errors)
     for e in rule_errors:  # one line per bad rule file; the other rules still run
         _err(e)
-    files, input_error = input_gate(paths, files, cfg, stdin is not None, bool(kw.get("force_exclude")))
+    files, input_error = input_gate(paths, files, cfg, stdin is not None, flags.force_exclude)
     run_setup.files = files
     with refused():
         display_only = fixing.display_only_rules(engine, req) if apply_display_only else frozenset()
     if stdin is not None:
         _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)
 
-    db, t_sem = semantic_timed(paths, files, kw)
+    db, t_sem = semantic_timed(paths, files, req, flags.jobs)
     c1 = clock()
     if commit_by is not None:
         if db is not None:
@@ -132,15 +132,15 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
         show_file(one)
     for line in result.withheld:
         _err(f"note: {line}")
-    print_tracebacks(kw, result.tracebacks)
-    if kw.get("timings"):
+    print_tracebacks(flags.debug, result.tracebacks)
+    if req.timings:
         timings(db, {"semantic": t_sem, "fix": since(c1, clock())}, len(files))
     write = opts.write
     verb = "Fixed" if write else "Would fix"
     from .output import use_color
 
     list_fix_outcome(result.applied, result.remaining, show_fixes, err=not write,
-                     color=use_color(kw.get("color"), sys.stderr if not write else sys.stdout))
+                     color=use_color(flags.color, sys.stderr if not write else sys.stdout))
     msg = f"{verb} {len(result.applied)} finding(s) in {result.changed} file(s); {result.remaining_count} remaining"
     if result.unsafe_left and not unsafe_fixes:
         msg += f" ({result.unsafe_left} fixable with --unsafe-fixes)"
@@ -151,11 +151,11 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
     click.echo(msg + ".", err=not write)  # stdout beside the remaining findings, unless it holds the diff
     if verified is not None and (verified.units or verified.unverified):  # nothing changed: nothing to say
         click.echo(verified.line(), err=True)
-    if kw.get("verify_report") is not None:
+    if verify_report is not None:
         import json
 
         write_report(json.dumps(verified.to_json() if verified is not None else None, indent=2) + "\n",
-                      kw["verify_report"])
+                      verify_report)
     if rule_errors or result.internal or (verified is not None and verified.worse):
         sys.exit(EXIT_ERROR)
     if input_error:
