@@ -29,7 +29,7 @@ How rows are grouped (and why)
 ------------------------------
 One rule per (library, fix kind, deprecated_in, removed_in, matcher shape, fix applicability).
 `deprecated_in`/`removed_in` are rule-level fields: they drive `--from/--to` selection
-(`engine.in_window`), the version phrase in messages ("removed in CUDA 13.0") and the cost model, so
+(`scan/selection.py`: `in_window`), the version phrase in messages ("removed in CUDA 13.0") and the cost model, so
 rows with different versions cannot share a rule. Within a group everything that differs per API
 lives in `data.apis[<name>]` (replacement, advice, the row's source and catalog wording), and the
 message template looks it up with `{{ data.apis[name] }}`, so every finding still names the exact

@@ -133,6 +133,17 @@ def test_every_row_is_checked():
     assert [pkg for pkg, may in table.items() if may is None] == []
 
 
+def test_neither_front_end_imports_the_other():
+    """cli/ and server/ are two front ends over workspace/: no import between them either way (type-only ones
+    included), and no exception on the page allows one; only entry/ sees both."""
+    table, exceptions = allowed()
+    assert "server" not in (table["cli"] or set()) and "cli" not in (table["server"] or set())
+    assert [e for e in exceptions if {e[0].split("/")[0], e[1].split("/")[0]} == {"cli", "server"}] == []
+    crossing = [f"{m} imports {d}" for m, deps in full_import_graph(type_only=True).items() for d in deps
+                if {_package(m), _package(d)} == {"cli", "server"}]
+    assert crossing == []
+
+
 def test_the_table_is_a_layering():
     """Read top to bottom, a package may import only packages of the rows above it: no package-level cycle."""
     table, _ = allowed()

@@ -278,10 +278,10 @@ def test_comment_spans_continue_lines_and_give_up_on_raw_strings():
 def test_keyword_words_equal_the_keyword_regex():
     """The word-set prefilter finds what one `\\b(trie of keywords|globs)\\b` regex finds, on every
     fixture and example file and on words glued to digits, `$` or non-ASCII bytes."""
-    from cudamigrate.scan.engine import _glob_regex, _keyword_regex
+    from cudamigrate.scan.prefilter import glob_regex, keyword_regex
 
     eng = Engine(all_rules(), Options(select=[r.id for r in all_rules()]))
-    rx = _keyword_regex([k for k in eng.by_keyword if "*" not in k], [_glob_regex(k) for _, k in eng.glob_keywords])
+    rx = keyword_regex([k for k in eng.by_keyword if "*" not in k], [glob_regex(k) for _, k in eng.glob_keywords])
     datas = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*"))
              if p.suffix in EXTS and p.is_file()]
     datas.append("x9cudaMalloc cudaMalloc9 $cudaMalloc écudaFree cudaFree_ AgentReduceX _cudaMalloc".encode())

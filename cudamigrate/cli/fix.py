@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -12,14 +11,15 @@ import click
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
 from .options import color_option, force_exclude_option, print_tracebacks, selection_options, stdin_option
 from .output import err as _err
-from .request import input_gate, refused, request_of, stdin_input
+from .request import RunFlags, input_gate, refused, stdin_input
 from ..workspace.preparation import prepare, setup
-from ..workspace.request import split_values
+from ..workspace.request import Request
 from .scan import write_report
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
     from ..scan.engine import Engine
     from ..pipeline.runner import EngineSpec
+    from ..workspace.fixing import FixOptions
 
 
 @main.command()
@@ -73,20 +73,26 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
 @force_exclude_option
 @color_option
 def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, apply_display_only: bool,
-        exit_zero: bool, show_fixes: bool, commit_by: str | None, **kw: Any) -> None:
+        exit_zero: bool, show_fixes: bool, commit_by: str | None, verify_mode: str | None,
+        include_dirs: tuple[str, ...], defines: tuple[str, ...], show_units: bool, trust_compile_commands: bool,
+        verify_timeout: float | None, verify_report: Path | None, write_outside_links: bool, flags: RunFlags) -> None:
     """Rewrite PATHS in place, applying automatic fixes; list the findings that remain.
 
     With `-` (and --stdin-filename): fix the source read from stdin and print the fixed text (or, with
     --diff, the diff) on stdout; no file is touched."""
-    from .fix_report import FixTally, list_fix_outcome, record_fix, verify_fixes
+    from .fix_report import list_fix_outcome, show_file, show_shared, show_verification
+    from .progress import StatusLine
     from .semantic import clock, semantic_timed, since, timings
-    from ..fix.write import clean_stale, fsync_dir
-    from ..pipeline.runner import fix_files
+    from ..workspace import fixing
 
-    stdin, req = stdin_input(request_of(paths, kw), kw)
+    stdin, req = stdin_input(flags, paths)
     if stdin is not None and commit_by is not None:
         raise click.UsageError("--commit-per-rule/--commit-per-family commit files; not with `-` (stdin)")
     paths = req.paths
+    opts = fixing.FixOptions(unsafe=unsafe_fixes, apply_display_only=apply_display_only, write=not (diff or dry_run),
+                             verify=verify_mode, show_units=show_units, include_dirs=include_dirs, defines=defines,
+                             trust_compile_commands=trust_compile_commands, verify_timeout=verify_timeout,
+                             write_outside_links=write_outside_links, jobs=flags.jobs)
     with refused():
         pre = prepare(req)
         for w in pre.warnings:
@@ -96,120 +102,69 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
                                              run_setup.rule_errors)
     for e in rule_errors:  # one line per bad rule file; the other rules still run
         _err(e)
-    files, input_error = input_gate(paths, files, cfg, stdin is not None, bool(kw.get("force_exclude")))
-    display_only = _display_only_rules(engine, kw) if apply_display_only else frozenset()
+    files, input_error = input_gate(paths, files, cfg, stdin is not None, flags.force_exclude)
+    run_setup.files = files
+    with refused():
+        display_only = fixing.display_only_rules(engine, req) if apply_display_only else frozenset()
     if stdin is not None:
         _fix_stdin(engine, stdin, files, unsafe_fixes, diff, exit_zero, show_fixes, display_only, rule_errors)
 
-    db, t_sem = semantic_timed(paths, files, kw)
+    db, t_sem = semantic_timed(paths, files, req, flags.jobs)
     c1 = clock()
-    tally = FixTally(roots=None if kw.get("write_outside_links") else tuple(str(p) for p in (paths or (Path("."),))))
     if commit_by is not None:
         if db is not None:
             engine = engine.with_run(semantic_provider=db.facts_for)
         if diff or dry_run:
             raise click.UsageError("--commit-per-rule/--commit-per-family write and commit; not with --diff/--dry-run")
         _commit_per(engine, spec, files, commit_by, unsafe_fixes, show_fixes, exit_zero, display_only,
-                    lambda computed, groups: _verify_computed(engine, files, computed, groups, kw, cfg, paths,
-                                                              unsafe_fixes, display_only, db))
-    write = not (diff or dry_run)
+                    lambda computed, groups: _verify_computed(engine, files, computed, groups, req, opts, cfg,
+                                                              display_only, db))
     for e in run_setup.walk_errors:
         _err(e)
-        tally.had_error = True
-    unique: list[Path] = []
-    seen_real: set[str] = set()
-    for p in files:
-        real = os.path.realpath(p)
-        if real not in seen_real:  # two names (symlinks) of one file: fix it once
-            seen_real.add(real)
-            unique.append(p)
-    if write:  # temporaries a killed run left behind, before any worker reads or the parent writes
-        for d in sorted({os.path.dirname(os.path.realpath(p)) for p in unique}):
-            clean_stale(d)
-    # edits are computed per file in workers (in order); writes, diffs and messages happen here, in that order
-    fixed = fix_files(engine, spec, unique, unsafe_fixes, display_only, kw.get("jobs"), facts=db)
-    outcomes, verified = verify_fixes(engine, unique, fixed, kw, cfg, paths, unsafe_fixes, display_only, db,
-                                      fixed.blocked, preview=not write)
-    outcomes = share_helpers(list(outcomes), paths, write, tally)
-    for outcome in outcomes:
-        record_fix(outcome, write, tally)
-    for line in fixed.withheld:
+    status = StatusLine()
+    try:
+        with refused():
+            result = fixing.run(run_setup, req, opts, display_only, facts=db, progress=status)
+    finally:
+        status.close()
+    verified = show_verification(result.verification)
+    for header in result.shared:
+        show_shared(header)
+    for one in result.files:
+        show_file(one)
+    for line in result.withheld:
         _err(f"note: {line}")
-    if fixed.blocked:  # what remains of a withheld group is not offered as fixable (fix/consistency.py)
-        from ..fix.consistency import as_left
-
-        tally.left_findings = as_left(tally.left_findings, fixed.blocked, unsafe_fixes)
-        tally.unsafe_left = sum(1 for f in tally.left_findings if f.applicability == "unsafe")
-    for d in sorted(tally.written_dirs):
-        fsync_dir(d)
-    print_tracebacks(kw, tally.tracebacks)
-    if kw.get("timings"):
+    print_tracebacks(flags.debug, result.tracebacks)
+    if req.timings:
         timings(db, {"semantic": t_sem, "fix": since(c1, clock())}, len(files))
+    write = opts.write
     verb = "Fixed" if write else "Would fix"
     from .output import use_color
 
-    list_fix_outcome(tally.fixed_findings, tally.left_findings, show_fixes, err=not write,
-                     color=use_color(kw.get("color"), sys.stderr if not write else sys.stdout))
-    msg = f"{verb} {tally.applied} finding(s) in {tally.changed} file(s); {tally.remaining} remaining"
-    if tally.unsafe_left and not unsafe_fixes:
-        msg += f" ({tally.unsafe_left} fixable with --unsafe-fixes)"
-    if tally.suggested_left:
-        msg += f"; {tally.suggested_left} with a display-only suggested edit (never applied by --unsafe-fixes: review it)"
-    if tally.not_written:
-        msg += f"; {tally.not_written} file(s) not written"
+    list_fix_outcome(result.applied, result.remaining, show_fixes, err=not write,
+                     color=use_color(flags.color, sys.stderr if not write else sys.stdout))
+    msg = f"{verb} {len(result.applied)} finding(s) in {result.changed} file(s); {result.remaining_count} remaining"
+    if result.unsafe_left and not unsafe_fixes:
+        msg += f" ({result.unsafe_left} fixable with --unsafe-fixes)"
+    if result.suggested_left:
+        msg += f"; {result.suggested_left} with a display-only suggested edit (never applied by --unsafe-fixes: review it)"
+    if result.not_written:
+        msg += f"; {result.not_written} file(s) not written"
     click.echo(msg + ".", err=not write)  # stdout beside the remaining findings, unless it holds the diff
     if verified is not None and (verified.units or verified.unverified):  # nothing changed: nothing to say
         click.echo(verified.line(), err=True)
-    if kw.get("verify_report") is not None:
+    if verify_report is not None:
         import json
 
         write_report(json.dumps(verified.to_json() if verified is not None else None, indent=2) + "\n",
-                      kw["verify_report"])
-    if rule_errors or tally.internal or (verified is not None and verified.worse):
+                      verify_report)
+    if rule_errors or result.internal or (verified is not None and verified.worse):
         sys.exit(EXIT_ERROR)
     if input_error:
         sys.exit(EXIT_INPUT)
-    if (tally.remaining or tally.had_error) and not exit_zero:
+    if (result.remaining_count or result.had_error) and not exit_zero:
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_CLEAN)
-
-
-def share_helpers(outcomes: list[Any], paths: tuple[Path, ...], write: bool, tally: Any) -> list[Any]:
-    """The helper blocks the run's fixes inserted (texture stand-ins, NPP stream context), each kind moved into one
-    header included by each file (fix/shared_helpers.py): the header is written (or, with --diff, shown) before the
-    files that include it; when it cannot be written, each file keeps its own copy."""
-    from dataclasses import replace
-
-    from ..fix.shared_helpers import header_diff, share_all
-    from ..fix.write import WriteRefused, write_new
-    from ..pipeline.runner import display_path
-
-    fixed = {os.path.realpath(o.path): (o.result.original, o.result.fixed) for o in outcomes
-             if o.result is not None and o.result.changed and o.error is None and o.internal is None}
-    if not fixed:
-        return outcomes
-    moved: dict[str, bytes] = {}
-    for shared in share_all(fixed, [os.path.realpath(p) for p in (paths or (Path("."),))], os.path.realpath(".")):
-        shown = display_path(Path(os.path.relpath(shared.header)))
-        if shared.data is not None and write:
-            try:
-                tally.written_dirs.add(write_new(shared.header, shared.data))
-            except (WriteRefused, OSError) as exc:
-                why = str(exc) if isinstance(exc, WriteRefused) else f"cannot write: {exc.strerror or exc}"
-                _err(f"{shown}: {why}; each file keeps its own copy of {shared.kind.name.split(': ', 1)[1]}")
-                break  # a later kind's bytes were computed on this one's: keep both copies
-        elif shared.data is not None:
-            sys.stdout.write(header_diff(shown, shared.data))
-            sys.stdout.flush()
-        verb = ("writes" if write else "would write") if shared.data is not None else ("includes" if write else "would include")
-        _err(f"note: {shared.kind.name} are in one header: fix {verb} {shown}, included by {len(shared.files)} "
-             "file(s) instead of a copy in each")
-        moved.update(shared.files)
-    out = []
-    for o in outcomes:
-        new = moved.get(os.path.realpath(o.path)) if o.result is not None else None
-        out.append(replace(o, result=replace(o.result, fixed=new)) if new is not None else o)
-    return out
 
 
 def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: bool, exit_zero: bool, show_fixes: bool,
@@ -217,12 +172,12 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
     """`fix -`: the fixed buffer (or its diff) on stdout, exactly as bytes; what remains on stderr; exit.
     A buffer whose name `exclude` covers comes back unchanged, as ruff does, so an editor never loses text."""
     from .fix_report import list_fix_outcome
-    from ..fix.apply import fix_bytes
     from ..pipeline.runner import display_path
+    from ..workspace.fixing import fix_buffer
 
     try:
-        res = fix_bytes(engine, stdin.path, stdin.data, display_path(stdin.path), unsafe=unsafe,
-                        display_only=display_only) if files else None
+        res = fix_buffer(engine, stdin.path, stdin.data, display_path(stdin.path), unsafe=unsafe,
+                         display_only=display_only) if files else None
     except Exception as exc:  # a bug in a rule: the editor gets its buffer back, the error is one line, exit 2
         from ..core.errors import internal_message
 
@@ -255,26 +210,23 @@ def _fix_stdin(engine: Engine, stdin, files: list[Path], unsafe: bool, diff: boo
     sys.exit(EXIT_FINDINGS if (left or (res is not None and res.errors)) and not exit_zero else EXIT_CLEAN)
 
 
-def _display_only_rules(engine: Engine, kw: dict[str, Any]) -> frozenset[str]:
-    """Rules whose display-only suggestions `--apply-display-only` may apply: named by exact id, never by family,
-    prefix or ALL, so a suggestion that changes behaviour is applied only by someone who asked for that rule."""
-    named = set(split_values(kw.get("select"))) | set(split_values(kw.get("extend_select")))
-    ids = frozenset(r.id for r in engine.rules if r.id in named and r.fix_applicability == "display-only")
-    if not ids:
-        raise click.UsageError("--apply-display-only needs the rules named by id with --select or --extend-select "
-                               "(e.g. --select CM101), and they must have display-only fixes")
-    return ids
-
-
-def _verify_computed(engine: Engine, files: list[Path], computed: list, groups: frozenset[str], kw: dict[str, Any],
-                     cfg: Any, paths: tuple[Path, ...], unsafe: bool, display_only: frozenset[str], db: Any):
+def _verify_computed(engine: Engine, files: list[Path], computed: list, groups: frozenset[str], req: Request,
+                     opts: FixOptions, cfg: Any, display_only: frozenset[str], db: Any):
     """Compile verification for --commit-per-rule: the settled (path, FixResult) pairs as `fix` outcomes through the
     same Verifier (rollback lines and the summary on stderr), back as pairs plus the rolled-back findings per file."""
     from ..pipeline.runner import FixOutcome, display_path
-    from .fix_report import verify_fixes
+    from .fix_report import show_verification
+    from .progress import StatusLine
+    from ..workspace.fixing import verify
 
     outcomes = [FixOutcome(display_path(p), str(p), res) for p, res in computed]
-    done, summary = verify_fixes(engine, files, outcomes, kw, cfg, paths, unsafe, display_only, db, groups)
+    status = StatusLine()
+    try:
+        with refused():
+            verification = verify(engine, files, outcomes, req, opts, cfg, display_only, db, groups, progress=status)
+    finally:
+        status.close()
+    summary = show_verification(verification)
     if summary is None:
         return computed, {}
     if summary.units or summary.unverified:
@@ -282,6 +234,7 @@ def _verify_computed(engine: Engine, files: list[Path], computed: list, groups: 
     rolled: dict[str, set[tuple[str, str]]] = {}
     for r in summary.rollbacks:
         rolled.setdefault(r.path, set()).add((r.rule_id, r.fingerprint))
+    done = verification.outcomes
     out = [(p, o.result if o.result is not None else res) for (p, res), o in zip(computed, done, strict=True)]
     return out, {p: frozenset(rolled.get(display_path(p), ())) for p, _ in computed}
 

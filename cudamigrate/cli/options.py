@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -9,13 +10,13 @@ import click
 
 from ..core.textsafe import printable
 from ..workspace.request import check_regular, version_value
-from .request import refused
+from .request import RUN_FLAGS, RunFlags, refused
 
 FORMATS = ["text", "concise", "json", "sarif", "github", "json-lines", "junit", "html"]
 
 
-def print_tracebacks(kw: dict[str, Any], tracebacks: list[str]) -> None:
-    if kw.get("debug"):
+def print_tracebacks(debug: bool, tracebacks: list[str]) -> None:
+    if debug:
         for tb in tracebacks:
             click.echo(tb.rstrip("\n"), err=True)
 
@@ -42,6 +43,9 @@ def version_arg(v: str | None, flag: str) -> tuple[int, int] | None:
 
 
 def selection_options(fn):
+    """The shared flags (rule selection, versions, modes; with stdin_option, force_exclude_option,
+    color_option and diff_base_option when the command takes them) handed to the command as one typed
+    `flags: RunFlags` (cli/request.py), not as separate keywords."""
     opts = [
         click.option("--select", multiple=True, help="Rule ids, id prefixes or families to enable (comma-separated)."),
         click.option("--ignore", multiple=True, help="Rule ids, id prefixes or families to disable."),
@@ -73,9 +77,15 @@ def selection_options(fn):
                           "(also: CUDAMIGRATE_NO_CACHE=1; see README: Result cache)."),
         click.option("--debug", is_flag=True, help="Print the traceback of each internal error on stderr."),
     ]
+
+    @functools.wraps(fn)
+    def command(*args: Any, **params: Any) -> Any:  # click calls it with every option's value by name
+        flags = RunFlags(**{name: params.pop(name) for name in RUN_FLAGS if name in params})
+        return fn(*args, flags=flags, **params)
+
     for o in reversed(opts):
-        fn = o(fn)
-    return fn
+        command = o(command)
+    return command
 
 
 def stdin_option(fn):

@@ -12,7 +12,7 @@ import click
 from .app import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS, EXIT_INPUT, main
 from .options import diff_base_option, selection_options, stdin_option
 from .output import err as _err
-from .request import input_gate, refused, request_of, stdin_input
+from .request import RunFlags, input_gate, refused, stdin_input
 from ..workspace.preparation import diff_scope, on_changed_lines, prepare, setup
 
 
@@ -22,7 +22,7 @@ from ..workspace.preparation import diff_scope, on_changed_lines, prepare, setup
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @diff_base_option
 @stdin_option
-def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
+def plan_cmd(paths: tuple[Path, ...], fmt: str, flags: RunFlags) -> None:
     """Print the migration as steps for a ticket: build breaks first (safe, unsafe, manual), then optional work.
 
     ROI = impact / effort: impact is what leaving a finding costs (build break 10, deprecated 5, performance 3,
@@ -35,7 +35,7 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     from ..report.plan import build_plan, render_text
     from ..pipeline.runner import display_path, scan_files
 
-    stdin, req = stdin_input(request_of(paths, kw), kw)
+    stdin, req = stdin_input(flags, paths)
     paths = req.paths
     with refused():
         pre = prepare(req)
@@ -52,8 +52,8 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     if stdin is not None:  # the buffer, planned under its name; nothing when excludes cover that name
         results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
     else:
-        db = semantic(paths, files, kw)
-        results = scan_files(engine, spec, files, kw.get("jobs"), facts=db, use_cache=not kw.get("no_cache"))
+        db = semantic(paths, files, req, flags.jobs)
+        results = scan_files(engine, spec, files, flags.jobs, facts=db, use_cache=not req.no_cache)
     findings: list[Any] = []
     errors: list[Any] = list(run_setup.walk_errors)
     for res in results:
@@ -65,15 +65,16 @@ def plan_cmd(paths: tuple[Path, ...], fmt: str, **kw: Any) -> None:
     for e in errors:
         _err(e)
     extra: list[str] = []  # what the fix commands must repeat to see the same findings
-    for flag, key in (("--target-cuda", "target"), ("--from", "from_version"), ("--keep-compat", "keep_compat"),
-                      ("--config", "config_path"), ("--compile-commands", "compile_commands")):
-        if kw.get(key):
-            extra += [flag, str(kw[key])]
-    for d in kw.get("rules_dir") or ():
+    for flag, value in (("--target-cuda", flags.target), ("--from", flags.from_version),
+                        ("--keep-compat", flags.keep_compat), ("--config", flags.config_path),
+                        ("--compile-commands", flags.compile_commands)):
+        if value:
+            extra += [flag, str(value)]
+    for d in flags.rules_dir:
         extra += ["--rules-dir", str(d)]
-    extra += ["--no-builtin-rules"] if kw.get("no_builtin_rules") else []
-    extra += ["--no-semantic"] if kw.get("no_semantic") else []
-    for o in kw.get("cli_options") or ():
+    extra += ["--no-builtin-rules"] if flags.no_builtin_rules else []
+    extra += ["--no-semantic"] if req.no_semantic else []  # (`plan -`: the buffer was planned without libclang)
+    for o in flags.cli_options:
         extra += ["--option", o]
     plan = build_plan(findings, errors, len(files), f"{engine.opts.target[0]}.{engine.opts.target[1]}", {r.id: r.name for r in engine.rules},
                       [str(p) for p in paths], extra,

@@ -25,7 +25,7 @@ from .options import (
 )
 from .output import err as _err
 from .output import use_color
-from .request import refused, request_of, stdin_input
+from .request import RunFlags, refused, stdin_input
 from ..workspace.preparation import Prepared, ReplayKey, diff_scope, on_changed_lines, prepare, replay_key, setup
 
 if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` never load tree-sitter, libclang or Jinja
@@ -55,7 +55,8 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
               help="Scan only shard I of N (1-based) of the files, split deterministically; merge the shards' "
                    "JSON or SARIF reports with `cudamigrate merge`.")
 def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path | None, exit_zero: bool,
-         statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, **kw: Any) -> None:
+         statistics: bool, sort: str, baseline: Path | None, write_baseline: Path | None, flags: RunFlags,
+         show_files: bool, show_settings: bool, shard: str | None) -> None:
     """Report findings in PATHS (files or directories).
 
     Each finding shows `(roi N)`: impact / effort. Impact is what leaving it costs (build break 10, deprecated 5,
@@ -64,7 +65,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     first whatever their ROI. `cudamigrate plan` turns the findings into steps.
     """
     fmt = report_fmt or fmt
-    if fmt == "html" and output is None and not kw.get("show_files") and not kw.get("show_settings"):
+    if fmt == "html" and output is None and not show_files and not show_settings:
         output = Path("cudamigrate-report.html")  # a whole HTML document on a terminal helps no one
         _err(f"writing the HTML report to {output} (choose the file with -o)")
     for flag, target in (("--output", output), ("--write-baseline", write_baseline)):
@@ -73,15 +74,15 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         check_regular_flag(baseline, "--baseline")
     from .semantic import clock, semantic_timed, since, timings
 
-    color = fmt in ("text", "concise") and not statistics and use_color(kw.get("color"), sys.stdout, output is not None)
-    stdin, req = stdin_input(request_of(paths, kw), kw)
+    color = fmt in ("text", "concise") and not statistics and use_color(flags.color, sys.stdout, output is not None)
+    stdin, req = stdin_input(flags, paths)
     paths = req.paths
     with refused():
         pre = prepare(req)
     for w in pre.warnings:
         _err(w)
     if baseline is None and write_baseline is None and pre.cfg.get("baseline") \
-            and not (kw.get("show_files") or kw.get("show_settings")):  # the configuration's key
+            and not (show_files or show_settings):  # the configuration's key
         from ..workflow.baseline import configured
 
         baseline = configured(pre.cfg.path, str(pre.cfg.get("baseline")))
@@ -90,19 +91,19 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     if stdin is None:
         from ..pipeline.inputs import gate
 
-        pre.files, input_error = gate(list(paths), pre.files, pre.cfg, _err, bool(kw.get("force_exclude")))
-        if input_error and not pre.files and not kw.get("show_settings"):
+        pre.files, input_error = gate(list(paths), pre.files, pre.cfg, _err, flags.force_exclude)
+        if input_error and not pre.files and not show_settings:
             sys.exit(EXIT_INPUT)
-    pre.files, pre.project = _shard(pre.files, kw.get("shard")), pre.files
-    if kw.get("show_files") or kw.get("show_settings"):  # (with --shard: this shard's files)
+    pre.files, pre.project = _shard(pre.files, shard), pre.files
+    if show_files or show_settings:  # (with --shard: this shard's files)
         from .show import show
 
-        click.echo(show(pre, bool(kw.get("show_settings"))), nl=False)
+        click.echo(show(pre, show_settings), nl=False)
         sys.exit(EXIT_INPUT if input_error else EXIT_CLEAN)
     replay = None
-    if stdin is None and baseline is None and write_baseline is None and kw.get("diff_base") is None and not input_error:
+    if stdin is None and baseline is None and write_baseline is None and req.diff_base is None and not input_error:
         replay = replay_key(req, pre, {"format": fmt, "sort": sort, "statistics": statistics}
-                            | ({"shard": kw["shard"]} if kw.get("shard") else {}) | ({"color": True} if color else {}))
+                            | ({"shard": shard} if shard else {}) | ({"color": True} if color else {}))
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
     from .progress import Progress  # after the replay, which needs neither the engine nor the reports
@@ -117,7 +118,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     settled()
     with refused():
         changed, files = diff_scope(req, files)
-    db, t_sem = semantic_timed(paths, files, kw)
+    db, t_sem = semantic_timed(paths, files, req, flags.jobs)
     c1 = clock()
     progress = Progress(len(files))
     findings: list[Any] = []
@@ -132,8 +133,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         results = [engine.scan_bytes(p, stdin.data, display_path(p)) for p in files]
         sources.update({display_path(p): stdin.data for p in files})
     else:
-        results = scan_files(engine, spec, files, kw.get("jobs"), progress.update, facts=db,
-                             use_cache=not kw.get("no_cache"), completed=completed,
+        results = scan_files(engine, spec, files, flags.jobs, progress.update, facts=db,
+                             use_cache=not req.no_cache, completed=completed,
                              digest=replay.run if replay is not None and engine.opts is pre.opts else None,
                              db=replay.db if replay is not None else None)
     notes: list[str] = []
@@ -157,7 +158,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         _err(f"note: {n}")
     for e in errors:
         _err(e)
-    print_tracebacks(kw, tracebacks)
+    print_tracebacks(flags.debug, tracebacks)
     if fmt in ("html", "sarif") or baseline is not None or write_baseline is not None:
         real = {display_path(p): p for p in files}  # displayed names are escaped; read the real paths
         for f in findings:
@@ -188,7 +189,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
             _err(f"warning: {warning}")
     run = Run(findings=findings, errors=errors + rule_errors, files_scanned=len(files), rules=engine.rules,
               target=engine.opts.target, sources=sources, unused_suppressions=unused, keep_compat=engine.opts.keep_compat,
-              shard=_shard_identity(pre, kw.get("shard")))
+              shard=_shard_identity(pre, shard))
     if statistics:
         from ..report.text import statistics as stats
 
@@ -204,7 +205,7 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
     if replay is not None:
         replay.db.close()
     write_report(text, output)
-    if kw.get("timings"):
+    if req.timings:
         timings(db, {"semantic": t_sem, "scan": since(c1, c2), "report": since(c2, clock())}, len(files))
     if rule_errors or internal:
         sys.exit(EXIT_ERROR)

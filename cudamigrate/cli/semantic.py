@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from .output import err
 
 if TYPE_CHECKING:
     from ..parse.clang_db import SemanticDB
+    from ..workspace.request import Request
 
 
 def setup_for_cli(paths: list[Path], files: list[Path], compile_commands: Path | None, enabled: bool,
@@ -52,20 +53,19 @@ def setup_for_cli(paths: list[Path], files: list[Path], compile_commands: Path |
     return db
 
 
-def semantic_timed(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
+def semantic_timed(paths: tuple[Path, ...], files: list[Path], req: Request, jobs: int | None):
     """The semantic database (or None) and the (wall, CPU) seconds it took, for `--timings`."""
     c0 = clock()
-    db = semantic(paths, files, kw)
+    db = semantic(paths, files, req, jobs)
     return db, since(c0, clock())
 
 
-def semantic(paths: tuple[Path, ...], files: list[Path], kw: dict[str, Any]):
-    """The libclang fact database for semantic mode, or None (tree-sitter only)."""
-    if kw.get("no_semantic"):
+def semantic(paths: tuple[Path, ...], files: list[Path], req: Request, jobs: int | None):
+    """The libclang fact database for semantic mode, or None (tree-sitter only, as `req.no_semantic` asks)."""
+    if req.no_semantic:
         return None
     try:
-        return setup_for_cli(list(paths), files, kw.get("compile_commands"), True, kw.get("jobs"),
-                             lambda m: err(f"warning: {m}"))
+        return setup_for_cli(list(paths), files, req.compile_commands, True, jobs, lambda m: err(f"warning: {m}"))
     except Exception as exc:  # semantic mode only refines: like a TU that fails, fall back to tree-sitter
         from ..core.errors import describe
 

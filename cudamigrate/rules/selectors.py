@@ -16,7 +16,7 @@ from .schema import Rule
 
 
 def _hits(rule: Rule, sel: str, all_ids: set[str]) -> bool:
-    """The engine's selector semantics (engine._selector_hits), without its module-level id registry."""
+    """The engine's selector semantics (scan/selection.py: selector_hits), without its module-level id registry."""
     if sel == "ALL" or rule.family == sel or rule.name == sel:
         return True
     if sel in all_ids:

@@ -28,12 +28,12 @@ from ..parse.pasting import pasted_words, spelled_through, unpaste, view
 from ..parse.treesitter import (ErrorSpans, Paste, Unit, macro_units, parse, register_roots, reset_parent_cache,
                                syntax_blocker)
 from ..read.generated import GeneratedSpans
-from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions, words_of
+from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions, glob_regex, words_of
+from .selection import select_rules, selector_hits, suppression_warnings, version_phrase
 from ..read.project_index import ProjectIndex
-from ..rules.schema import Rule, parse_version
+from ..rules.schema import Rule
 from ..read.source import SourceError, SourceFile, check_bytes, decode_lossless, displayable
-from ..rules.selectors import closest_id
-from ..findings.suppress import Suppressions, unknown_ids
+from ..findings.suppress import Suppressions
 from ..rules.templates import TemplateError, render
 from ..core.errors import internal_message, trace
 from ..core.textsafe import one_line
@@ -96,129 +96,6 @@ MAX_INTERNAL_LINES = 20
 POST_PASSES = (("CM801", unused_suppressions.post_pass),)  # internal error lines per file; the rest are counted
 
 
-def _selector_hits(rule: Rule, sel: str, all_ids: set[str]) -> bool:
-    """ALL, a family, a rule name, a full rule id (exactly: CM101 does not select CM1010) or an id prefix (CM1).
-    `all_ids`: the ids of the rules loaded for this run (an id of another run must not change this one)."""
-    sel = sel.strip()
-    if sel == "ALL" or rule.family == sel or rule.name == sel:
-        return True
-    if sel in all_ids:
-        return rule.id == sel
-    return rule.id.startswith(sel)
-
-
-def suppression_warnings(sups: Suppressions, display: str, all_ids: set[str]) -> list[str]:
-    """One note per unknown rule id (not among `all_ids`, the loaded rules) in a suppression comment, with a
-    did-you-mean."""
-    out = []
-    for line, rid in unknown_ids(sups, all_ids):
-        hint = closest_id(rid, all_ids)
-        out.append(f"{display}:{line}: unknown rule id {rid} in `cudamigrate: ignore[...]`: it suppresses nothing"
-                   + (f"; did you mean {hint}?" if hint else ""))
-    return out
-
-
-def opt_in_families(rules: list[Rule]) -> set[str]:
-    """Families made only of opt-in rules (`announced`): selecting the family by name is choosing them."""
-    fams: dict[str, bool] = {}
-    for r in rules:
-        fams[r.family] = fams.get(r.family, True) and r.status == "opt-in"
-    return {f for f, only in fams.items() if only}
-
-
-def select_rules(rules: list[Rule], opts: Options) -> list[Rule]:
-    all_ids = {r.id for r in rules}
-    whole = opt_in_families(rules)
-    out = []
-    for r in rules:
-        chosen_explicitly = any(_selector_hits(r, s, all_ids) and (s == r.id or (s == r.family and s in whole))
-                                for s in (opts.select or []) + opts.extend_select)
-        if opts.select is not None:
-            if not any(_selector_hits(r, s, all_ids) for s in opts.select):
-                if not any(_selector_hits(r, s, all_ids) for s in opts.extend_select):
-                    continue
-        elif opts.extend_select and any(_selector_hits(r, s, all_ids) for s in opts.extend_select):
-            chosen_explicitly = True
-        if r.status == "opt-in" and not chosen_explicitly:
-            continue
-        if any(_selector_hits(r, s, all_ids) for s in opts.ignore):
-            continue
-        if not in_window(r, opts.from_version, opts.target):
-            continue
-        out.append(r)
-    return out
-
-
-def in_window(r: Rule, lo: tuple[int, int] | None, hi: tuple[int, int]) -> bool:
-    """A versioned rule applies when its deprecation or removal falls in (lo, hi], or is later than hi; an
-    announcement applies from its release on."""
-    announced = parse_version(r.announced_in) if r.announced_in else None
-    if announced is not None and announced > hi:
-        return False  # the target's headers do not announce it yet
-    versions = [parse_version(v) for v in (r.deprecated_in, r.removed_in) if v]
-    if not versions:
-        return True
-    dep = parse_version(r.deprecated_in) if r.deprecated_in else None
-    rem = parse_version(r.removed_in) if r.removed_in else None
-    if lo is not None and rem is not None and rem <= lo:
-        return False  # already gone before the code's current toolkit: it cannot be in code that builds
-    if lo is not None and rem is None and dep is not None and dep <= lo:
-        return False  # deprecated before the window: nothing new to tell
-    if dep is not None and dep > hi and (rem is None or rem > hi):
-        return False  # deprecated only after the target
-    return True
-
-
-def _glob_regex(k: str) -> str:
-    return "".join(r"\w*" if part == "*" else re.escape(part) for part in re.split(r"(\*)", k))
-
-
-def _trie_regex(words: list[str]) -> str:
-    """One alternation for many literal words, factored by common prefixes (re tries them in order,
-    so a flat alternation of ~1000 names costs ~1000 attempts at every position)."""
-    trie: dict = {}
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def emit(node: dict) -> str:
-        ends = "" in node
-        alts = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch != ""]
-        if not alts:
-            return ""
-        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-        if ends:
-            return "(?:" + body + ")?"
-        return body
-
-    return emit(trie)
-
-
-def _keyword_regex(words: list[str], patterns: list[str]) -> re.Pattern[bytes] | None:
-    alts = []
-    if words:
-        alts.append(_trie_regex(sorted(set(words))))
-    alts += patterns
-    if not alts:
-        return None
-    return re.compile((r"\b(" + "|".join(alts) + r")\b").encode())
-
-
-def version_phrase(rule: Rule, target: tuple[int, int]) -> str:
-    removed = parse_version(rule.removed_in) if rule.removed_in else None
-    if removed is not None and removed <= target:
-        return f"removed in CUDA {rule.removed_in}"
-    if rule.deprecated_in and rule.removed_in:
-        return f"deprecated since CUDA {rule.deprecated_in}, removed in {rule.removed_in}"
-    if rule.deprecated_in:
-        return f"deprecated since CUDA {rule.deprecated_in}"
-    if rule.removed_in:
-        return f"removed in CUDA {rule.removed_in}"
-    return ""
-
-
 # What `Engine.warm_up` scans: no #include (it reads no file), and the API uses most rule families meet.
 WARM_UP_NAME = "cudamigrate-warm-up.cu"
 WARM_UP_SOURCE = b"""__global__ void k(float *x) { x[0] = tex1Dfetch(t, 0); }
@@ -268,11 +145,11 @@ class Engine:
             for k in kws:
                 self.by_keyword.setdefault(k, []).append(r)
         # keywords with `*` (from glob names such as `cub::Agent*`) match any identifier of that shape
-        self.glob_keywords = [(re.compile(_glob_regex(k) + r"\Z"), k) for k in sorted(k for k in self.by_keyword if "*" in k)]
+        self.glob_keywords = [(re.compile(glob_regex(k) + r"\Z"), k) for k in sorted(k for k in self.by_keyword if "*" in k)]
         self._rules_cache: dict[str, list[Rule]] = {}
         self.name_gate = NameGate.build(self.rules)
         self.prefilter = KeywordFinder.build([k for k in self.by_keyword if "*" not in k],
-                                             [_glob_regex(k) for _, k in self.glob_keywords])
+                                             [glob_regex(k) for _, k in self.glob_keywords])
         # semantic mode: (path, bytes) -> FileFacts | None (parse/clang_facts.py), given by the runner
         self.semantic_provider: Callable[[Path, bytes], Any] | None = semantic_provider
         # the run's project files (the workspace passes the discovered files): headers, members, includers
@@ -426,7 +303,7 @@ class Engine:
                           and (k not in self.prechecked_builtins or precheck.builtin_possible(self.prechecked_builtins[k], text))}
         off = self.opts.per_file_ignores.selectors_for(src.path) if self.opts.per_file_ignores else ()
         if off:  # `per-file-ignores`: these rules do not run here (their findings are filtered below too)
-            candidates = {k: r for k, r in candidates.items() if not any(_selector_hits(r, s, self.all_ids) for s in off)}
+            candidates = {k: r for k, r in candidates.items() if not any(selector_hits(r, s, self.all_ids) for s in off)}
         if not candidates:
             res.skipped = True
             return res
@@ -467,7 +344,7 @@ class Engine:
         if off:  # what post-passes add (CM801) for a rule off in this file
             by_id = {r.id: r for r in self.rules}
             res.findings = [f for f in res.findings if f.rule_id not in by_id
-                            or not any(_selector_hits(by_id[f.rule_id], s, self.all_ids) for s in off)]
+                            or not any(selector_hits(by_id[f.rule_id], s, self.all_ids) for s in off)]
         return res
 
     def _timed_out(self, display: str, data: bytes, exc: FileTimeout, notes: list[str]) -> FileResult:
@@ -795,10 +672,3 @@ def paste_at(pastes: tuple[Paste, ...], at: int) -> Paste | None:
 
 def _in_disabled_block(ranges: list[tuple[int, int]], start: int) -> bool:
     return any(s <= start < e for s, e in ranges)
-
-
-def active_rule_filter(engine: Engine) -> Callable[[str], bool]:
-    ids = {r.id for r in engine.rules}
-    return lambda rid: rid in ids
-
-

@@ -155,3 +155,43 @@ class NameGate:
         """`present`: the gate words found by `present()` and the keywords found by the prefilter."""
         sets = self.needs.get(rule_id)
         return sets is None or any(s <= present for s in sets)
+
+
+def glob_regex(k: str) -> str:
+    """A keyword with `*` (any identifier characters) as a regex."""
+    return "".join(r"\w*" if part == "*" else re.escape(part) for part in re.split(r"(\*)", k))
+
+
+def _trie_regex(words: list[str]) -> str:
+    """One alternation for many literal words, factored by common prefixes (re tries them in order,
+    so a flat alternation of ~1000 names costs ~1000 attempts at every position)."""
+    trie: dict = {}
+    for w in words:
+        node = trie
+        for ch in w:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def emit(node: dict) -> str:
+        ends = "" in node
+        alts = [re.escape(ch) + emit(sub) for ch, sub in sorted(node.items()) if ch != ""]
+        if not alts:
+            return ""
+        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
+        if ends:
+            return "(?:" + body + ")?"
+        return body
+
+    return emit(trie)
+
+
+def keyword_regex(words: list[str], patterns: list[str]) -> re.Pattern[bytes] | None:
+    """One regex for a rule set's keywords (literal words as a trie, then glob patterns), whole words only: what
+    the word-set `KeywordFinder` must find, the reference tests hold it to."""
+    alts = []
+    if words:
+        alts.append(_trie_regex(sorted(set(words))))
+    alts += patterns
+    if not alts:
+        return None
+    return re.compile((r"\b(" + "|".join(alts) + r")\b").encode())

@@ -265,14 +265,15 @@ def _code_action(uri: str, s: Scanned, action: Action, diag: types.Diagnostic | 
 def fix_all(uri: str, s: Scanned) -> Action | None:
     """Every safe fix of the document, applied as `fix` applies them (passes to a fixed point, overlaps and
     fixes that would break parsing left out), as one edit of the span that changes; None when nothing does.
-    Runs on the scan worker (it scans with the document's engine)."""
-    from ..fix.apply import fix_bytes
+    Runs on the scan worker (it scans with the document's engine). The workspace's `fix_buffer`, as `fix -`:
+    nothing is compiled or written here, the editor applies the edit to its own text."""
+    from ..workspace.fixing import fix_buffer
 
     engine = s.analysis.engine
     if engine is None or not any(f.fix is not None and f.fix.applicability == "safe" for f in s.analysis.findings):
         return None
     data = s.buffer.data
-    fixed = fix_bytes(engine, _path(uri), data, str(_path(uri))).fixed
+    fixed = fix_buffer(engine, _path(uri), data, str(_path(uri))).fixed
     if fixed == data:
         return None
     a, b = data.decode("utf-8", "surrogateescape"), fixed.decode("utf-8", "surrogateescape")

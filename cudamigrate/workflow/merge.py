@@ -301,7 +301,7 @@ def merge(paths: list[Path], rules: list[Rule]) -> Run:
 def merged_run(paths: list[Path], rule_dirs: list[Path]) -> Run:
     """`merge`'s run: the reports joined, described by the default selection of the rules in `rule_dirs` for
     the reports' target (a shard run with --select lists fewer rules in its SARIF; its findings are the same)."""
-    from ..scan.engine import select_rules
+    from ..scan.selection import select_rules
     from ..core.options import Options
     from ..knowledge.load import load_rules
 
