@@ -140,6 +140,19 @@ def test_tree_state_header_and_include_lines_are_shared_bodies_are_not():
     assert tex.texture and tex.shared(False) == tex.coarse
 
 
+def test_tree_state_defines_before_an_include_are_shared_later_ones_are_not():
+    # the file a source includes sees the macros defined before the include (`#define ulong4 uint4`, then
+    # `#include "kernel.cu"`: match/shadows.py), so its cached result depends on them; a macro after the
+    # last include is the source's own business
+    def state(main: bytes):
+        return tree_state([("/p/main.cu", main), ("/p/kernel.cu", b"__global__ void k(ulong4 *p) {}\n")])
+
+    s0 = state(b'#define ulong4 uint4\n#include "kernel.cu"\n#define N 4\n')
+    assert state(b'#define ulong4 uint2\n#include "kernel.cu"\n#define N 4\n').fine != s0.fine
+    assert state(b'#include "kernel.cu"\n#define N 4\n').fine != s0.fine
+    assert state(b'#define ulong4 uint4\n#include "kernel.cu"\n#define N 8\n').fine == s0.fine
+
+
 def test_a_header_calling_a_maskless_warp_intrinsic_makes_the_run_coarse():
     """CM502 picks a header helper's mask from its callers in the including files (match/warp_flow.py): an edit
     of an includer's body must re-scan the header."""

@@ -139,3 +139,31 @@ def test_project_overload_next_to_the_toolkit_withholds_only_calls_it_can_take(t
     got = {f.line: f for f in res.findings}
     assert got[4].fix is not None  # no argument: the project overload needs one, so this is the API
     assert got[5].fix is None and "overload" in got[5].context["fix_blocked"]
+
+
+KERNEL = "__global__ void k(ulong4 *p) { p[0].x = 1; }\n"
+
+
+def test_macro_the_includer_defines_first_is_the_projects(tmp_path):
+    # legacy code includes its kernel file after redefining a CUDA type name (`#define ulong4 uint4`): in the
+    # kernel file `ulong4` is the project's macro, and renaming it to `ulong4_16a` would change the type
+    _project(tmp_path, {"main.cu": '#define ulong4 uint4\n#include "kernel.cu"\nint main() { return 0; }\n',
+                        "kernel.cu": KERNEL})
+    assert _scan(tmp_path / "kernel.cu", ["CM511"]).findings == []
+    eng = engine_for(select=["CM511"], extend_select=["CM511"])
+    assert fix_text(eng, tmp_path / "kernel.cu", KERNEL.encode()) == KERNEL.encode()
+
+
+def test_macro_one_includer_of_two_defines_withholds_the_fix(tmp_path):
+    _project(tmp_path, {"main.cu": '#define ulong4 uint4\n#include "kernel.cu"\n',
+                        "other.cu": '#include "kernel.cu"\n', "kernel.cu": KERNEL})
+    res = _scan(tmp_path / "kernel.cu", ["CM511"])
+    assert [f.rule_id for f in res.findings] == ["CM511"] and res.findings[0].fix is None
+    assert "macro at main.cu:1" in res.findings[0].message
+
+
+def test_macro_defined_after_the_include_or_by_a_file_that_does_not_include_it_shadows_nothing(tmp_path):
+    _project(tmp_path, {"main.cu": '#include "kernel.cu"\n#define ulong4 uint4\n',
+                        "unrelated.cu": "#define ulong4 uint4\n", "kernel.cu": KERNEL})
+    res = _scan(tmp_path / "kernel.cu", ["CM511"])
+    assert [f.rule_id for f in res.findings] == ["CM511"] and res.findings[0].fix is not None

@@ -12,14 +12,20 @@ OpenCL host header: CM511 must not rename it), or a macro, or when it is a param
 the call sits in. The shadow is *certain* (the finding is dropped) when the declaration is visible
 unconditionally, or when no CUDA header reaches the file at all (then the name cannot be the API).
 It is *uncertain* (the finding stays, its fix is withheld) when the declaration sits in a
-preprocessor branch, or in a header of the same directory that the file does not include.
+preprocessor branch.
+
+A file included by another (`mummer.cu` doing `#define ulong4 uint4` then `#include "kernel.cu"`) sees the
+includer's macros defined before the include: a source of the same directory that includes the file and
+defines the name first shadows it too (certain when every such includer defines it unconditionally). Only
+the directory's own sources are read, and only those whose bytes `#define` one of the names: the run's whole
+include graph is not built for this.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -35,7 +41,9 @@ _ANY_INCLUDE = directive(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')  # at a l
 # toolkit headers that declare (or pull in) CUDA APIs
 _CUDA_HEADER = re.compile(r"^(cuda|cu[a-z]|nv|npp|thrust/|cub/|cooperative_groups|sm_\d|device_|vector_|driver_|"
                           r"texture_|surface_|channel_descriptor|math_)")
-_HEADER_EXTS = {".h", ".hpp", ".hh", ".hxx", ".cuh", ".inl"}
+# the sources of a directory that may include the scanned file (includer_macros)
+_SOURCE_EXTS = {".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".hh", ".hxx", ".inl"}
+_MAX_SIBLINGS = 128
 # toolkit headers that projects sometimes vendor into their own tree (`#include "cuda.h"`): a copy of one
 # declares the API itself, never a shadow of it
 _KNOWN_TOOLKIT = {"cuda.h", "cudaGL.h", "cudaEGL.h", "cudaVDPAU.h", "cudaProfiler.h", "cudaTypedefs.h",
@@ -315,6 +323,48 @@ def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
     return seen, cuda
 
 
+def includer_macros(path: Path, names: set[str]) -> dict[str, list[tuple[str, _Decl]]]:
+    """Macros of `names` that sources of `path`'s directory define before their `#include` of `path`: what a
+    file included by another sees (legacy code includes a kernel `.cu` after `#define ulong4 uint4`). A
+    definition counts as unconditional only when every includer makes it so."""
+    try:
+        entries = sorted(os.scandir(path.parent), key=lambda e: e.name)
+    except OSError:
+        return {}
+    define = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(" + b"|".join(re.escape(n.encode()) for n in sorted(names))
+                        + rb")\b", re.M)
+    me = path.resolve()
+    per: list[dict[str, list[_Decl]]] = []
+    shown: list[str] = []
+    for e in entries[:_MAX_SIBLINGS]:
+        sib = Path(e.path)
+        if not e.is_file() or sib.suffix not in _SOURCE_EXTS or e.name == path.name:
+            continue
+        got = read_header(sib)
+        if got is None or path.name.encode() not in got[0]:
+            continue
+        data = got[0]
+        at = next((mo.start() for _, mo in line_start_matches(_ANY_INCLUDE, data)
+                   if Path(mo.group(2).decode("utf-8", "replace")).name == path.name
+                   and (sib.parent / mo.group(2).decode("utf-8", "replace")).resolve() == me), None)
+        if at is None:
+            continue
+        macros: dict[str, list[_Decl]] = {}
+        if define.search(data, 0, at):
+            for n, ds in declarations(header_tree(sib, data).root_node, names, local=False).items():
+                ms = [d for d in ds if d.kind == "macro" and d.start < at]
+                if ms:
+                    macros[n] = ms
+        per.append(macros)
+        shown.append(sib.name)
+    out: dict[str, list[tuple[str, _Decl]]] = {}
+    for (macros, name) in zip(per, shown, strict=True):
+        for n, ds in macros.items():
+            everywhere = all(any(not d.conditional for d in other.get(n, [])) for other in per)
+            out.setdefault(n, []).extend((name, d if everywhere else replace(d, conditional=True)) for d in ds)
+    return out
+
+
 @dataclass
 class ShadowIndex:
     """The declarations of API names that a file can see, computed once per file."""
@@ -344,6 +394,9 @@ def build_index(ctx: FileContext, names: set[str]) -> ShadowIndex:
                 continue
             for n, ds in declarations(header_tree(p, got[0]).root_node, names, local=False).items():
                 headers.setdefault(n, []).extend((p.name, d) for d in ds)
+        if path.is_file():
+            for n, ds2 in includer_macros(path, names).items():
+                headers.setdefault(n, []).extend(ds2)
     return ShadowIndex(local, headers, cuda, path.name)
 
 

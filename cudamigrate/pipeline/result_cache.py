@@ -13,7 +13,8 @@ price of every doubt):
   not changed within `RACY_NS` of being looked at, so a start costs stats, not reading ~20 MB of libraries;
 * the file's content hash (`lookup(key, content_hash)` compares it);
 * the *shared* digest of the run's other files: the list of files, every file's `#include` lines (they
-  decide a header's language and what includes what), and the content of every file that can be
+  decide a header's language and what includes what) and the `#define` lines before its last `#include`
+  (a file it includes sees those macros: match/shadows.py), and the content of every file that can be
   included (a header suffix, or a base name that some `#include` names). When any file of the run
   (or a file the run read outside it) declares a texture or surface reference, the texture migration
   reads every file that sees it: the shared digest then covers every file's content (`coarse`); so it does
@@ -80,6 +81,7 @@ WARP_LEGACY = re.compile(rb"\b__(?:shfl(?:_up|_down|_xor)?|ballot|any|all)\s*\("
 # not anchored at line starts (25x faster on large trees): an `#include` in a comment also counts, which
 # only makes the shared digest cover more
 INCLUDE_LINE = re.compile(rb"#[ \t]*include\b[^\n]*")
+DEFINE_LINE = re.compile(rb"#[ \t]*define\b[^\n]*")
 INCLUDE_NAME = re.compile(rb'#[ \t]*include[ \t]*[<"]([^">\n]+)[">]')
 
 
@@ -305,7 +307,11 @@ def tree_state(contents: Iterable[tuple[str, bytes | None]]) -> TreeState:
             includes += [path, "unreadable"]
             continue
         if b"include" in data:
-            includes += [path, b"\n".join(m.rstrip(b"\r") for m in INCLUDE_LINE.findall(data))]
+            lines = [m.group(0).rstrip(b"\r") for m in INCLUDE_LINE.finditer(data)]
+            includes += [path, b"\n".join(lines)]
+            if lines and b"define" in data:  # a file it includes sees the macros defined before (match/shadows.py)
+                last = data.rfind(lines[-1])
+                includes += [b"\n".join(m.rstrip(b"\r") for m in DEFINE_LINE.findall(data, 0, last))]
             included |= {os.path.basename(m) for m in INCLUDE_NAME.findall(data)}
         if not texture and (b"texture" in data or b"surface" in data) and TEXTURE_REF.search(data):
             texture = True
