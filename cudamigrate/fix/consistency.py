@@ -19,7 +19,7 @@ file of the run includes, is `symbol@*`: it may be any of them, so while it stay
 too (`tied`). A use of a variable its file declares, or in a file nothing includes, has no group
 (match/migrations/texture.py `_unseen_use_group`): it shares no translation unit with any reference. A symbol
 CUDA declares (a type CM511 renames) is scoped by the program that uses it (`symbol@program:<its first file>`,
-scan/engine.py `consistency_group`): the files of the run and the project headers they reach, joined by
+scan/grouping.py `consistency_group`): the files of the run and the project headers they reach, joined by
 `#include` of a header that spells the symbol and by sharing a directory; a stuck use in one program does not hold
 back another program.
 

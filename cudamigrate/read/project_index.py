@@ -240,7 +240,7 @@ class ProjectIndex:
         definition). With `symbol`, a header joins the files that reach it only when its text spells the symbol:
         a common header that never names `double4` shares no use of it (cuda-samples' `helper_cuda.h` does not tie
         every sample together). None when `path` is not in the run (a buffer, a header no file of the run reaches).
-        Consistency groups of a type rename are scoped by it (scan/engine.py `consistency_group`)."""
+        Consistency groups of a type rename are scoped by it (scan/grouping.py `consistency_group`)."""
         key = ("programs", symbol)
         programs = self.cache.get(key)
         if programs is None:

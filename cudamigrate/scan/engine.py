@@ -13,7 +13,7 @@ from typing import Any, Callable
 from ..findings import cost as costmod
 from ..match.migrations import unused_suppressions
 from ..findings.measured import lookup as lookup_calibration
-from ..findings.model import PROGRAM_SCOPE, SCOPE, Edit, Finding, Fix, assign_fingerprints, finding_for, sort_key
+from ..findings.model import Finding, Fix, assign_fingerprints, finding_for, sort_key
 from ..core.options import Options  # re-exported: defined apart so the CLI's cached path need not import the engine
 from ..match.migrations import builtins
 from ..match import precheck
@@ -24,10 +24,12 @@ from ..match.semantic import SemanticContext
 from ..match.kinds import MATCHER_KINDS, keywords as rule_keywords
 from ..match.matchers import Match, identifier_hits
 from ..parse import walk
-from ..parse.pasting import pasted_words, spelled_through, unpaste, view
+from ..parse.pasting import pasted_words, spelled_through, view
 from ..parse.treesitter import (ErrorSpans, Paste, Unit, macro_units, parse, register_roots, reset_parent_cache,
                                syntax_blocker)
 from ..read.generated import GeneratedSpans
+from .grouping import consistency_group
+from .regions import PREPROC_IF, disabled_ranges, in_disabled_block, paste_at, unpasted
 from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions, glob_regex, words_of
 from .selection import select_rules, selector_hits, suppression_warnings, version_phrase
 from ..read.project_index import ProjectIndex
@@ -457,7 +459,7 @@ class Engine:
                     if paste is None:
                         raise
                     raise EditError(f"{spelled_through(paste)}; the rewrite is not one of its argument ({exc})") from exc
-                edits = _unpasted(edits, m.unit.paste, ctx.pastes)
+                edits = unpasted(edits, m.unit.paste, ctx.pastes)
                 edits = [e for e in edits if decode_lossless(data[e.start : e.end]) != e.text]
                 if edits and self.opts.keep_compat is not None:
                     edits = keep_compat_edits(edits, r, m, ctx, self.opts.keep_compat, tctx)
@@ -469,7 +471,7 @@ class Engine:
                     title = displayable(render(str(r.fix.get("title", r.summary)), tctx))
                     return Fix(m.fix_applicability or r.fix["applicability"], title, sorted(edits, key=lambda e: (e.start, e.end)))
         elif m.edits:
-            edits = _unpasted(m.edits, m.unit.paste, ctx.pastes)
+            edits = unpasted(m.edits, m.unit.paste, ctx.pastes)
             return Fix(m.fix_applicability or "unsafe", r.summary, sorted(edits, key=lambda e: (e.start, e.end)))
         return None
 
@@ -510,7 +512,7 @@ class Engine:
             key = (r.id, start, end)
             if key in seen:
                 continue
-            if disabled and _in_disabled_block(disabled, start):
+            if disabled and in_disabled_block(disabled, start):
                 continue
             if made and start in made:
                 continue
@@ -589,27 +591,6 @@ class Engine:
 MESSAGE_LIMIT = 1000
 
 
-def consistency_group(r: Rule, tctx: dict[str, Any], ctx: FileContext | None = None) -> str:
-    """`family:symbol` for a rule with `consistency:` (a template naming the symbol the fix renames or
-    replaces, e.g. `double4` for both `double4` and `make_double4`), else "": the fix stage applies a group's
-    edits in every file of the run or in none (fix/consistency.py). A symbol the template does not scope
-    (`symbol@scope`, as a texture reference's declaring file) is scoped by the file's program in the run
-    (`@program:` its first file, read/project_index.py `program`, joined through the headers that spell the
-    symbol): CUDA's `double4` renamed in one program is not held back by a use another program cannot rewrite."""
-    spec = r.consistency
-    if not spec:
-        return ""
-    symbol = " ".join(render(str(spec), tctx).split())
-    if not symbol:
-        return ""
-    proj = ctx.project if ctx is not None else None
-    if SCOPE not in symbol and proj is not None and proj.files:
-        program = proj.program(ctx.source.path, symbol) if ctx is not None else None
-        if program is not None:
-            symbol = f"{symbol}{SCOPE}{PROGRAM_SCOPE}{program}"
-    return f"{r.family}:{symbol}"
-
-
 def _evaluate_at(cond: Any, m: Match, ctx: FileContext) -> bool:
     return evaluate(cond, m, ctx)
 
@@ -617,58 +598,3 @@ def _evaluate_at(cond: Any, m: Match, ctx: FileContext) -> bool:
 def clip_message(text: str) -> str:
     """A message quotes source (`{{ text }}`, arguments): keep it bounded on pathological code."""
     return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 1] + "…"
-
-
-# the `#if` token of the grammar (tree-sitter-c's preprocessor(): `#`, blanks, the word): without one there is no
-# preproc_if node, and no query to compile (10 ms of a one-file run)
-PREPROC_IF = re.compile(rb"#[ \t]*if(?![A-Za-z0-9_])")
-
-
-IF_CONDITION_PATTERNS = (walk.FieldPattern("preproc_if", "condition"),)  # `(preproc_if condition: (_) @c) @if`
-
-
-def disabled_ranges(tree) -> list[tuple[int, int]]:
-    """Byte ranges of `#if 0` branches (not their `#else`): code there is documentation, not code.
-    Computed once per file: walking each match's ancestors costs O(depth) per step in tree-sitter,
-    which made deeply nested calls cubic."""
-    out: list[tuple[int, int]] = []
-    for _, node, cond in walk.field_matches(tree.root_node, IF_CONDITION_PATTERNS):
-        if cond.text.strip() not in (b"0", b"(0)"):
-            continue
-        alt = node.child_by_field_name("alternative")
-        out.append((cond.end_byte, alt.start_byte if alt is not None else node.end_byte))
-    return sorted(out)
-
-
-def _unpasted(edits: list[Edit], unit_paste: Paste | None, pastes: tuple[Paste, ...]) -> list[Edit]:
-    """Edits made in a view of the file that spells token-pasting macros' uses as their expansion (a pasted
-    unit's, `unit_paste`, or the file's own parse, `pastes`), as edits of the file (parse/pasting.py's
-    `unpaste`), or EditError saying why the rewrite is not one of the macro's argument alone."""
-    if unit_paste is None and not pastes:
-        return edits
-    out: list[Edit] = []
-    for e in edits:
-        got: tuple[int, int, str] | str | None = None
-        if unit_paste is not None:
-            got = unpaste(e.start, e.end, e.text, unit_paste)
-        else:
-            for p in pastes:
-                got = unpaste(e.start, e.end, e.text, p, in_file=True)
-                if got is not None:
-                    break
-        if isinstance(got, str):
-            raise EditError(got)
-        out.append(e if got is None else Edit(*got))
-    return out
-
-
-def paste_at(pastes: tuple[Paste, ...], at: int) -> Paste | None:
-    """The token-pasting macro use of the file's view that holds offset `at`."""
-    for p in pastes:
-        if p.site[0] <= at < p.site[1]:
-            return p
-    return None
-
-
-def _in_disabled_block(ranges: list[tuple[int, int]], start: int) -> bool:
-    return any(s <= start < e for s, e in ranges)
