@@ -15,8 +15,10 @@ import gzip
 import json
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .inventory import Exclusion, load_exclusions
+if TYPE_CHECKING:  # imported where used: the default target reads `versions()` on every run, without YAML
+    from .inventory import Exclusion
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 RELEASES = DATA / "api_releases.json.gz"
@@ -41,6 +43,8 @@ def entry_key(entry: dict) -> str:
 
 
 def exclusions(path: Path = EXCLUSIONS) -> dict[str, Exclusion]:
+    from .inventory import load_exclusions
+
     return load_exclusions(path)
 
 
