@@ -2,7 +2,7 @@
 `cudamigrate scan` has a finding on it.
 
     python bench/compile_recall.py TREE [--fixed] [--json out.json] [-j N] [--compile-commands DB]
-        [--only PREFIX ...] [--wheel-include DIR ...] [-I DIR ...] [--cache DIR] [--work DIR]
+        [--syntax-only] [--nvcc-release X.Y] [--only PREFIX ...] [--wheel-include DIR ...] [-I DIR ...] [--cache DIR] [--work DIR]
         [--budget-minutes N] [--scan-args "..."] [--fix-args "..."]
 
 Why: fixtures and NVIDIA's hand migration measure what we thought of; the compiler does not care. Every
@@ -85,6 +85,11 @@ else:
 CSV_PATH = _HERE.parent / "cudamigrate" / "data" / "cuda_api_changes.csv"
 UNIT_EXTS = (".cu", ".cpp", ".c", ".cc", ".cxx")
 DIAG_FLAGS = ["-Xcompiler", "-Wdeprecated-declarations"]
+# `--syntax-only`: the host compiler checks the host code and emits no object. cicc and ptxas still run: the
+# device front end reports device-side errors (`__shfl` undefined) that the host passes (cudafe++, gcc) never
+# see, and ptxas the inline-PTX ones, so only the host compiler's code generation is skipped (its warnings,
+# -Wdeprecated-declarations among them, come from its front end).
+SYNTAX_ONLY = ["-Xcompiler", "-fsyntax-only"]
 # flags of a compile database entry that would hide diagnostics or write elsewhere
 _DROP_FLAGS = {"-w", "-Wno-deprecated-declarations", "--Wno-deprecated-declarations", "-Werror"}
 _DROP_WITH_ARG = {"-o", "--output-file", "-MF", "-MT", "-MQ"}
@@ -805,6 +810,12 @@ def db_flags(entry: dict) -> list[str]:
     return out + ["-c"]
 
 
+def syntax_only(flags: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Every unit's flags with the host compiler limited to its front end (SYNTAX_ONLY); they are part of the
+    cache key, so outputs of full compiles are never served for these, nor the reverse."""
+    return {rel: [*fl, *SYNTAX_ONLY] for rel, fl in flags.items()}
+
+
 def rebase_output(output: str, compiled_root: str, root: str) -> str:
     """nvcc's output of a cache hit, with the paths of the tree it was compiled in moved to `root`: the key is
     the content, so a unit that `fix` left unchanged hits the entry compiled in the original tree, and without
@@ -1070,6 +1081,9 @@ def main(argv: list[str] | None = None) -> int:
                          "and a re-run continues from the cache")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "cudamigrate-recall")
     ap.add_argument("--work", type=Path, help="work dir (default: a temp dir, removed at the end)")
+    ap.add_argument("--syntax-only", action="store_true",
+                    help="the host compiler only checks syntax (-Xcompiler -fsyntax-only): no host code generation; "
+                         "device compilation (cicc, ptxas) still runs, so every diagnostic is still printed")
     ap.add_argument("--nvcc-release", metavar="X.Y",
                     help="compile (and verify `--fixed`) with nvcc of this CUDA release from NVIDIA's wheels, installed "
                          "on demand into ~/.cache/cudamigrate/toolkits (cudamigrate/core/pip_toolkit.py); pass the "
@@ -1107,6 +1121,8 @@ def main(argv: list[str] | None = None) -> int:
     findings = scan(measured, work, shlex.split(a.scan_args))
     wheel_inc = cuda_include_dirs(a.wheel_include)
     units, flags, search, cwd = plan_units(root, a.only, a.compile_commands, a.include, wheel_inc)
+    if a.syntax_only:
+        flags = syntax_only(flags)
     nvcc_version = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
     comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd, a.include)
     print(f"{len(units)} units, {len(findings)} findings; compiling with {a.jobs} jobs ...", file=sys.stderr)
@@ -1126,7 +1142,7 @@ def main(argv: list[str] | None = None) -> int:
     sites, others = collect_sites(per_unit, measured, catalog, toolkit_include_dirs() + wheel_inc)
     match_findings(sites, findings, measured)
     d = {
-        "tree": str(a.tree), "fixed": a.fixed, "nvcc": nvcc_version, "include_dirs": wheel_inc,
+        "tree": str(a.tree), "fixed": a.fixed, "syntax_only": a.syntax_only, "nvcc": nvcc_version, "include_dirs": wheel_inc,
         "seconds": round(time.time() - t0, 1), "findings": len(findings),
         "units": {"total": len(units), "ok": sum(1 for r in units if after[r].ok),
                   "failed": sum(1 for r in units if after[r].ok is False),

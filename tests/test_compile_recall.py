@@ -468,3 +468,26 @@ def test_a_changed_header_in_an_include_dir_outside_the_tree_is_not_served_from_
     assert key() != first
     plain = recall.RecallCompiler(tmp_path / "cache", 60, "13.0", {"a.cu": []}, {"a.cu": [tree]}, {})
     assert plain.salt == json.dumps(["compile_recall/1", "13.0"])  # no -I: the keys of existing caches hold
+
+
+def test_syntax_only_limits_the_host_compiler_and_keeps_its_own_cache_entries(tmp_path, monkeypatch):
+    """`--syntax-only` adds `-Xcompiler -fsyntax-only` to every unit's nvcc command (a fake nvcc records its
+    arguments), and the flags are in the cache key: a full compile's output is never served for it."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    argv = tmp_path / "argv"
+    nvcc = bin_ / "nvcc"
+    nvcc.write_text(f'#!/bin/sh\necho "$@" >> {argv}\n')
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}:/usr/bin:/bin")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.cu").write_text("int main() { return 0; }\n")
+    flags = {"a.cu": ["-std=c++17", "-arch=sm_90", "-c"]}
+    full = recall.RecallCompiler(tmp_path / "cache", 60, "13.5", flags, {"a.cu": [tree]}, {})
+    fast = recall.RecallCompiler(tmp_path / "cache", 60, "13.5", recall.syntax_only(flags), {"a.cu": [tree]}, {})
+    assert full.key(tree, "a.cu") != fast.key(tree, "a.cu")
+    assert full.compile(tree, "a.cu").ok and fast.compile(tree, "a.cu").ok
+    first, second = argv.read_text().splitlines()
+    assert "-fsyntax-only" not in first
+    assert second.split()[:5] == ["-std=c++17", "-arch=sm_90", "-c", "-Xcompiler", "-fsyntax-only"]
