@@ -131,3 +131,11 @@ def test_doctor_says_which_target(project):
     r = CliRunner().invoke(main, ["doctor", "--target-cuda", "13.0"], catch_exceptions=False)
     assert any(line.split()[:3] == ["target", "info", "13.0"] and "from --target-cuda" in line
                for line in r.output.splitlines())
+
+
+def test_the_python_api_says_which_target(project):
+    from cudamigrate.workspace.preparation import prepare
+    from cudamigrate.workspace.request import Request
+
+    pre = prepare(Request(paths=(project,)))
+    assert pre.opts.target == (12, 4) and pre.target is not None and pre.target.source == "from nvcc 12.4 on PATH"
