@@ -929,12 +929,16 @@ def plan_units(root: Path, only: list[str], db: Path | None, extra_inc: list[str
         units = [r for r in oracle.rel_files(root, UNIT_EXTS)
                  if not any(part.startswith(".") for part in r.split("/"))]
         tinc = tree_include_dirs(root)
+        # an -I dir inside the tree (cudahandbook's chLib/) is the measured copy's own dir in a --fixed run
+        # (fix may edit its headers) and part of the cache key's closure
+        inside = [Path(i).resolve() for i in extra_inc if Path(i).resolve().is_relative_to(rroot)]
+        outside = [i for i in extra_inc if not Path(i).resolve().is_relative_to(rroot)]
         for rel in units:
             sd = oracle.sample_dir_of(root, rel)
-            dirs = list(dict.fromkeys([(root / rel).parent, sd, *tinc]))
+            dirs = list(dict.fromkeys([(root / rel).parent, sd, *tinc, *inside]))
             search[rel] = dirs
             flags[rel] = [*oracle.NVCC_FLAGS, *[f"-I{templ(str(d.resolve()))}" for d in dirs],
-                          *[f"-I{i}" for i in extra_inc], *[f"-I{i}" for i in wheel_inc]]
+                          *[f"-I{i}" for i in outside], *[f"-I{i}" for i in wheel_inc]]
     if only:
         units = [u for u in units if any(u == o.rstrip("/") or u.startswith(o.rstrip("/") + "/") for o in only)]
     return units, flags, search, cwd

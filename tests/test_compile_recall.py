@@ -491,3 +491,19 @@ def test_syntax_only_limits_the_host_compiler_and_keeps_its_own_cache_entries(tm
     first, second = argv.read_text().splitlines()
     assert "-fsyntax-only" not in first
     assert second.split()[:5] == ["-std=c++17", "-arch=sm_90", "-c", "-Xcompiler", "-fsyntax-only"]
+
+
+def test_an_include_dir_inside_the_tree_follows_the_measured_copy(tmp_path):
+    """`-I TREE/chLib` (cudahandbook) is written {ROOT}/chLib, so a --fixed run compiles against the fixed copy's
+    headers, and its headers are in the cache key's closure; an -I outside the tree stays as given."""
+    tree = tmp_path / "hb"
+    (tree / "chLib").mkdir(parents=True)
+    (tree / "a.cu").write_text('#include "chError.h"\n')
+    (tree / "chLib" / "chError.h").write_text("\n")
+    units, flags, search, _ = recall.plan_units(tree, [], None, [str(tree / "chLib"), "/x"], [])
+    assert "-I{ROOT}/chLib" in flags["a.cu"] and f"-I{tree / 'chLib'}" not in flags["a.cu"]
+    assert flags["a.cu"][-1] == "-I/x" and tree / "chLib" in search["a.cu"]
+    comp = recall.RecallCompiler(tmp_path / "cache", 60, "13.5", flags, search, {})
+    first = comp.key(tree, "a.cu")
+    (tree / "chLib" / "chError.h").write_text("#define X 1\n")
+    assert comp.key(tree, "a.cu") != first
