@@ -27,7 +27,8 @@ if [ -n "${NVCC_RELEASE:-}" ]; then
   if [ ! -x "$CUDAMIGRATE_TOOLKITS/$NVCC_RELEASE/nvidia/cu13/bin/nvcc" ]; then
     [ -f "$ROOT/.recall/nvcc-$NVCC_RELEASE.tar.xz" ] || { echo "no .recall/nvcc-$NVCC_RELEASE.tar.xz to unpack" >&2; exit 2; }
     mkdir -p "$CUDAMIGRATE_TOOLKITS/$NVCC_RELEASE"
-    tar -C "$CUDAMIGRATE_TOOLKITS/$NVCC_RELEASE" -xJf "$ROOT/.recall/nvcc-$NVCC_RELEASE.tar.xz"
+    "$PY" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+      "$ROOT/.recall/nvcc-$NVCC_RELEASE.tar.xz" "$CUDAMIGRATE_TOOLKITS/$NVCC_RELEASE"   # no xz binary needed
   fi
   "$CUDAMIGRATE_TOOLKITS/$NVCC_RELEASE/nvidia/cu13/bin/nvcc" --version | tail -2 | tee -a "$OUT/status.txt"
   CACHE=$ROOT/.recall-cache-$NVCC_RELEASE
