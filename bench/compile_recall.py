@@ -841,8 +841,11 @@ class RecallCompiler(oracle.Compiler):
     error) and taking per-unit flags."""
 
     def __init__(self, cache: Path, timeout: int, nvcc_version: str, root_flags: dict[str, list[str]],
-                 search: dict[str, list[Path]], cwd: dict[str, Path], extra_include: Iterable[str] = ()):
+                 search: dict[str, list[Path]], cwd: dict[str, Path], extra_include: Iterable[str] = (),
+                 origin: Path | None = None):
         self.cache, self.timeout = cache, timeout
+        # the tree `search` was planned in: its dirs are the measured copy's own in a --fixed run
+        self.origin = origin.resolve() if origin is not None else None
         self.includes: list[str] = []
         # the headers of `-I` dirs given on the command line are outside the tree's closure: a changed stub
         # header there must not reuse an output compiled against the old one
@@ -854,9 +857,21 @@ class RecallCompiler(oracle.Compiler):
     def key(self, root: Path, rel: str) -> str:
         h = hashlib.sha256((self.salt + json.dumps(self.flags[rel])).encode())
         rroot = root.resolve()
-        for f in oracle.local_closure((root / rel).resolve(), [s.resolve() for s in self.search[rel]], rroot):
+        for f in oracle.local_closure((root / rel).resolve(), self.search_in(rroot, rel), rroot):
             h.update(str(f.relative_to(rroot)).encode() + b"\0" + f.read_bytes() + b"\0")
         return h.hexdigest()
+
+    def search_in(self, rroot: Path, rel: str) -> list[Path]:
+        """The unit's search dirs in the tree being keyed: without this, a --fixed copy's key looked for its
+        `Common/` (or chLib/) headers in the original tree, left them out of its closure (only files inside the
+        tree count), and so neither matched the original's key nor changed when fix edited those headers."""
+        out = []
+        for s in self.search[rel]:
+            s = s.resolve()
+            if self.origin is not None and s.is_relative_to(self.origin):
+                s = rroot / s.relative_to(self.origin)
+            out.append(s)
+        return out
 
     def compile(self, root: Path, rel: str, deadline: float | None = None) -> UnitResult:
         key = self.key(root, rel)
@@ -1128,7 +1143,7 @@ def main(argv: list[str] | None = None) -> int:
     if a.syntax_only:
         flags = syntax_only(flags)
     nvcc_version = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd, a.include)
+    comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd, a.include, origin=root)
     print(f"{len(units)} units, {len(findings)} findings; compiling with {a.jobs} jobs ...", file=sys.stderr)
     jobs = [(measured, r) for r in units] + ([(root, r) for r in units] if a.fixed else [])
     res = comp.many(jobs, a.jobs, "nvcc", t0 + 60 * a.budget_minutes if a.budget_minutes else None)

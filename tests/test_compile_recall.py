@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -507,3 +508,20 @@ def test_an_include_dir_inside_the_tree_follows_the_measured_copy(tmp_path):
     first = comp.key(tree, "a.cu")
     (tree / "chLib" / "chError.h").write_text("#define X 1\n")
     assert comp.key(tree, "a.cu") != first
+
+
+def test_the_fixed_copy_keys_its_own_common_headers(tmp_path):
+    """A --fixed copy's cache key reads the copy's `Common/` headers (search dirs planned in the original tree):
+    the same content gives the original's key, an edit of a Common header by fix gives another."""
+    tree = tmp_path / "v11.8"
+    (tree / "Common").mkdir(parents=True)
+    (tree / "Samples" / "s").mkdir(parents=True)
+    (tree / "Samples" / "s" / "a.cu").write_text('#include "helper.h"\n')
+    (tree / "Common" / "helper.h").write_text("// old\n")
+    units, flags, search, cwd = recall.plan_units(tree, [], None, [], [])
+    comp = recall.RecallCompiler(tmp_path / "cache", 60, "13.5", flags, search, cwd, origin=tree)
+    copy = tmp_path / "work" / "v11.8"
+    shutil.copytree(tree, copy)
+    assert comp.key(copy, "Samples/s/a.cu") == comp.key(tree, "Samples/s/a.cu")
+    (copy / "Common" / "helper.h").write_text("// fixed\n")
+    assert comp.key(copy, "Samples/s/a.cu") != comp.key(tree, "Samples/s/a.cu")
