@@ -172,6 +172,11 @@ PLATFORM_HEADERS: dict[str, PlatformHeader] = {
                  "cudaD3D9Typedefs.h", "cudaD3D10Typedefs.h", "cudaD3D11Typedefs.h")},
 }
 PLATFORM_REASON = "platform header not shipped for this platform (not an API change)"
+# OpenCL's headers (`CL/cl.h`, ...) are Khronos' API, which CUDA ships as a component of its own: the 11.x
+# nvidia-cuda-runtime-cu11 wheels carry include/CL/, 12.x and 13.x put it in nvidia-cuda-opencl, which neither the
+# pinned 13.5 compiler wheels (core/pip_toolkit.py) nor every toolkit install include. A missing one says which
+# components are installed, not that a CUDA API changed (Parboil's parboil.h includes it).
+OPENCL_REASON = "an OpenCL header (Khronos' API; CUDA's OpenCL component, not installed here): not a CUDA API change"
 
 
 # ------------------------------------------------------------------------------------------ parsing
@@ -409,6 +414,8 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
         if h.split("/")[-1] in PLATFORM_HEADERS:
             ph = PLATFORM_HEADERS[h.split("/")[-1]]
             return Classified("platform-header", h, "", False, f"{PLATFORM_REASON}: <{h}> ships for {ph.platforms}")
+        if h.startswith("CL/"):
+            return Classified("missing-header", h, "", False, f"{OPENCL_REASON}: <{h}>")
         shipped = shipped_headers(tuple(cuda_include_dirs))
         if h in shipped:
             return Classified("missing-header", h, catalog.library(Path(h).stem, "/" + h), True)

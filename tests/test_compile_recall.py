@@ -525,3 +525,17 @@ def test_the_fixed_copy_keys_its_own_common_headers(tmp_path):
     assert comp.key(copy, "Samples/s/a.cu") == comp.key(tree, "Samples/s/a.cu")
     (copy / "Common" / "helper.h").write_text("// fixed\n")
     assert comp.key(copy, "Samples/s/a.cu") != comp.key(tree, "Samples/s/a.cu")
+
+
+def test_a_missing_opencl_header_is_not_a_cuda_site_even_where_cuda_shipped_it(tmp_path, catalog, monkeypatch):
+    """`CL/cl.h` is in the 11.x runtime wheels' include/ (so among the headers CUDA shipped), yet its absence says
+    which components are installed, not that a CUDA API changed (Parboil's parboil.h)."""
+    old = tmp_path / "old" / "nvidia" / "cuda_runtime" / "include" / "CL"
+    old.mkdir(parents=True)
+    (old / "cl.h").write_text("")
+    monkeypatch.setattr(recall, "OLD_HEADERS", tmp_path / "old")
+    recall.shipped_headers.cache_clear()
+    d = recall.Diagnostic("/t/parboil.h", 318, "error", "CL/cl.h: No such file or directory")
+    c = recall.classify(d, "", catalog, [], frozenset())
+    recall.shipped_headers.cache_clear()
+    assert not c.cuda and c.reason.startswith("an OpenCL header") and c.api == "CL/cl.h"
