@@ -139,3 +139,9 @@ def test_the_python_api_says_which_target(project):
 
     pre = prepare(Request(paths=(project,)))
     assert pre.opts.target == (12, 4) and pre.target is not None and pre.target.source == "from nvcc 12.4 on PATH"
+
+
+def test_show_settings_says_why(project):
+    r = CliRunner().invoke(main, ["scan", "--show-settings", "a.cu"], catch_exceptions=False)
+    got = dict(ln.split(" = ", 1) for ln in r.output.splitlines())
+    assert (got["target-cuda"], got["target-source"]) == ("12.4", "from nvcc 12.4 on PATH")
