@@ -2,7 +2,7 @@
 `cudamigrate scan` has a finding on it.
 
     python bench/compile_recall.py TREE [--fixed] [--json out.json] [-j N] [--compile-commands DB]
-        [--only PREFIX ...] [--wheel-include DIR ...] [-I DIR ...] [--cache DIR] [--work DIR]
+        [--syntax-only] [--nvcc-release X.Y] [--only PREFIX ...] [--wheel-include DIR ...] [-I DIR ...] [--cache DIR] [--work DIR]
         [--budget-minutes N] [--scan-args "..."] [--fix-args "..."]
 
 Why: fixtures and NVIDIA's hand migration measure what we thought of; the compiler does not care. Every
@@ -85,6 +85,11 @@ else:
 CSV_PATH = _HERE.parent / "cudamigrate" / "data" / "cuda_api_changes.csv"
 UNIT_EXTS = (".cu", ".cpp", ".c", ".cc", ".cxx")
 DIAG_FLAGS = ["-Xcompiler", "-Wdeprecated-declarations"]
+# `--syntax-only`: the host compiler checks the host code and emits no object. cicc and ptxas still run: the
+# device front end reports device-side errors (`__shfl` undefined) that the host passes (cudafe++, gcc) never
+# see, and ptxas the inline-PTX ones, so only the host compiler's code generation is skipped (its warnings,
+# -Wdeprecated-declarations among them, come from its front end).
+SYNTAX_ONLY = ["-Xcompiler", "-fsyntax-only"]
 # flags of a compile database entry that would hide diagnostics or write elsewhere
 _DROP_FLAGS = {"-w", "-Wno-deprecated-declarations", "--Wno-deprecated-declarations", "-Werror"}
 _DROP_WITH_ARG = {"-o", "--output-file", "-MF", "-MT", "-MQ"}
@@ -167,6 +172,11 @@ PLATFORM_HEADERS: dict[str, PlatformHeader] = {
                  "cudaD3D9Typedefs.h", "cudaD3D10Typedefs.h", "cudaD3D11Typedefs.h")},
 }
 PLATFORM_REASON = "platform header not shipped for this platform (not an API change)"
+# OpenCL's headers (`CL/cl.h`, ...) are Khronos' API, which CUDA ships as a component of its own: the 11.x
+# nvidia-cuda-runtime-cu11 wheels carry include/CL/, 12.x and 13.x put it in nvidia-cuda-opencl, which neither the
+# pinned 13.5 compiler wheels (core/pip_toolkit.py) nor every toolkit install include. A missing one says which
+# components are installed, not that a CUDA API changed (Parboil's parboil.h includes it).
+OPENCL_REASON = "an OpenCL header (Khronos' API; CUDA's OpenCL component, not installed here): not a CUDA API change"
 
 
 # ------------------------------------------------------------------------------------------ parsing
@@ -404,6 +414,8 @@ def classify(d: Diagnostic, source_line: str, catalog: ApiCatalog, cuda_include_
         if h.split("/")[-1] in PLATFORM_HEADERS:
             ph = PLATFORM_HEADERS[h.split("/")[-1]]
             return Classified("platform-header", h, "", False, f"{PLATFORM_REASON}: <{h}> ships for {ph.platforms}")
+        if h.startswith("CL/"):
+            return Classified("missing-header", h, "", False, f"{OPENCL_REASON}: <{h}>")
         shipped = shipped_headers(tuple(cuda_include_dirs))
         if h in shipped:
             return Classified("missing-header", h, catalog.library(Path(h).stem, "/" + h), True)
@@ -805,6 +817,12 @@ def db_flags(entry: dict) -> list[str]:
     return out + ["-c"]
 
 
+def syntax_only(flags: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Every unit's flags with the host compiler limited to its front end (SYNTAX_ONLY); they are part of the
+    cache key, so outputs of full compiles are never served for these, nor the reverse."""
+    return {rel: [*fl, *SYNTAX_ONLY] for rel, fl in flags.items()}
+
+
 def rebase_output(output: str, compiled_root: str, root: str) -> str:
     """nvcc's output of a cache hit, with the paths of the tree it was compiled in moved to `root`: the key is
     the content, so a unit that `fix` left unchanged hits the entry compiled in the original tree, and without
@@ -830,8 +848,11 @@ class RecallCompiler(oracle.Compiler):
     error) and taking per-unit flags."""
 
     def __init__(self, cache: Path, timeout: int, nvcc_version: str, root_flags: dict[str, list[str]],
-                 search: dict[str, list[Path]], cwd: dict[str, Path], extra_include: Iterable[str] = ()):
+                 search: dict[str, list[Path]], cwd: dict[str, Path], extra_include: Iterable[str] = (),
+                 origin: Path | None = None):
         self.cache, self.timeout = cache, timeout
+        # the tree `search` was planned in: its dirs are the measured copy's own in a --fixed run
+        self.origin = origin.resolve() if origin is not None else None
         self.includes: list[str] = []
         # the headers of `-I` dirs given on the command line are outside the tree's closure: a changed stub
         # header there must not reuse an output compiled against the old one
@@ -843,9 +864,21 @@ class RecallCompiler(oracle.Compiler):
     def key(self, root: Path, rel: str) -> str:
         h = hashlib.sha256((self.salt + json.dumps(self.flags[rel])).encode())
         rroot = root.resolve()
-        for f in oracle.local_closure((root / rel).resolve(), [s.resolve() for s in self.search[rel]], rroot):
+        for f in oracle.local_closure((root / rel).resolve(), self.search_in(rroot, rel), rroot):
             h.update(str(f.relative_to(rroot)).encode() + b"\0" + f.read_bytes() + b"\0")
         return h.hexdigest()
+
+    def search_in(self, rroot: Path, rel: str) -> list[Path]:
+        """The unit's search dirs in the tree being keyed: without this, a --fixed copy's key looked for its
+        `Common/` (or chLib/) headers in the original tree, left them out of its closure (only files inside the
+        tree count), and so neither matched the original's key nor changed when fix edited those headers."""
+        out = []
+        for s in self.search[rel]:
+            s = s.resolve()
+            if self.origin is not None and s.is_relative_to(self.origin):
+                s = rroot / s.relative_to(self.origin)
+            out.append(s)
+        return out
 
     def compile(self, root: Path, rel: str, deadline: float | None = None) -> UnitResult:
         key = self.key(root, rel)
@@ -918,12 +951,16 @@ def plan_units(root: Path, only: list[str], db: Path | None, extra_inc: list[str
         units = [r for r in oracle.rel_files(root, UNIT_EXTS)
                  if not any(part.startswith(".") for part in r.split("/"))]
         tinc = tree_include_dirs(root)
+        # an -I dir inside the tree (cudahandbook's chLib/) is the measured copy's own dir in a --fixed run
+        # (fix may edit its headers) and part of the cache key's closure
+        inside = [Path(i).resolve() for i in extra_inc if Path(i).resolve().is_relative_to(rroot)]
+        outside = [i for i in extra_inc if not Path(i).resolve().is_relative_to(rroot)]
         for rel in units:
             sd = oracle.sample_dir_of(root, rel)
-            dirs = list(dict.fromkeys([(root / rel).parent, sd, *tinc]))
+            dirs = list(dict.fromkeys([(root / rel).parent, sd, *tinc, *inside]))
             search[rel] = dirs
             flags[rel] = [*oracle.NVCC_FLAGS, *[f"-I{templ(str(d.resolve()))}" for d in dirs],
-                          *[f"-I{i}" for i in extra_inc], *[f"-I{i}" for i in wheel_inc]]
+                          *[f"-I{i}" for i in outside], *[f"-I{i}" for i in wheel_inc]]
     if only:
         units = [u for u in units if any(u == o.rstrip("/") or u.startswith(o.rstrip("/") + "/") for o in only)]
     return units, flags, search, cwd
@@ -1070,6 +1107,9 @@ def main(argv: list[str] | None = None) -> int:
                          "and a re-run continues from the cache")
     ap.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "cudamigrate-recall")
     ap.add_argument("--work", type=Path, help="work dir (default: a temp dir, removed at the end)")
+    ap.add_argument("--syntax-only", action="store_true",
+                    help="the host compiler only checks syntax (-Xcompiler -fsyntax-only): no host code generation; "
+                         "device compilation (cicc, ptxas) still runs, so every diagnostic is still printed")
     ap.add_argument("--nvcc-release", metavar="X.Y",
                     help="compile (and verify `--fixed`) with nvcc of this CUDA release from NVIDIA's wheels, installed "
                          "on demand into ~/.cache/cudamigrate/toolkits (cudamigrate/core/pip_toolkit.py); pass the "
@@ -1107,8 +1147,10 @@ def main(argv: list[str] | None = None) -> int:
     findings = scan(measured, work, shlex.split(a.scan_args))
     wheel_inc = cuda_include_dirs(a.wheel_include)
     units, flags, search, cwd = plan_units(root, a.only, a.compile_commands, a.include, wheel_inc)
+    if a.syntax_only:
+        flags = syntax_only(flags)
     nvcc_version = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd, a.include)
+    comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd, a.include, origin=root)
     print(f"{len(units)} units, {len(findings)} findings; compiling with {a.jobs} jobs ...", file=sys.stderr)
     jobs = [(measured, r) for r in units] + ([(root, r) for r in units] if a.fixed else [])
     res = comp.many(jobs, a.jobs, "nvcc", t0 + 60 * a.budget_minutes if a.budget_minutes else None)
@@ -1126,7 +1168,7 @@ def main(argv: list[str] | None = None) -> int:
     sites, others = collect_sites(per_unit, measured, catalog, toolkit_include_dirs() + wheel_inc)
     match_findings(sites, findings, measured)
     d = {
-        "tree": str(a.tree), "fixed": a.fixed, "nvcc": nvcc_version, "include_dirs": wheel_inc,
+        "tree": str(a.tree), "fixed": a.fixed, "syntax_only": a.syntax_only, "nvcc": nvcc_version, "include_dirs": wheel_inc,
         "seconds": round(time.time() - t0, 1), "findings": len(findings),
         "units": {"total": len(units), "ok": sum(1 for r in units if after[r].ok),
                   "failed": sum(1 for r in units if after[r].ok is False),

@@ -3,15 +3,22 @@
 #   .recall/v11.8, .recall/v13.0   the C/C++/CUDA sources of the cuda-samples checkouts (no data files: ~11 MiB each)
 #   .recall/include                the 13.0-matched wheel headers (nvidia/cu13/include of this venv, ~7 MiB), plus
 #                                  the cuSOLVER and cuRAND wheel headers when WITH_SOLVER=1 (pip download, headers kept)
-# Usage (repository root): V11=/work/oracle/v11.8 V13=/work/oracle/v13.0 [WITH_SOLVER=1] bash scripts/recall_prepare.sh
-# Then carry: .recall/v11.8 .recall/v13.0 .recall/include .whl (scripts/fetch_device_wheels.sh).
+#   .recall/cudahandbook, .recall/parboil  the same of two more legacy code bases, when HANDBOOK / PARBOIL name a
+#                                  checkout (`git -C /work/.mirror/abduld+Parboil/repo archive HEAD | tar -x -C DIR`)
+# Usage (repository root): V11=/work/oracle/v11.8 V13=/work/oracle/v13.0 [HANDBOOK=dir] [PARBOIL=dir]
+#                          [WITH_SOLVER=1] bash scripts/recall_prepare.sh
+# Then carry: .recall/v11.8 .recall/v13.0 .recall/include .whl (scripts/fetch_device_wheels.sh), and for another
+# release's compiler .recall/nvcc-13.5.tar.xz (scripts/pack_pip_toolkit.sh 13.5) in a call of its own.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 V11=${V11:-/work/oracle/v11.8}
 V13=${V13:-/work/oracle/v13.0}
 PY=${PY:-python3}
 mkdir -p .recall
-"$PY" - "$V11" .recall/v11.8 "$V13" .recall/v13.0 <<'PYEOF'
+TREES=("$V11" .recall/v11.8 "$V13" .recall/v13.0)
+[ -n "${HANDBOOK:-}" ] && TREES+=("$HANDBOOK" .recall/cudahandbook)
+[ -n "${PARBOIL:-}" ] && TREES+=("$PARBOIL" .recall/parboil)
+"$PY" - "${TREES[@]}" <<'PYEOF'
 import shutil, sys
 from pathlib import Path
 EXTS = {".cu", ".cuh", ".cpp", ".c", ".cc", ".cxx", ".h", ".hpp", ".hh", ".hxx", ".inl"}

@@ -141,7 +141,7 @@ def test_config_or_baseline_on_a_fifo_does_not_block(tmp_path, flag):
 
 def test_explicit_fifo_and_dev_zero_are_errors(tmp_path):
     os.mkfifo(tmp_path / "pipe.cu")
-    p = cli("scan", str(tmp_path / "pipe.cu"), "/dev/zero", timeout=60)
+    p = cli("scan", "--target-cuda", "13.0", str(tmp_path / "pipe.cu"), "/dev/zero", timeout=60)
     err = p.stderr.decode()
     assert "pipe.cu: not a regular file (a FIFO)" in err
     assert "/dev/zero: not a regular file (a character device)" in err

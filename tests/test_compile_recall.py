@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -468,3 +469,73 @@ def test_a_changed_header_in_an_include_dir_outside_the_tree_is_not_served_from_
     assert key() != first
     plain = recall.RecallCompiler(tmp_path / "cache", 60, "13.0", {"a.cu": []}, {"a.cu": [tree]}, {})
     assert plain.salt == json.dumps(["compile_recall/1", "13.0"])  # no -I: the keys of existing caches hold
+
+
+def test_syntax_only_limits_the_host_compiler_and_keeps_its_own_cache_entries(tmp_path, monkeypatch):
+    """`--syntax-only` adds `-Xcompiler -fsyntax-only` to every unit's nvcc command (a fake nvcc records its
+    arguments), and the flags are in the cache key: a full compile's output is never served for it."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    argv = tmp_path / "argv"
+    nvcc = bin_ / "nvcc"
+    nvcc.write_text(f'#!/bin/sh\necho "$@" >> {argv}\n')
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}:/usr/bin:/bin")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.cu").write_text("int main() { return 0; }\n")
+    flags = {"a.cu": ["-std=c++17", "-arch=sm_90", "-c"]}
+    full = recall.RecallCompiler(tmp_path / "cache", 60, "13.5", flags, {"a.cu": [tree]}, {})
+    fast = recall.RecallCompiler(tmp_path / "cache", 60, "13.5", recall.syntax_only(flags), {"a.cu": [tree]}, {})
+    assert full.key(tree, "a.cu") != fast.key(tree, "a.cu")
+    assert full.compile(tree, "a.cu").ok and fast.compile(tree, "a.cu").ok
+    first, second = argv.read_text().splitlines()
+    assert "-fsyntax-only" not in first
+    assert second.split()[:5] == ["-std=c++17", "-arch=sm_90", "-c", "-Xcompiler", "-fsyntax-only"]
+
+
+def test_an_include_dir_inside_the_tree_follows_the_measured_copy(tmp_path):
+    """`-I TREE/chLib` (cudahandbook) is written {ROOT}/chLib, so a --fixed run compiles against the fixed copy's
+    headers, and its headers are in the cache key's closure; an -I outside the tree stays as given."""
+    tree = tmp_path / "hb"
+    (tree / "chLib").mkdir(parents=True)
+    (tree / "a.cu").write_text('#include "chError.h"\n')
+    (tree / "chLib" / "chError.h").write_text("\n")
+    units, flags, search, _ = recall.plan_units(tree, [], None, [str(tree / "chLib"), "/x"], [])
+    assert "-I{ROOT}/chLib" in flags["a.cu"] and f"-I{tree / 'chLib'}" not in flags["a.cu"]
+    assert flags["a.cu"][-1] == "-I/x" and tree / "chLib" in search["a.cu"]
+    comp = recall.RecallCompiler(tmp_path / "cache", 60, "13.5", flags, search, {})
+    first = comp.key(tree, "a.cu")
+    (tree / "chLib" / "chError.h").write_text("#define X 1\n")
+    assert comp.key(tree, "a.cu") != first
+
+
+def test_the_fixed_copy_keys_its_own_common_headers(tmp_path):
+    """A --fixed copy's cache key reads the copy's `Common/` headers (search dirs planned in the original tree):
+    the same content gives the original's key, an edit of a Common header by fix gives another."""
+    tree = tmp_path / "v11.8"
+    (tree / "Common").mkdir(parents=True)
+    (tree / "Samples" / "s").mkdir(parents=True)
+    (tree / "Samples" / "s" / "a.cu").write_text('#include "helper.h"\n')
+    (tree / "Common" / "helper.h").write_text("// old\n")
+    units, flags, search, cwd = recall.plan_units(tree, [], None, [], [])
+    comp = recall.RecallCompiler(tmp_path / "cache", 60, "13.5", flags, search, cwd, origin=tree)
+    copy = tmp_path / "work" / "v11.8"
+    shutil.copytree(tree, copy)
+    assert comp.key(copy, "Samples/s/a.cu") == comp.key(tree, "Samples/s/a.cu")
+    (copy / "Common" / "helper.h").write_text("// fixed\n")
+    assert comp.key(copy, "Samples/s/a.cu") != comp.key(tree, "Samples/s/a.cu")
+
+
+def test_a_missing_opencl_header_is_not_a_cuda_site_even_where_cuda_shipped_it(tmp_path, catalog, monkeypatch):
+    """`CL/cl.h` is in the 11.x runtime wheels' include/ (so among the headers CUDA shipped), yet its absence says
+    which components are installed, not that a CUDA API changed (Parboil's parboil.h)."""
+    old = tmp_path / "old" / "nvidia" / "cuda_runtime" / "include" / "CL"
+    old.mkdir(parents=True)
+    (old / "cl.h").write_text("")
+    monkeypatch.setattr(recall, "OLD_HEADERS", tmp_path / "old")
+    recall.shipped_headers.cache_clear()
+    d = recall.Diagnostic("/t/parboil.h", 318, "error", "CL/cl.h: No such file or directory")
+    c = recall.classify(d, "", catalog, [], frozenset())
+    recall.shipped_headers.cache_clear()
+    assert not c.cuda and c.reason.startswith("an OpenCL header") and c.api == "CL/cl.h"

@@ -66,7 +66,7 @@ def test_parsers():
 
 
 def test_no_gpu_says_so_and_exits_0(fake_env):
-    r = invoke("--require-driver", "580", "--format", "json")
+    r = invoke("--require-driver", "580", "--format", "json", "--target-cuda", "13.0")  # not nvcc's 12.8, the default
     assert r.exit_code == 0, r.output
     data = json.loads(r.output)
     c = by_name(data)
@@ -90,11 +90,11 @@ def test_require_cuda_is_a_blocker(fake_env):
 
 def test_old_driver(fake_env):
     fake_env("570.86.15")
-    r = invoke("--format", "json")
+    r = invoke("--format", "json", "--target-cuda", "13.0")  # not nvcc's 12.8, the default
     assert r.exit_code == 0  # informs: no --require-*
     d = by_name(json.loads(r.output))["driver"]
     assert d["status"] == "fail" and "needs >= 580" in d["note"] and not d["blocker"]
-    r = invoke("--require-driver", "580")
+    r = invoke("--require-driver", "580", "--target-cuda", "13.0")
     assert r.exit_code == 1 and "--require-driver 580 not met" in r.output
     r = invoke("--require-cuda", "12.8", "--format", "json")  # 570 runs 12.x: fine
     assert r.exit_code == 0, r.output

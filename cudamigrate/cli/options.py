@@ -50,7 +50,9 @@ def selection_options(fn):
         click.option("--select", multiple=True, help="Rule ids, id prefixes or families to enable (comma-separated)."),
         click.option("--ignore", multiple=True, help="Rule ids, id prefixes or families to disable."),
         click.option("--extend-select", multiple=True, help="Enable more rules (including opt-in rules) on top of the defaults."),
-        click.option("--target-cuda", "--to", "target", default=None, help="CUDA version the code must build with (default 13.0)."),
+        click.option("--target-cuda", "--to", "target", default=None,
+                     help="CUDA version the code must build with (default: the release of the compile database's nvcc, "
+                          "else of the nvcc on PATH, else the newest release known; reports say which)."),
         click.option("--from", "from_version", default=None,
                      help="CUDA version the code builds with today: rules for changes before it are skipped."),
         click.option("--keep-compat", "keep_compat", default=None,

@@ -102,7 +102,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
         sys.exit(EXIT_INPUT if input_error else EXIT_CLEAN)
     replay = None
     if stdin is None and baseline is None and write_baseline is None and req.diff_base is None and not input_error:
-        replay = replay_key(req, pre, {"format": fmt, "sort": sort, "statistics": statistics}
+        replay = replay_key(req, pre, {"format": fmt, "sort": sort, "statistics": statistics,
+                                       "target_source": pre.target_source}
                             | ({"shard": shard} if shard else {}) | ({"color": True} if color else {}))
     if replay is not None:
         _replay_or_continue(replay, pre, output, exit_zero)
@@ -189,7 +190,8 @@ def scan(paths: tuple[Path, ...], fmt: str, report_fmt: str | None, output: Path
             _err(f"warning: {warning}")
     run = Run(findings=findings, errors=errors + rule_errors, files_scanned=len(files), rules=engine.rules,
               target=engine.opts.target, sources=sources, unused_suppressions=unused, keep_compat=engine.opts.keep_compat,
-              shard=_shard_identity(pre, shard))
+              shard=_shard_identity(pre, shard), target_source=pre.target_source,
+              target_default=pre.target is not None and not pre.target.explicit)
     if statistics:
         from ..report.text import statistics as stats
 

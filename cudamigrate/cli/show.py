@@ -30,6 +30,7 @@ def settings(pre: Prepared) -> list[tuple[str, str]]:
     return [
         ("configuration", path_text(cfg.path) if cfg.path else "(none found; defaults)"),
         ("target-cuda", _value(opts.target)),
+        ("target-source", pre.target_source or "(not recorded)"),  # why the target: flag, configuration, nvcc
         ("from-cuda", _value(opts.from_version)),
         ("keep-compat", _value(opts.keep_compat)),
         ("select", _value(opts.select) if opts.select else "(default rules)"),

@@ -34,3 +34,44 @@ def cuda_home() -> Path | None:
         if d and Path(d, "include", "cuda_runtime.h").is_file():
             return Path(d)
     return None
+
+
+_RELEASE_LINE = re.compile(r"release (\d+)\.(\d+)")
+_RELEASE_IN_PATH = re.compile(r"cuda-(\d+)\.(\d+)(?:/|$)")
+
+
+def parse_nvcc_version(text: str) -> tuple[int, int] | None:
+    """`Cuda compilation tools, release 13.0, V13.0.88` -> (13, 0)."""
+    m = _RELEASE_LINE.search(text)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def release_in_path(path: str) -> tuple[int, int] | None:
+    """The release an installer's directory names (`/usr/local/cuda-12.4/bin/nvcc` -> (12, 4)): the witness left
+    when a compile database names a compiler this machine does not have."""
+    m = _RELEASE_IN_PATH.search(path)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+_RELEASES: dict[tuple[str, int, int], tuple[int, int] | None] = {}
+
+
+def nvcc_release(nvcc: str) -> tuple[int, int] | None:
+    """The release `nvcc --version` of that executable says, else None (missing, not runnable, no release line).
+
+    Asked once per executable and change of it in a process (a scan's preparation and the language server ask
+    for every run); `nvcc --version` prints its release without loading the front end (about 10 ms)."""
+    try:
+        st = os.stat(nvcc)
+    except OSError:
+        return None
+    key = (os.path.realpath(nvcc), st.st_mtime_ns, st.st_size)
+    if key not in _RELEASES:
+        import subprocess
+
+        try:
+            done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, errors="replace", timeout=30)
+            _RELEASES[key] = parse_nvcc_version(done.stdout + done.stderr) if done.returncode == 0 else None
+        except (OSError, subprocess.SubprocessError):
+            _RELEASES[key] = None
+    return _RELEASES[key]

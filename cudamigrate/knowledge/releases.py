@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the exclusions are YAML: a scan, which asks only `versions`, imports neither
+if TYPE_CHECKING:  # imported where used: a scan, and the default target on every run, read `versions()` without YAML
     from .inventory import Exclusion
 
 

@@ -51,6 +51,7 @@ def document(run: Run) -> dict:
         "tool": "cudamigrate",
         "version": __version__,
         "target_cuda": run.target_str,
+        "target_source": run.target_source,
         "summary": run.summary(),
         "findings": findings,
         "errors": run.errors,

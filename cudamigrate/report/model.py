@@ -24,6 +24,10 @@ class Run:
     # root), recorded in JSON and SARIF so `merge` can refuse duplicates, gaps and mixtures (workflow/merge.py)
     shard: dict[str, Any] | None = None
     source_root: str | None = None  # the directory report paths are relative to (default: the current one)
+    # why the target is what it is ("from nvcc 13.0 on PATH", "from --target-cuda"; cudamigrate/toolcheck/target.py):
+    # JSON, SARIF and HTML always say it; the text summary only when no flag or configuration named the target
+    target_source: str = ""
+    target_default: bool = False
 
     @property
     def minimum_str(self) -> str | None:

@@ -196,7 +196,8 @@ def document(run: Run) -> dict:
             positions[f.path] = Positions(data) if data else None
         results.append(result(f, index, positions[f.path]))
     notes = [{"level": "error", "message": {"text": e}} for e in run.errors]
-    props: dict[str, Any] = {"files_scanned": run.files_scanned, "target_cuda": run.target_str}
+    props: dict[str, Any] = {"files_scanned": run.files_scanned, "target_cuda": run.target_str,
+                             "target_source": run.target_source}
     if run.shard is not None:  # only a shard's report says which part of which run it is
         props["shard"] = run.shard
     root = Path(run.source_root) if run.source_root else Path.cwd()

@@ -55,7 +55,7 @@ def render(run: Run, show_source: bool = True, sort: str = "plan", color: bool =
             f"Found {s['findings']} finding(s) in {len({f.path for f in run.findings})} file(s) "
             f"({s['build_breaking']} build-breaking"
             + (f", {s['runtime_breaking']} failing at run time" if s["runtime_breaking"] else "")
-            + f" for CUDA {run.target_str}). "
+            + f" for CUDA {run.target_str}{_why(run)}). "
             f"{app['safe']} fixable with `cudamigrate fix`, {app['unsafe']} more with `--unsafe-fixes`, "
             + (f"{app['display-only']} with a suggested edit that `fix` does not apply ([?]), " if app["display-only"] else "")
             + f"{app['manual']} manual."
@@ -63,8 +63,14 @@ def render(run: Run, show_source: bool = True, sort: str = "plan", color: bool =
         lines.append(ROI_LINE)
     else:
         errs = f" ({len(run.errors)} error(s) reported on stderr)" if run.errors else ""
-        lines.append(f"No findings in {run.files_scanned} file(s){errs}.")
+        target = f" for CUDA {run.target_str}{_why(run)}" if run.target_default else ""
+        lines.append(f"No findings in {run.files_scanned} file(s){target}{errs}.")
     return "\n".join(lines) + "\n"
+
+
+def _why(run: Run) -> str:
+    """", from nvcc 13.0 on PATH" when the target was not named by the user (who knows why then), else ""."""
+    return f", {printable(run.target_source)}" if run.target_default and run.target_source else ""
 
 
 ROI_LINE = ("(roi N) = impact / effort: the value of fixing a finding per unit of work; build breaks come first "

@@ -33,6 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.toolkit import parse_nvcc_version
+
 # Minimum driver (major branch) per CUDA major family, Linux; NVIDIA CUDA Compatibility guide, Table 1.
 MIN_DRIVER = {13: 580, 12: 525, 11: 450}
 COMPAT_SOURCE = "https://docs.nvidia.com/deploy/cuda-compatibility/minor-version-compatibility.html"
@@ -79,12 +81,6 @@ def run_text(args: list[str], timeout: float = 20) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (p.stdout + p.stderr) if p.returncode == 0 else None
-
-
-def parse_nvcc_version(text: str) -> tuple[int, int] | None:
-    """`Cuda compilation tools, release 13.0, V13.0.88` -> (13, 0)."""
-    m = re.search(r"release (\d+)\.(\d+)", text)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def parse_smi(text: str) -> list[dict[str, str]]:
@@ -206,9 +202,10 @@ def library_checks(locations: list[Location]) -> list[Check]:
 
 
 def gather(target: tuple[int, int], require_cuda: tuple[int, int] | None = None,
-           require_driver: int | None = None) -> list[Check]:
-    checks: list[Check] = []
+           require_driver: int | None = None, target_source: str = "") -> list[Check]:
+    """`target_source`: why the target is what it is (cudamigrate/toolcheck/target.py), its own row when given."""
     tstr = f"{target[0]}.{target[1]}"
+    checks: list[Check] = [Check("target", "info", tstr, target_source)] if target_source else []
     # -- toolkit
     nvcc = shutil.which("nvcc")
     nv = parse_nvcc_version(run_text([nvcc, "--version"]) or "") if nvcc else None
@@ -371,6 +368,7 @@ def render_table(checks: list[Check]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_json(checks: list[Check], target: tuple[int, int]) -> dict[str, Any]:
-    return {"target": f"{target[0]}.{target[1]}", "ok": not blockers(checks), "blockers": [c.name for c in blockers(checks)],
+def to_json(checks: list[Check], target: tuple[int, int], target_source: str = "") -> dict[str, Any]:
+    return {"target": f"{target[0]}.{target[1]}", "target_source": target_source, "ok": not blockers(checks),
+            "blockers": [c.name for c in blockers(checks)],
             "checks": [asdict(c) for c in checks], "driver_source": COMPAT_SOURCE}

@@ -57,6 +57,7 @@ class Shard:
     version: str = ""
     identity: dict[str, Any] | None = None
     path: str = ""
+    target_source: str = ""  # why the shard's target (reports before it was recorded: "")
 
 
 def _target(text: str, where: str) -> tuple[int, int]:
@@ -219,7 +220,7 @@ def read_shard(path: Path, sources: Sources) -> Shard:
                 sources.root = ident["root"]
             return Shard([finding_from_json(d, sources) for d in doc["findings"]], list(doc["errors"]),
                          int(doc["summary"]["files_scanned"]), str(doc["target_cuda"]), version=str(doc.get("version")),
-                         identity=ident, path=where)
+                         identity=ident, path=where, target_source=str(doc.get("target_source") or ""))
         if isinstance(doc, dict) and isinstance(doc.get("runs"), list) and len(doc["runs"]) == 1:
             run = doc["runs"][0]
             driver = run["tool"]["driver"]
@@ -233,7 +234,8 @@ def read_shard(path: Path, sources: Sources) -> Shard:
                 sources.root = ident["root"]
             return Shard([finding_from_sarif(r, rules) for r in run.get("results", [])], notes,
                          int(run["properties"]["files_scanned"]), str(run["properties"]["target_cuda"]),
-                         {d["id"] for d in rules}, version=str(driver.get("version")), identity=ident, path=where)
+                         {d["id"] for d in rules}, version=str(driver.get("version")), identity=ident, path=where,
+                         target_source=str(run["properties"].get("target_source") or ""))
     except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
         raise MergeError(f"{where}: not a cudamigrate report ({type(exc).__name__}: {exc})") from None
     raise MergeError(f"{where}: neither a cudamigrate JSON report nor a SARIF report")
@@ -295,7 +297,8 @@ def merge(paths: list[Path], rules: list[Rule]) -> Run:
                files_scanned=sum(s.files_scanned for s in shards), rules=rules,
                target=_target(targets.pop(), str(paths[0])),
                sources={f.path: sources.get(f.path) for f in findings if os.path.exists(sources.where(f.path))},
-               source_root=sources.root)
+               source_root=sources.root,
+               target_source=shards[0].target_source if len({s.target_source for s in shards}) == 1 else "")
 
 
 def merged_run(paths: list[Path], rule_dirs: list[Path]) -> Run:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # imported where used: `--version`, `rules` and `explain` nev
     from ..scan.engine import Engine
     from ..pipeline.runner import EngineSpec
     from ..rules.schema import Rule
+    from ..toolcheck.target import Target
 
 
 def diff_scope(req: Request, files: list[Path]) -> tuple[Any, list[Path]]:
@@ -68,6 +69,12 @@ class Prepared:
     walk_errors: list[str]
     project: list[Path] | None = None  # with --shard: every file of the run, for the project index
     warnings: list[str] = field(default_factory=list)
+    target: Target | None = None  # the release and why (`opts.target` is its version)
+
+    @property
+    def target_source(self) -> str:
+        """Why the target is what it is ("from nvcc 13.0 on PATH"), for reports."""
+        return self.target.source if self.target is not None else ""
 
 
 def find_configuration(req: Request) -> Config:
@@ -100,7 +107,7 @@ def _prepare_with(req: Request, cfg: Config) -> Prepared:
     from ..core.options import Options
 
     paths = req.paths
-    target = version_value(req.target or cfg.get("target-cuda"), "--target-cuda") or (13, 0)
+    target = _target(req, cfg)
     from_v = version_value(req.from_version or cfg.get("from-cuda"), "--from")
     select = split_values(req.select) or split_values(cfg.get("select")) or None
     ignore = split_values(req.ignore) + split_values(cfg.get("ignore"))
@@ -130,7 +137,7 @@ def _prepare_with(req: Request, cfg: Config) -> Prepared:
     except (OSError, AttributeError, TypeError, ValueError) as exc:  # a malformed calibration file: declared estimates
         warnings.append(f"warning: calibration {cfg.get('calibration') or 'file'} ignored: {type(exc).__name__}: {exc}")
         calibration = None
-    opts = Options(target=target, from_version=from_v, select=select, ignore=ignore, extend_select=extend,
+    opts = Options(target=target.version, from_version=from_v, select=select, ignore=ignore, extend_select=extend,
                    options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
                    keep_compat=version_value(req.keep_compat or cfg.get("keep-compat"), "--keep-compat"),
                    include_roots=tuple(str(p if os.path.isdir(p) else p.parent) for p in (paths or (Path("."),))),
@@ -140,7 +147,23 @@ def _prepare_with(req: Request, cfg: Config) -> Prepared:
                           respect_gitignore=cfg.get("respect-gitignore", True), errors=walk_errors,
                           base=cfg.path.parent if cfg.path else None))
     return Prepared(cfg, opts, rule_dirs, req.max_file_size or cfg.get("max-file-size"),
-                    not req.no_cache, files, walk_errors, warnings=warnings)
+                    not req.no_cache, files, walk_errors, warnings=warnings, target=target)
+
+
+def _target(req: Request, cfg: Config) -> Target:
+    """`--target-cuda`, else the configuration's `target-cuda`, else the toolkit the project builds with
+    (cudamigrate/toolcheck/target.py), with the reason reports give."""
+    from ..toolcheck.target import detect, explicit
+
+    if req.target is not None:
+        return explicit(version_value(req.target, "--target-cuda") or (13, 0), "--target-cuda")
+    if cfg.get("target-cuda") is not None:
+        where = f"target-cuda in {printable(str(cfg.path))}" if cfg.path else "the configuration's target-cuda"
+        return explicit(version_value(cfg.get("target-cuda"), "--target-cuda") or (13, 0), where)
+    from ..pipeline.result_cache import unrecorded
+
+    with unrecorded():  # the ancestors' listings and nvcc: the target is in the run digest, not a result's dependency
+        return detect(list(req.paths) or [Path(".")], req.compile_commands)
 
 
 @dataclass
@@ -171,7 +194,8 @@ def load_checked(req: Request, pre: Prepared) -> Loaded:
                           rs.rules)
     from ..knowledge.versions import check as check_versions
 
-    bad += check_versions(pre.opts.target, pre.opts.from_version, pre.opts.keep_compat, rs.rules)
+    flag = "--target-cuda" if pre.target is None or pre.target.explicit else f"the target ({pre.target.source})"
+    bad += check_versions(pre.opts.target, pre.opts.from_version, pre.opts.keep_compat, rs.rules, target_flag=flag)
     from ..core.config_use import check_rule_options
 
     bad += check_rule_options(where, cfg.get("rule-options") or {}, cfg.get("options") or {}, rs.rules)
