@@ -75,6 +75,8 @@ def _slow(monkeypatch) -> None:
     monkeypatch.setattr(walk_mod, "field_matches", walk_mod.query_field_matches)
     monkeypatch.setattr(walk_mod, "kernel_launches", _query_kernel_launches)
     monkeypatch.setattr(walk_mod, "pair_matches", _query_pair_matches)
+    monkeypatch.setattr(walk_mod, "named_pair_matches", lambda root, lasts, first, names: [
+        m for m in _query_pair_matches(root, lasts, first) if m[2].text.decode() in set(names)])
     monkeypatch.setattr(walk_mod, "typed_nodes", lambda root, types: ts.QueryCursor(
         query(" ".join(f"({t}) @n" for t in sorted(types)))).captures(root).get("n", []))  # in the query's order
     monkeypatch.setattr(ppenv_mod._Walker, "memoise", False)  # every #include walked again
@@ -206,6 +208,14 @@ def test_walks_find_what_the_former_queries_found():
             want = [tuple(_spans(c[k][0] for k in caps or ("t", "d"))) for _, c in ts.QueryCursor(q).matches(root)]
             assert [tuple(_spans(m[1 if caps is None else 0:])) for m in fn(root)] == want, text
             seen += len(want)
+    names = ["clockRate", "computeMode", "x", "y", "data", "Rate", "a", "b", "p", "cudaStream_t"]  # one within another too
+    q = query("(field_expression argument: (_) @r field: (field_identifier) @f) @x")
+    for root in roots + [r.children[0] for r in roots if r.children]:  # subtrees too
+        want = [tuple(_spans((c["x"][0], c["r"][0], c["f"][0]))) for _, c in ts.QueryCursor(q).matches(root)
+                if c["f"][0].text.decode() in names]
+        got = walk_mod.named_pair_matches(root, deviceprop_mod.FIELD_READS, "argument", names)
+        assert [tuple(_spans(m)) for m in got] == want
+        seen += len(want)
     q = query('((type_identifier) @t (#any-of? @t "textureReference" "surfaceReference"))')
     for root in roots:
         assert _spans(reference_type_names(root)) == sorted(_spans(ts.QueryCursor(q).captures(root).get("t", [])),

@@ -9,7 +9,7 @@ that every scanned file meets are walked until a process has seen enough source 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import tree_sitter as ts
@@ -189,6 +189,43 @@ def pair_matches(root: ts.Node, lasts: tuple[FieldPattern, ...], first_field: st
             c = kids[i]
             if c.is_named and node.field_name_for_child(i) == first_field and (first_type is None or c.type == first_type):
                 out.append((node, c, lc))
+    return out
+
+
+def named_pair_matches(root: ts.Node, lasts: tuple[FieldPattern, ...], first_field: str, names: Iterable[str]
+                       ) -> list[tuple[ts.Node, ts.Node, ts.Node]]:
+    """pair_matches(root, lasts, first_field) whose last child's text is one of `names`, in the same order,
+    found from where the names occur in the text, not by a walk of the tree. A builtin that looks for a few
+    field names (`prop.clockRate`) read the whole tree's field index at every scan - the language server's
+    warm re-scan of a 1,700-line file spent most of its time there - though the names occur a handful of
+    times. Each occurrence is the node exactly at its bytes (`descendant_for_byte_range`), kept when it is a
+    `last` child of its parent in the pattern's field; those children are leaves, so their document order is
+    the walk's pre-order. For patterns whose last child has no text of its own (a subtree) use pair_matches."""
+    text = root.text or b""
+    base = root.start_byte
+    spots = set()
+    for w in {n.encode() for n in names if n}:
+        i = text.find(w)
+        while i >= 0:  # every occurrence, overlapping ones too
+            spots.add((base + i, base + i + len(w)))
+            i = text.find(w, i + 1)
+    out = []
+    for start, end in sorted(spots):
+        node = root.descendant_for_byte_range(start, end)
+        if node is None or node.start_byte != start or node.end_byte != end or node.child_count or not node.is_named:
+            continue
+        parent = node.parent
+        if parent is None:
+            continue
+        kids = parent.children
+        k = next((i for i, c in enumerate(kids) if c == node), None)
+        if k is None or not any(p.node_type == parent.type and parent.field_name_for_child(k) == p.field
+                                and (p.child_type is None or node.type == p.child_type) for p in lasts):
+            continue
+        for i in range(k):
+            c = kids[i]
+            if c.is_named and parent.field_name_for_child(i) == first_field:
+                out.append((parent, c, node))
     return out
 
 

@@ -455,10 +455,9 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     getters: dict[str, list[int]] = spec.get("getters", {}) or {}
     out: list[Match] = []
     for unit in ctx.units:
-        # `(field_expression argument: (_) @r field: (field_identifier) @f) @fe`, walked
-        for fe, recv, f in walk.pair_matches(unit.root, FIELD_READS, "argument"):
-            if node_text(f) not in fields:
-                continue
+        # `(field_expression argument: (_) @r field: (field_identifier) @f) @fe` of the listed fields, found
+        # where their names occur in the text (no walk of the whole tree: the editor re-scans at each keystroke)
+        for fe, recv, f in walk.named_pair_matches(unit.root, FIELD_READS, "argument", fields):
             t: str | None = None
             base = recv
             while base.type in ("subscript_expression", "pointer_expression", "parenthesized_expression") and base.named_children:
