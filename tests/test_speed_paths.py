@@ -574,3 +574,41 @@ def test_reference_api_text_needs_a_bind_a_reference_type_or_a_template_less_rea
                        (b"cudaBindTexture(0, ref, d, n);\n", True), (b"const textureReference *r;\n", True),
                        (b"cudaGetTextureReference(&r, &tex);\n", True)]:
         assert reference_api_possible(text) is want, text
+
+
+def _former_fresh_name(texts, candidates):
+    """deviceprop._fresh_name as it was: the sets of every word of the texts, built once per file."""
+    import re
+
+    words = ({w for t in texts for w in re.findall(rb"\w+", t)}, {w for t in texts for w in re.findall(rb"(?<![.>\w])\w+", t)})
+
+    def used(name, member_ok=True):
+        return name.encode() in (words[1] if member_ok else words[0])
+
+    for c in candidates:
+        if not used(c):
+            return c
+    i = 2
+    while used(f"{candidates[-1]}_{i}", False):
+        i += 1
+    return f"{candidates[-1]}_{i}"
+
+
+def test_fresh_names_searched_per_candidate_equal_the_former_word_sets():
+    """The hoisted local's name (deviceprop._fresh_name) is found by one search per candidate, not from the set
+    of every word of the file and its headers: the same name for words used as members only (`.`, `->`), as
+    whole words, inside longer words, with numbered clashes, at the start and end of a text."""
+    import re
+    from types import SimpleNamespace
+
+    texts = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*.cu"))][:60]
+    odd = b"clockRate = p.memoryClockRate + q->computeMode + q->onlyArrow + p.onlyDot; int v_2, v_3; x_2 y>z (w)\nend"
+    words = sorted({w.decode() for t in texts for w in re.findall(rb"\w+", t)})
+    candidates = words[::7] + ["clockRate", "memoryClockRate", "computeMode", "onlyArrow", "onlyDot", "v", "x", "z", "w",
+                               "end", "absent_name"]
+    for i, c in enumerate(candidates):
+        ctx = SimpleNamespace(_dp_texts=[(Path(f"t{k}.cu"), t) for k, t in enumerate([odd] + texts[i % 5:][:11])])
+        sub = [t for _, t in ctx._dp_texts]
+        for cands in ([c], [c, "v"], ["absent_name", c]):
+            assert deviceprop_mod._fresh_name(ctx, cands) == _former_fresh_name(sub, cands), cands
+    assert len(candidates) > 100
