@@ -612,3 +612,33 @@ def test_fresh_names_searched_per_candidate_equal_the_former_word_sets():
         for cands in ([c], [c, "v"], ["absent_name", c]):
             assert deviceprop_mod._fresh_name(ctx, cands) == _former_fresh_name(sub, cands), cands
     assert len(candidates) > 100
+
+
+def test_declarations_of_one_name_equal_the_whole_index():
+    """The declarations of one name found from the declarations that hold it (walk.holders:
+    context.declarations_named, matchers._declarations_named) are the whole tree's index's entries for it, in
+    its order, for every name of every fixture and example file (and multi-declarator, lambda, broken code)."""
+    import re
+    from types import SimpleNamespace
+
+    from cudamigrate.match.context import declaration_index, declarations_named
+    from cudamigrate.parse.treesitter import reset_parent_cache
+
+    checked = found = 0
+    for root in _corpus_roots():
+        reset_parent_cache()
+        index = declaration_index(root)
+        unit = SimpleNamespace(root=root)
+        full = matchers_mod._declarations(SimpleNamespace(), unit)
+        ctx = SimpleNamespace()
+        names = sorted({w.decode() for w in re.findall(rb"[A-Za-z_]\w*", root.text)})[::3]
+        for name in names:
+            got = declarations_named(root, name)
+            if got is not None:
+                assert [(d.id, t.id, o, f) for d, t, o, f in got] == \
+                    [(d.id, t.id, o, f) for d, t, o, f in index.get(name, [])], name
+                checked += 1
+                found += bool(got)
+            ctx.__dict__.pop("_decl_named", None)  # every name looked up alone, never from the whole index
+            assert matchers_mod._declarations_named(ctx, unit, name) == full.get(name, []), name
+    assert checked > 1000 and found > 150, (checked, found)

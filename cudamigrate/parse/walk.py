@@ -192,6 +192,54 @@ def pair_matches(root: ts.Node, lasts: tuple[FieldPattern, ...], first_field: st
     return out
 
 
+def leaves_named(root: ts.Node, names: Iterable[str]) -> list[ts.Node]:
+    """The leaves under `root` whose text is one of `names`, in document order: every occurrence of a name in
+    the text (overlapping ones too) whose bytes are exactly one leaf's (`descendant_for_byte_range`)."""
+    text = root.text or b""
+    base = root.start_byte
+    spots = set()
+    for w in {n.encode() for n in names if n}:
+        i = text.find(w)
+        while i >= 0:
+            spots.add((base + i, base + i + len(w)))
+            i = text.find(w, i + 1)
+    out = []
+    for start, end in sorted(spots):
+        node = root.descendant_for_byte_range(start, end)
+        if node is not None and node.start_byte == start and node.end_byte == end and not node.child_count:
+            out.append(node)
+    return out
+
+
+# Limits of `holders`: past them a caller indexes the whole tree instead (the same answer, at a known cost)
+HOLDERS_MAX_LEAVES = 64  # occurrences of the name
+HOLDERS_MAX_DEPTH = 256  # ancestors climbed from one occurrence (`Node.parent` costs the depth itself)
+
+
+def holders(root: ts.Node, name: str, types: frozenset[str]) -> list[ts.Node] | None:
+    """The nodes of `types` under `root` (itself included) that hold a leaf spelled `name`, each once: the only
+    nodes whose declarations, calls... can be keyed by that name, so a lookup of one name need not index the
+    whole tree (the editor re-scans the file at every keystroke). None past HOLDERS_MAX_LEAVES occurrences or
+    HOLDERS_MAX_DEPTH ancestors of one: the caller then indexes the whole tree."""
+    leaves = leaves_named(root, [name])
+    if len(leaves) > HOLDERS_MAX_LEAVES:
+        return None
+    out: dict[int, ts.Node] = {}
+    for leaf in leaves:
+        node: ts.Node | None = leaf
+        for _ in range(HOLDERS_MAX_DEPTH):
+            if node is None:
+                break
+            if node.type in types:
+                out.setdefault(node.id, node)
+            if node == root:
+                break
+            node = node.parent
+        else:
+            return None
+    return list(out.values())
+
+
 def named_pair_matches(root: ts.Node, lasts: tuple[FieldPattern, ...], first_field: str, names: Iterable[str]
                        ) -> list[tuple[ts.Node, ts.Node, ts.Node]]:
     """pair_matches(root, lasts, first_field) whose last child's text is one of `names`, in the same order,
@@ -201,18 +249,9 @@ def named_pair_matches(root: ts.Node, lasts: tuple[FieldPattern, ...], first_fie
     times. Each occurrence is the node exactly at its bytes (`descendant_for_byte_range`), kept when it is a
     `last` child of its parent in the pattern's field; those children are leaves, so their document order is
     the walk's pre-order. For patterns whose last child has no text of its own (a subtree) use pair_matches."""
-    text = root.text or b""
-    base = root.start_byte
-    spots = set()
-    for w in {n.encode() for n in names if n}:
-        i = text.find(w)
-        while i >= 0:  # every occurrence, overlapping ones too
-            spots.add((base + i, base + i + len(w)))
-            i = text.find(w, i + 1)
     out = []
-    for start, end in sorted(spots):
-        node = root.descendant_for_byte_range(start, end)
-        if node is None or node.start_byte != start or node.end_byte != end or node.child_count or not node.is_named:
+    for node in leaves_named(root, names):
+        if not node.is_named:
             continue
         parent = node.parent
         if parent is None:

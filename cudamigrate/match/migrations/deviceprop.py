@@ -278,8 +278,8 @@ def _fresh_name(ctx: FileContext, candidates: list[str]) -> str:
         # a whole word (not after `.`/`->` when member_ok) of a text: one search per candidate, kept per file;
         # the sets of every word of the texts cost a tenth of the editor's warm re-scan of a 1,700-line file
         if (raw, member_ok) not in seen:
-            rx = re.compile((rb"(?<![.>\w])" if member_ok else rb"(?<!\w)") + re.escape(raw) + rb"(?!\w)")
-            seen[(raw, member_ok)] = any(rx.search(data) for _, data in _project_texts(ctx))
+            word = re.compile((rb"(?<![.>\w])" if member_ok else rb"(?<!\w)") + re.escape(raw) + rb"(?!\w)")
+            seen[(raw, member_ok)] = any(word.search(data) for _, data in _project_texts(ctx))
         return seen[(raw, member_ok)]
 
     for c in candidates:
