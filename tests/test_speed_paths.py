@@ -642,3 +642,31 @@ def test_declarations_of_one_name_equal_the_whole_index():
             ctx.__dict__.pop("_decl_named", None)  # every name looked up alone, never from the whole index
             assert matchers_mod._declarations_named(ctx, unit, name) == full.get(name, []), name
     assert checked > 1000 and found > 150, (checked, found)
+
+
+def test_calls_from_one_function_equal_the_files_calls_that_start_in_it():
+    """filled_struct_field's getter calls before a read come from the calls of its function alone
+    (builtins._calls_from), not from every call of the file (FileContext.calls): the same calls by name, in
+    the same order, for every function of the corpus (nested lambdas, calls of calls, broken code too)."""
+    from cudamigrate.match.context import FileContext
+    from cudamigrate.match.migrations.builtins import _calls_from
+    from cudamigrate.parse.treesitter import Unit
+
+    checked = 0
+    datas = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*"))
+             if p.suffix in EXTS and p.is_file()]
+    datas.append(b"int f() { g(h(1))(2); [](){ k(); }(); ::cudaGetDeviceProperties(&p, 0); t<int>(x); }\n"
+                 b"int broken( { q(1); int e() { r(2); }\n")
+    for data in datas:
+        unit = Unit(tree=parse(data), base=0)
+        ctx = FileContext(source=None, units=[unit])  # type: ignore[arg-type]
+        for fn in walk_mod.walk_typed_nodes(unit.root, frozenset({"function_definition"})):
+            want: dict[str, list] = {}
+            for name, calls in ctx.calls.items():
+                inside = [c.id for u, c in calls if fn.start_byte <= c.start_byte < fn.end_byte]
+                if inside:
+                    want[name] = inside
+            got = {name: [c.id for c in calls] for name, calls in _calls_from(ctx, fn).items()}
+            assert got == want
+            checked += sum(map(len, want.values()))
+    assert checked > 500
