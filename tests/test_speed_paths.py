@@ -646,10 +646,10 @@ def test_declarations_of_one_name_equal_the_whole_index():
 
 def test_calls_from_one_function_equal_the_files_calls_that_start_in_it():
     """filled_struct_field's getter calls before a read come from the calls of its function alone
-    (builtins._calls_from), not from every call of the file (FileContext.calls): the same calls by name, in
+    (deviceprop.calls_from), not from every call of the file (FileContext.calls): the same calls by name, in
     the same order, for every function of the corpus (nested lambdas, calls of calls, broken code too)."""
     from cudamigrate.match.context import FileContext
-    from cudamigrate.match.migrations.builtins import _calls_from
+    from cudamigrate.match.migrations.deviceprop import calls_from
     from cudamigrate.parse.treesitter import Unit
 
     checked = 0
@@ -666,7 +666,7 @@ def test_calls_from_one_function_equal_the_files_calls_that_start_in_it():
                 inside = [c.id for u, c in calls if fn.start_byte <= c.start_byte < fn.end_byte]
                 if inside:
                     want[name] = inside
-            got = {name: [c.id for c in calls] for name, calls in _calls_from(ctx, fn).items()}
+            got = {name: [c.id for c in calls] for name, calls in calls_from(ctx, fn).items()}
             assert got == want
             checked += sum(map(len, want.values()))
     assert checked > 500

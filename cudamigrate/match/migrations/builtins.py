@@ -421,28 +421,6 @@ def _semantic_receiver(ctx: FileContext, unit, field: ts.Node, types: list[str])
     return rec is not None and any(rec == t or rec.endswith("::" + t) for t in types)
 
 
-def _calls_from(ctx: FileContext, fn: ts.Node) -> dict[str, list[ts.Node]]:
-    """The calls that start in function `fn` by normalized callee name, in `ctx.calls`' order (kept per file
-    context): the getter calls before a field read, found in that function alone, not by indexing every call of
-    the file at each re-scan. Those calls are under `fn`, or hold it and start where it starts."""
-    memo = ctx.__dict__.setdefault("_calls_from", {})
-    if fn.id not in memo:
-        from ..context import CALL_PATTERNS
-
-        found: list[tuple[ts.Node, ts.Node]] = []
-        up = fn.parent
-        while up is not None and up.start_byte == fn.start_byte:
-            if up.type == "call_expression":
-                found[:0] = [(up, f) for f in up.children_by_field_name("function") if f.is_named]  # ancestors first
-            up = up.parent
-        found += [(call, f) for _, call, f in walk.field_matches(fn, CALL_PATTERNS)]
-        out: dict[str, list[ts.Node]] = {}
-        for call, f in found:
-            out.setdefault(normalize_name(node_text(f)), []).append(call)
-        memo[fn.id] = out
-    return memo[fn.id]
-
-
 @BUILTINS.register("filled_struct_field", doc=(
     "`prop.clockRate` with the device from an earlier `cudaGetDeviceProperties(&prop, dev)` in `vars.source`; "
     "the receiver's type is followed through aliases, pointers, references, `auto` and members declared in "
@@ -467,7 +445,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     """
     from ..matchers import declared_type, member_expression_type
     from ...read.project_index import project_member_type
-    from .deviceprop import FIELD_READS, bound_objects, hoist_edits, receiver_is
+    from .deviceprop import FIELD_READS, bound_objects, calls_from, hoist_edits, receiver_is
     from .deviceprop_guard import removed_capability_edits
     from ...rules.schema import parse_version
 
@@ -518,7 +496,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
             if fn is not None and not unit.in_macro:
                 best = None
                 for gname, (sarg, darg) in getters.items():
-                    for call in _calls_from(ctx, fn).get(gname, []):
+                    for call in calls_from(ctx, fn).get(gname, []):
                         if not (fn.start_byte <= call.start_byte < fe.start_byte):
                             continue
                         args = [c for c in call.child_by_field_name("arguments").named_children if c.type != "comment"]

@@ -23,7 +23,7 @@ import tree_sitter as ts
 from ...findings.model import Edit
 from ...parse import walk
 from ...parse.treesitter import Unit, query
-from ..context import FileContext, declaration_of, named_children, node_text, normalize, normalize_name, scope_of, type_aliases
+from ..context import CALL_PATTERNS, FileContext, declaration_of, named_children, node_text, normalize, normalize_name, scope_of, type_aliases
 
 _BLOCKS = {"compound_statement"}
 _PP_BLOCKS = {"preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "preproc_elifdef"}
@@ -190,6 +190,26 @@ def bound_objects(unit: Unit, name: str, at: ts.Node, depth: int = 0) -> list[st
             out += bound_objects(unit, node_text(target), decl, depth + 1)
         return out
     return out
+
+
+def calls_from(ctx: FileContext, fn: ts.Node) -> dict[str, list[ts.Node]]:
+    """The calls that start in function `fn` by normalized callee name, in `ctx.calls`' order (kept per file
+    context): the getter calls before a field read, found in that function alone, not by indexing every call of
+    the file at each re-scan. Those calls are under `fn`, or hold it and start where it starts."""
+    memo = ctx.__dict__.setdefault("_calls_from", {})
+    if fn.id not in memo:
+        found: list[tuple[ts.Node, ts.Node]] = []
+        up = fn.parent
+        while up is not None and up.start_byte == fn.start_byte:
+            if up.type == "call_expression":
+                found[:0] = [(up, f) for f in up.children_by_field_name("function") if f.is_named]  # ancestors first
+            up = up.parent
+        found += [(call, f) for _, call, f in walk.field_matches(fn, CALL_PATTERNS)]
+        out: dict[str, list[ts.Node]] = {}
+        for call, f in found:
+            out.setdefault(normalize_name(node_text(f)), []).append(call)
+        memo[fn.id] = out
+    return memo[fn.id]
 
 
 # ------------------------------------------------------------------ the rewrite
