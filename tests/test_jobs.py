@@ -104,3 +104,37 @@ def test_nested_constructs_give_the_innermost_whatever_the_order_of_findings():
               lambda b: code.encode()[:b].count(b"\n") + 1)
     assert sorted((f.line, f.column, f.context.get("job")) for f in again) == sorted(
         (f.line, f.column, f.context.get("job")) for f in fs)
+
+
+def test_the_path_down_to_a_range_finds_the_construct_the_whole_walk_finds():
+    """mark_jobs places a file's few hand-work findings by descending the tree to each (innermost_below), not
+    by walking every construct of the file (innermost): both give the same node for every non-empty range of
+    nested, adjacent and broken code (the ranges of every node, and of one byte at each node's start)."""
+    from cudamigrate.findings.jobs import CONSTRUCTS, innermost, innermost_below
+    from cudamigrate.parse.treesitter import parse
+    from cudamigrate.parse.walk import typed_nodes
+
+    code = (SWITCH + "#define A(x) switch (x) { case 1: break; }\n#define B 2\n"
+            "int f(int e) { switch (e) { case 1: { switch (e) { default: return 1; } } } return [](int k) {\n"
+            "  switch (k) { case 2: return 2; } return 0; }(e); }\nstruct S { void m() { switch (1) {} } };\n"
+            "int broken( { switch (e) { case 1: ; int g() { return 0; }\n")
+    root = parse(code.encode()).root_node
+    spans = sorted(((n.start_byte, n.end_byte, n) for n in typed_nodes(root, frozenset(CONSTRUCTS))),
+                   key=lambda s: (s[0], -s[1]))
+    nodes, cur = [], root.walk()
+    while True:
+        nodes.append(cur.node)
+        if cur.goto_first_child():
+            continue
+        while not cur.goto_next_sibling():
+            if not cur.goto_parent():
+                break
+        else:
+            continue
+        break
+    ranges = sorted({r for n in nodes for r in ((n.start_byte, n.end_byte), (n.start_byte, n.start_byte + 1))
+                     if r[0] < r[1] <= len(code)})
+    want = innermost(spans, ranges)
+    got = [innermost_below(root, s, e) for s, e in ranges]
+    assert [(n.type, n.start_byte) if n else None for n in got] == [(n.type, n.start_byte) if n else None for n in want]
+    assert sum(n is not None for n in want) > 100 and len({n.start_byte for n in want if n}) > 8  # not vacuous

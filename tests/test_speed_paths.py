@@ -75,6 +75,8 @@ def _slow(monkeypatch) -> None:
     monkeypatch.setattr(walk_mod, "field_matches", walk_mod.query_field_matches)
     monkeypatch.setattr(walk_mod, "kernel_launches", _query_kernel_launches)
     monkeypatch.setattr(walk_mod, "pair_matches", _query_pair_matches)
+    monkeypatch.setattr(walk_mod, "named_pair_matches", lambda root, lasts, first, names: [
+        m for m in _query_pair_matches(root, lasts, first) if m[2].text.decode() in set(names)])
     monkeypatch.setattr(walk_mod, "typed_nodes", lambda root, types: ts.QueryCursor(
         query(" ".join(f"({t}) @n" for t in sorted(types)))).captures(root).get("n", []))  # in the query's order
     monkeypatch.setattr(ppenv_mod._Walker, "memoise", False)  # every #include walked again
@@ -206,6 +208,14 @@ def test_walks_find_what_the_former_queries_found():
             want = [tuple(_spans(c[k][0] for k in caps or ("t", "d"))) for _, c in ts.QueryCursor(q).matches(root)]
             assert [tuple(_spans(m[1 if caps is None else 0:])) for m in fn(root)] == want, text
             seen += len(want)
+    names = ["clockRate", "computeMode", "x", "y", "data", "Rate", "a", "b", "p", "cudaStream_t"]  # one within another too
+    q = query("(field_expression argument: (_) @r field: (field_identifier) @f) @x")
+    for root in roots + [r.children[0] for r in roots if r.children]:  # subtrees too
+        want = [tuple(_spans((c["x"][0], c["r"][0], c["f"][0]))) for _, c in ts.QueryCursor(q).matches(root)
+                if c["f"][0].text.decode() in names]
+        got = walk_mod.named_pair_matches(root, deviceprop_mod.FIELD_READS, "argument", names)
+        assert [tuple(_spans(m)) for m in got] == want
+        seen += len(want)
     q = query('((type_identifier) @t (#any-of? @t "textureReference" "surfaceReference"))')
     for root in roots:
         assert _spans(reference_type_names(root)) == sorted(_spans(ts.QueryCursor(q).captures(root).get("t", [])),
@@ -564,3 +574,99 @@ def test_reference_api_text_needs_a_bind_a_reference_type_or_a_template_less_rea
                        (b"cudaBindTexture(0, ref, d, n);\n", True), (b"const textureReference *r;\n", True),
                        (b"cudaGetTextureReference(&r, &tex);\n", True)]:
         assert reference_api_possible(text) is want, text
+
+
+def _former_fresh_name(texts, candidates):
+    """deviceprop._fresh_name as it was: the sets of every word of the texts, built once per file."""
+    import re
+
+    words = ({w for t in texts for w in re.findall(rb"\w+", t)}, {w for t in texts for w in re.findall(rb"(?<![.>\w])\w+", t)})
+
+    def used(name, member_ok=True):
+        return name.encode() in (words[1] if member_ok else words[0])
+
+    for c in candidates:
+        if not used(c):
+            return c
+    i = 2
+    while used(f"{candidates[-1]}_{i}", False):
+        i += 1
+    return f"{candidates[-1]}_{i}"
+
+
+def test_fresh_names_searched_per_candidate_equal_the_former_word_sets():
+    """The hoisted local's name (deviceprop._fresh_name) is found by one search per candidate, not from the set
+    of every word of the file and its headers: the same name for words used as members only (`.`, `->`), as
+    whole words, inside longer words, with numbered clashes, at the start and end of a text."""
+    import re
+    from types import SimpleNamespace
+
+    texts = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*.cu"))][:60]
+    odd = b"clockRate = p.memoryClockRate + q->computeMode + q->onlyArrow + p.onlyDot; int v_2, v_3; x_2 y>z (w)\nend"
+    words = sorted({w.decode() for t in texts for w in re.findall(rb"\w+", t)})
+    candidates = words[::7] + ["clockRate", "memoryClockRate", "computeMode", "onlyArrow", "onlyDot", "v", "x", "z", "w",
+                               "end", "absent_name"]
+    for i, c in enumerate(candidates):
+        ctx = SimpleNamespace(_dp_texts=[(Path(f"t{k}.cu"), t) for k, t in enumerate([odd] + texts[i % 5:][:11])])
+        sub = [t for _, t in ctx._dp_texts]
+        for cands in ([c], [c, "v"], ["absent_name", c]):
+            assert deviceprop_mod._fresh_name(ctx, cands) == _former_fresh_name(sub, cands), cands
+    assert len(candidates) > 100
+
+
+def test_declarations_of_one_name_equal_the_whole_index():
+    """The declarations of one name found from the declarations that hold it (walk.holders:
+    context.declarations_named, matchers._declarations_named) are the whole tree's index's entries for it, in
+    its order, for every name of every fixture and example file (and multi-declarator, lambda, broken code)."""
+    import re
+    from types import SimpleNamespace
+
+    from cudamigrate.match.context import declaration_index, declarations_named
+    from cudamigrate.parse.treesitter import reset_parent_cache
+
+    checked = found = 0
+    for root in _corpus_roots():
+        reset_parent_cache()
+        index = declaration_index(root)
+        unit = SimpleNamespace(root=root)
+        full = matchers_mod._declarations(SimpleNamespace(), unit)
+        ctx = SimpleNamespace()
+        names = sorted({w.decode() for w in re.findall(rb"[A-Za-z_]\w*", root.text)})[::3]
+        for name in names:
+            got = declarations_named(root, name)
+            if got is not None:
+                assert [(d.id, t.id, o, f) for d, t, o, f in got] == \
+                    [(d.id, t.id, o, f) for d, t, o, f in index.get(name, [])], name
+                checked += 1
+                found += bool(got)
+            ctx.__dict__.pop("_decl_named", None)  # every name looked up alone, never from the whole index
+            assert matchers_mod._declarations_named(ctx, unit, name) == full.get(name, []), name
+    assert checked > 1000 and found > 150, (checked, found)
+
+
+def test_calls_from_one_function_equal_the_files_calls_that_start_in_it():
+    """filled_struct_field's getter calls before a read come from the calls of its function alone
+    (deviceprop.calls_from), not from every call of the file (FileContext.calls): the same calls by name, in
+    the same order, for every function of the corpus (nested lambdas, calls of calls, broken code too)."""
+    from cudamigrate.match.context import FileContext
+    from cudamigrate.match.migrations.deviceprop import calls_from
+    from cudamigrate.parse.treesitter import Unit
+
+    checked = 0
+    datas = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*"))
+             if p.suffix in EXTS and p.is_file()]
+    datas.append(b"int f() { g(h(1))(2); [](){ k(); }(); ::cudaGetDeviceProperties(&p, 0); t<int>(x); }\n"
+                 b"int broken( { q(1); int e() { r(2); }\n")
+    for data in datas:
+        unit = Unit(tree=parse(data), base=0)
+        ctx = FileContext(source=None, units=[unit])  # type: ignore[arg-type]
+        for fn in walk_mod.walk_typed_nodes(unit.root, frozenset({"function_definition"})):
+            want: dict[str, list] = {}
+            for name, calls in ctx.calls.items():
+                inside = [c.id for u, c in calls if fn.start_byte <= c.start_byte < fn.end_byte]
+                if inside:
+                    want[name] = inside
+            got = {name: [c.id for c in calls] for name, calls in calls_from(ctx, fn).items()}
+            assert got == want
+            checked += sum(map(len, want.values()))
+    assert checked > 500

@@ -419,6 +419,51 @@ def _recent_declaration_index(root: ts.Node) -> dict[str, list[tuple[ts.Node, ts
     return index
 
 
+_DECL_TYPES = frozenset(p.node_type for p in DECL_TYPE_PATTERNS)
+_NAMED_DECLS: list[tuple[ts.Node, dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]]]] = []
+_NAMES_BEFORE_INDEX = 32  # names looked up one by one in a tree before its whole index is built instead
+
+
+def declarations_named(root: ts.Node, name: str) -> list[tuple[ts.Node, ts.Node, bool, int | None]] | None:
+    """`declaration_index(root).get(name, [])`, from the declarations that hold a leaf spelled `name`
+    (walk.holders) instead of every declaration of the tree; None when the name occurs too often or too deep
+    for that (or two type nodes tie in document order), and the caller indexes the tree."""
+    decls = walk.holders(root, name, _DECL_TYPES)
+    if decls is None:
+        return None
+    pairs = sorted((((tn.start_byte, -tn.end_byte), tn, decl) for decl in decls
+                    for tn in decl.children_by_field_name("type") if tn.is_named), key=lambda p: p[0])
+    if len({k for k, _, _ in pairs}) != len(pairs):
+        return None
+    out = []
+    for _, tn, decl in pairs:  # the index's order: the type nodes' pre-order
+        dfn = scope_of(decl).function
+        for d in declarators(decl):
+            got = declarator_name(d)
+            if got is not None and got[0] == name:
+                out.append((decl, tn, got[1], dfn.start_byte if dfn is not None else None))
+    return out
+
+
+def _recent_declarations(root: ts.Node, name: str) -> list[tuple[ts.Node, ts.Node, bool, int | None]]:
+    """The declarations of `name` in `root`'s index: from the whole index when it is built, else found for
+    this name alone (kept for the last few roots) until a tree has been asked about _NAMES_BEFORE_INDEX names."""
+    for r, index in _DECL_INDEXES:
+        if r == root:
+            return index.get(name, [])
+    named = next((n for r, n in _NAMED_DECLS if r == root), None)
+    if named is None:
+        named = {}
+        _NAMED_DECLS.insert(0, (root, named))
+        del _NAMED_DECLS[_DECL_INDEXED_ROOTS:]
+    if name not in named:
+        got = declarations_named(root, name) if len(named) < _NAMES_BEFORE_INDEX else None
+        if got is None:
+            return _recent_declaration_index(root).get(name, [])
+        named[name] = got
+    return named[name]
+
+
 def declaration_of(root: ts.Node, ident: str, at: ts.Node,
                    index: dict[str, list[tuple[ts.Node, ts.Node, bool, int | None]]] | None = None
                    ) -> tuple[ts.Node, ts.Node, bool] | None:
@@ -426,11 +471,9 @@ def declaration_of(root: ts.Node, ident: str, at: ts.Node,
 
     Declarations inside a function that does not enclose `at` are skipped, so a `v` of another function
     is never taken for this one's. Pass `index` (from `declaration_index(root)`) to avoid re-querying."""
-    if index is None:
-        index = _recent_declaration_index(root)
     fn = scope_of(at).function
     best = None
-    for decl, tnode, owns, dfn in index.get(ident, []):
+    for decl, tnode, owns, dfn in (index.get(ident, []) if index is not None else _recent_declarations(root, ident)):
         if decl.start_byte > at.start_byte:
             continue
         if dfn is not None and (fn is None or dfn != fn.start_byte):

@@ -338,20 +338,65 @@ def _declarations(ctx: FileContext, unit: Unit) -> dict[str, list[tuple[int, str
         return cache[key]
     out: dict[str, list[tuple[int, str]]] = {}
     for _, tn, d in walk.pair_matches(unit.root, TYPED_DECLARATORS, "type"):
-        t = normalize_name(node_text(tn))
-        ref = "&" in node_text(d).split("=")[0] or "*" in node_text(d).split("=")[0]
-        while d.type in ("init_declarator", "reference_declarator", "pointer_declarator", "array_declarator") and d.named_children:
-            d = d.child_by_field_name("declarator") or d.named_children[0]
-        if d.type in ("identifier", "field_identifier"):
-            out.setdefault(node_text(d), []).append((d.start_byte, t + ("*" if ref else "")))
+        got = _declaration(tn, d)
+        if got is not None:
+            out.setdefault(got[0], []).append(got[1:])
     cache[key] = out
+    return out
+
+
+def _declaration(tn: ts.Node, d: ts.Node) -> tuple[str, int, str] | None:
+    """(name, offset, declared type) of one (type, declarator) pair of `_declarations`, or None."""
+    t = normalize_name(node_text(tn))
+    ref = "&" in node_text(d).split("=")[0] or "*" in node_text(d).split("=")[0]
+    while d.type in ("init_declarator", "reference_declarator", "pointer_declarator", "array_declarator") and d.named_children:
+        d = d.child_by_field_name("declarator") or d.named_children[0]
+    if d.type in ("identifier", "field_identifier"):
+        return node_text(d), d.start_byte, t + ("*" if ref else "")
+    return None
+
+
+_TYPED_DECLARATOR_TYPES = frozenset(p.node_type for p in TYPED_DECLARATORS)
+NAMES_BEFORE_INDEX = 32  # names looked up one by one in a unit before all its declarations are indexed instead
+
+
+def _declarations_named(ctx: FileContext, unit: Unit, ident: str) -> list[tuple[int, str]]:
+    """`_declarations(ctx, unit).get(ident, [])`, from the declarations that hold a leaf spelled `ident`
+    (walk.holders), not every declaration of the unit: the editor re-scans a file at every keystroke, and a
+    builtin asking the type of one receiver indexed (and normalized the types of) every declaration. The
+    whole index is built instead once it exists, once the unit has been asked NAMES_BEFORE_INDEX names, or
+    when the name occurs too often, too deep, or two declarators tie in document order."""
+    full = ctx.__dict__.get("_decl_cache", {}).get(id(unit))
+    if full is not None:
+        return full.get(ident, [])
+    named = ctx.__dict__.setdefault("_decl_named", {}).setdefault(id(unit), {})
+    if ident in named:
+        return named[ident]
+    decls = walk.holders(unit.root, ident, _TYPED_DECLARATOR_TYPES) if len(named) < NAMES_BEFORE_INDEX else None
+    triples = []
+    for x in decls or []:  # pair_matches(x, TYPED_DECLARATORS, "type"): each declarator after each type
+        kids = x.children
+        for d in x.children_by_field_name("declarator"):
+            if d.is_named:
+                k = next(i for i, c in enumerate(kids) if c == d)
+                triples += [((d.start_byte, -d.end_byte), i, kids[i], d) for i in range(k)
+                            if kids[i].is_named and x.field_name_for_child(i) == "type"]
+    triples.sort(key=lambda t: t[:2])
+    if decls is None or len({t[:2] for t in triples}) != len(triples):
+        return _declarations(ctx, unit).get(ident, [])
+    out: list[tuple[int, str]] = []
+    for _, _, tn, d in triples:  # the index's order: the declarators' pre-order
+        got = _declaration(tn, d)
+        if got is not None and got[0] == ident:
+            out.append(got[1:])
+    named[ident] = out
     return out
 
 
 def declared_type(ctx: FileContext, unit: Unit, ident: str, at: ts.Node) -> str | None:
     """Best-effort type of a variable: the closest preceding declaration of that name."""
     best: tuple[int, str] | None = None
-    for pos, t in _declarations(ctx, unit).get(ident, []):
+    for pos, t in _declarations_named(ctx, unit, ident):
         if pos <= at.start_byte and (best is None or pos > best[0]):
             best = (pos, t)
     return best[1].rstrip("*") if best else None

@@ -9,7 +9,7 @@ that every scanned file meets are walked until a process has seen enough source 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import tree_sitter as ts
@@ -189,6 +189,82 @@ def pair_matches(root: ts.Node, lasts: tuple[FieldPattern, ...], first_field: st
             c = kids[i]
             if c.is_named and node.field_name_for_child(i) == first_field and (first_type is None or c.type == first_type):
                 out.append((node, c, lc))
+    return out
+
+
+def leaves_named(root: ts.Node, names: Iterable[str]) -> list[ts.Node]:
+    """The leaves under `root` whose text is one of `names`, in document order: every occurrence of a name in
+    the text (overlapping ones too) whose bytes are exactly one leaf's (`descendant_for_byte_range`)."""
+    text = root.text or b""
+    base = root.start_byte
+    spots = set()
+    for w in {n.encode() for n in names if n}:
+        i = text.find(w)
+        while i >= 0:
+            spots.add((base + i, base + i + len(w)))
+            i = text.find(w, i + 1)
+    out = []
+    for start, end in sorted(spots):
+        node = root.descendant_for_byte_range(start, end)
+        if node is not None and node.start_byte == start and node.end_byte == end and not node.child_count:
+            out.append(node)
+    return out
+
+
+# Limits of `holders`: past them a caller indexes the whole tree instead (the same answer, at a known cost)
+HOLDERS_MAX_LEAVES = 64  # occurrences of the name
+HOLDERS_MAX_DEPTH = 256  # ancestors climbed from one occurrence (`Node.parent` costs the depth itself)
+
+
+def holders(root: ts.Node, name: str, types: frozenset[str]) -> list[ts.Node] | None:
+    """The nodes of `types` under `root` (itself included) that hold a leaf spelled `name`, each once: the only
+    nodes whose declarations, calls... can be keyed by that name, so a lookup of one name need not index the
+    whole tree (the editor re-scans the file at every keystroke). None past HOLDERS_MAX_LEAVES occurrences or
+    HOLDERS_MAX_DEPTH ancestors of one: the caller then indexes the whole tree."""
+    leaves = leaves_named(root, [name])
+    if len(leaves) > HOLDERS_MAX_LEAVES:
+        return None
+    out: dict[int, ts.Node] = {}
+    for leaf in leaves:
+        node: ts.Node | None = leaf
+        for _ in range(HOLDERS_MAX_DEPTH):
+            if node is None:
+                break
+            if node.type in types:
+                out.setdefault(node.id, node)
+            if node == root:
+                break
+            node = node.parent
+        else:
+            return None
+    return list(out.values())
+
+
+def named_pair_matches(root: ts.Node, lasts: tuple[FieldPattern, ...], first_field: str, names: Iterable[str]
+                       ) -> list[tuple[ts.Node, ts.Node, ts.Node]]:
+    """pair_matches(root, lasts, first_field) whose last child's text is one of `names`, in the same order,
+    found from where the names occur in the text, not by a walk of the tree. A builtin that looks for a few
+    field names (`prop.clockRate`) read the whole tree's field index at every scan - the language server's
+    warm re-scan of a 1,700-line file spent most of its time there - though the names occur a handful of
+    times. Each occurrence is the node exactly at its bytes (`descendant_for_byte_range`), kept when it is a
+    `last` child of its parent in the pattern's field; those children are leaves, so their document order is
+    the walk's pre-order. For patterns whose last child has no text of its own (a subtree) use pair_matches."""
+    out = []
+    for node in leaves_named(root, names):
+        if not node.is_named:
+            continue
+        parent = node.parent
+        if parent is None:
+            continue
+        kids = parent.children
+        k = next((i for i, c in enumerate(kids) if c == node), None)
+        if k is None or not any(p.node_type == parent.type and parent.field_name_for_child(k) == p.field
+                                and (p.child_type is None or node.type == p.child_type) for p in lasts):
+            continue
+        for i in range(k):
+            c = kids[i]
+            if c.is_named and parent.field_name_for_child(i) == first_field:
+                out.append((parent, c, node))
     return out
 
 

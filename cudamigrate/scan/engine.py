@@ -423,7 +423,7 @@ class Engine:
         internal += more
         try:  # hand work grouped by construct, for the plan's effort (cudamigrate/findings/jobs.py)
             mark_jobs(res.findings, lambda: walk.typed_nodes(ctx.main.root, frozenset(CONSTRUCTS)),
-                      lambda b: src.position(b)[0])
+                      lambda b: src.position(b)[0], ctx.main.root)
         except Exception as exc:
             internal.append((internal_message(display, None, exc, "grouping manual findings"), exc))
         res.suppressions = Suppressions.scan(data)

@@ -445,7 +445,7 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     """
     from ..matchers import declared_type, member_expression_type
     from ...read.project_index import project_member_type
-    from .deviceprop import FIELD_READS, bound_objects, hoist_edits, receiver_is
+    from .deviceprop import FIELD_READS, bound_objects, calls_from, hoist_edits, receiver_is
     from .deviceprop_guard import removed_capability_edits
     from ...rules.schema import parse_version
 
@@ -455,10 +455,9 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
     getters: dict[str, list[int]] = spec.get("getters", {}) or {}
     out: list[Match] = []
     for unit in ctx.units:
-        # `(field_expression argument: (_) @r field: (field_identifier) @f) @fe`, walked
-        for fe, recv, f in walk.pair_matches(unit.root, FIELD_READS, "argument"):
-            if node_text(f) not in fields:
-                continue
+        # `(field_expression argument: (_) @r field: (field_identifier) @f) @fe` of the listed fields, found
+        # where their names occur in the text (no walk of the whole tree: the editor re-scans at each keystroke)
+        for fe, recv, f in walk.named_pair_matches(unit.root, FIELD_READS, "argument", fields):
             t: str | None = None
             base = recv
             while base.type in ("subscript_expression", "pointer_expression", "parenthesized_expression") and base.named_children:
@@ -497,8 +496,8 @@ def filled_struct_field(rule: Rule, ctx: FileContext, options: dict[str, Any]) -
             if fn is not None and not unit.in_macro:
                 best = None
                 for gname, (sarg, darg) in getters.items():
-                    for gunit, call in ctx.calls.get(gname, []):
-                        if gunit is not unit or not (fn.start_byte <= call.start_byte < fe.start_byte):
+                    for call in calls_from(ctx, fn).get(gname, []):
+                        if not (fn.start_byte <= call.start_byte < fe.start_byte):
                             continue
                         args = [c for c in call.child_by_field_name("arguments").named_children if c.type != "comment"]
                         if len(args) > max(sarg, darg) and _no_this(_strip_addr(node_text(args[sarg]))) in wants:
