@@ -87,6 +87,12 @@ elif [ -d .whl ]; then
 else
   note "python deps missing and no .whl/ carried"; exit 3
 fi
+# the editor server's (cudamigrate server, bench/lsp_latency.py --lsp): pure-Python wheels, unpacked when missing
+if ! "$PY" -c 'import pygls, lsprotocol' 2>/dev/null && [ -d .whl ]; then
+  mkdir -p "$DEPS" && unpack_wheels ".whl/pygls-*.whl" ".whl/lsprotocol-*.whl" ".whl/cattrs-*.whl" ".whl/attrs-*.whl" \
+    ".whl/typing_extensions-*.whl" >>"$ENVF" 2>&1
+  "$PY" -c 'import pygls, lsprotocol' 2>/dev/null && note "server deps: from .whl" || note "server deps missing (carry .whl/)"
+fi
 
 # ---- cuBLAS / NVRTC
 CUDA_HOME=$("$PY" -c 'from cudamigrate.toolcheck.build import cuda_home; print(cuda_home() or "")')  # follows wrapper scripts

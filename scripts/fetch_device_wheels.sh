@@ -26,6 +26,12 @@ PKGS=(
   "pyyaml==6.0.4"
   "pathspec==1.1.1"
   "google-re2==1.1.20251105"
+  # the editor server (bench/lsp_latency.py --lsp, the server tests)
+  "pygls==2.1.1"
+  "lsprotocol==2025.0.0"
+  "cattrs==26.2.1"
+  "attrs==26.1.0"
+  "typing-extensions==4.16.0"
 )
 if [ "${WITH_CUDA_WHEELS:-0}" = 1 ]; then
   PKGS+=("nvidia-cublas==13.0.2.14" "nvidia-cuda-nvrtc==13.0.88")

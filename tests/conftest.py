@@ -23,6 +23,19 @@ FIXTURES = ROOT / "fixtures"
 RULES = ROOT / "rules"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_read_record():
+    """Each test starts with no reads recorded by the tests before it in this process: the result cache makes
+    every run depend on what the process read, so an earlier test's file in /tmp tied a later test's cache to
+    the listing of /tmp, where the other worker's nvcc temporaries come and go (the cache and replay tests
+    failed on a loaded machine, in the order load gave: tests/test_cache.py
+    `test_reads_of_an_earlier_run_in_a_churning_directory`)."""
+    from cudamigrate.pipeline.result_cache import forget_reads
+
+    forget_reads()
+    yield
+
+
 def pytest_collection_modifyitems(config, items):
     if shutil.which("nvcc") is None:
         skip = pytest.mark.skip(reason="nvcc not on PATH: nvcc compile tests skipped")

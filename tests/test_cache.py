@@ -287,6 +287,30 @@ def test_unchanged_tree_is_answered_from_the_cache_and_edits_cost_one_file(tmp_p
     assert len(count.take()) == 6  # --no-cache scans everything
 
 
+def test_reads_of_an_earlier_run_in_a_churning_directory(tmp_path, cache_dir, monkeypatch):
+    # an earlier run in this process read a file in a directory where other programs' temporaries come and go
+    # (/tmp and nvcc's `tmpxft_*.cpp`): the record ties the next runs' results to that directory's listing, so
+    # they are re-scanned (never stale); forgotten (as conftest does before each test), the cache answers
+    churn = tmp_path / "tmpdir"
+    churn.mkdir()
+    (churn / "one.cu").write_text(LEGACY)
+    _scan_json(churn / "one.cu", "-j", "1")
+    _tree(tmp_path / "tree")
+    count = _Counter(monkeypatch)
+    _scan_json(tmp_path / "tree", "-j", "1")
+    assert len(count.take()) == 6
+    (churn / "tmpxft_1.cpp").write_text("int x;\n")
+    _scan_json(tmp_path / "tree", "-j", "1")
+    assert len(count.take()) == 6  # the earlier run's directory changed: a wasted re-scan, not a stale answer
+    cache.forget_reads()  # what conftest does before each test, whose tree is its own
+    _tree(tmp_path / "next")
+    _scan_json(tmp_path / "next", "-j", "1")
+    assert len(count.take()) == 6
+    (churn / "tmpxft_2.cpp").write_text("int y;\n")
+    _scan_json(tmp_path / "next", "-j", "1")
+    assert count.take() == []
+
+
 def test_header_edit_in_the_run_changes_its_includers(tmp_path, cache_dir, monkeypatch):
     _tree(tmp_path)
     count = _Counter(monkeypatch)

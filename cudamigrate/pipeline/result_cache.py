@@ -422,6 +422,19 @@ def recorded_reads() -> tuple[set[str], set[str]]:
     return set(_OPENED), set(_LISTED)
 
 
+def forget_reads() -> None:
+    """Start the process's record afresh. A process that makes several runs (the test suite, a program using the
+    Python API) keeps every earlier run's reads in the record, so a later run's results also depend on them:
+    on the listing of every directory an earlier run read from, `/tmp` included, where any compiler's
+    temporaries come and go. That costs re-scans, never a stale result; forgetting is right when the earlier
+    runs' files have nothing to do with the next (each test's own tree), and memo caches filled by them cannot
+    answer for the next run's files."""
+    global _SENT_O, _SENT_L
+    _OPENED.clear()
+    _LISTED.clear()
+    _SENT_O, _SENT_L = set(), set()
+
+
 def pack(value: Any) -> bytes | None:
     """A result as the cache stores it (compressed pickle), or None when it cannot be pickled. Workers pack
     their results themselves: the parent, which stores every result of the run, would otherwise do all the
