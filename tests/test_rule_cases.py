@@ -33,7 +33,7 @@ def _copy_case(tmp_path):
 def test_one_rules_cases():
     r = run_cli("test", "CM501")
     assert r.exit_code == 0, r.output
-    assert r.output.strip().splitlines()[-1] == "2 fixture case(s): all good"  # the case and its --latin1 variant
+    assert r.output.strip().splitlines()[-1] == "3 fixture case(s): all good"  # the case, its --latin1 variant and --pasting-macro
 
 
 def test_unknown_rule_is_a_usage_error():

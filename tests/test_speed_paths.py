@@ -132,7 +132,7 @@ _FORMER_QUERIES = [
      "(declaration type: (_) @t) @decl (parameter_declaration type: (_) @t) @decl "
      "(optional_parameter_declaration type: (_) @t) @decl (field_declaration type: (_) @t) @decl"),
     ("cudamigrate.match.matchers", "INCLUDE_PATTERNS", "path", "inc", "(preproc_include path: (_) @path) @inc"),
-    ("cudamigrate.scan.engine", "IF_CONDITION_PATTERNS", "c", "if", "(preproc_if condition: (_) @c) @if"),
+    ("cudamigrate.scan.regions", "IF_CONDITION_PATTERNS", "c", "if", "(preproc_if condition: (_) @c) @if"),
     ("cudamigrate.match.migrations.deviceprop", "FIELD_READS", "f", "fe", "(field_expression field: (field_identifier) @f) @fe"),
     ("cudamigrate.match.streams", "DECLARATION_PATTERNS", "t", "x",
      "(parameter_declaration type: (_) @t) @x (optional_parameter_declaration type: (_) @t) @x "

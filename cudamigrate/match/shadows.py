@@ -336,17 +336,21 @@ def includer_macros(path: Path, names: set[str]) -> dict[str, list[tuple[str, _D
     me = path.resolve()
     per: list[dict[str, list[_Decl]]] = []
     shown: list[str] = []
+    mine = os.fsencode(path.name)  # a name that is not UTF-8 (surrogate-escaped) is matched as its bytes
     for e in entries[:_MAX_SIBLINGS]:
         sib = Path(e.path)
-        if not e.is_file() or sib.suffix not in _SOURCE_EXTS or e.name == path.name:
+        try:
+            if sib.suffix not in _SOURCE_EXTS or e.name == path.name or not e.is_file():
+                continue
+        except OSError:  # a symlink loop, a vanished entry: not an includer
             continue
         got = read_header(sib)
-        if got is None or path.name.encode() not in got[0]:
+        if got is None or mine not in got[0]:
             continue
         data = got[0]
         at = next((mo.start() for _, mo in line_start_matches(_ANY_INCLUDE, data)
-                   if Path(mo.group(2).decode("utf-8", "replace")).name == path.name
-                   and (sib.parent / mo.group(2).decode("utf-8", "replace")).resolve() == me), None)
+                   if os.path.basename(mo.group(2)) == mine
+                   and (sib.parent / os.fsdecode(mo.group(2))).resolve() == me), None)
         if at is None:
             continue
         macros: dict[str, list[_Decl]] = {}

@@ -324,7 +324,7 @@ def _libclang_check() -> Check:
 
 def _compile_db_check(start: Path | None = None) -> Check:
     """The compile_commands.json a scan of `start` (default: the working directory) would use."""
-    from ..parse.clang import find_compile_db
+    from ..parse.compile_db import find_compile_db
 
     found = find_compile_db([start or Path(".")])
     if found is None:

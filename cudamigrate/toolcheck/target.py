@@ -50,7 +50,7 @@ def detect(paths: list[Path], compile_commands: Path | None = None,
     releases = known if known is not None else _known()
     db = compile_commands
     if db is None:
-        from ..parse.clang import find_compile_db
+        from ..parse.compile_db import find_compile_db
 
         db = find_compile_db(paths)
     if db is not None:

@@ -273,7 +273,7 @@ def verify(engine: Engine, files: list[Path], outcomes: list[FixOutcome], req: R
     groups the run withheld (FixRun.blocked), which a rollback's re-fix must leave out too. `preview` (--diff,
     --dry-run): nothing is written, so nothing is compiled unless the request asks (`verify` set).
     WorkspaceError for a `verify` value that is not a mode."""
-    from ..parse.clang import find_compile_db
+    from ..parse.compile_db import find_compile_db
     from ..fixproof.rollback import Verifier, resolve_mode
     from ..fixproof.units import Unit
 

@@ -254,7 +254,7 @@ def replay_key(req: Request, pre: Prepared, presentation: dict[str, Any]) -> Rep
         return None
     semantic = not req.no_semantic and req.compile_commands is not None
     if not req.no_semantic and not semantic:
-        from ..parse.clang import find_compile_db  # here: `--no-semantic` loads nothing of semantic mode
+        from ..parse.compile_db import find_compile_db  # here: `--no-semantic` loads nothing of semantic mode
 
         with cache.unrecorded():  # the ancestors' listings: asked again every run, never a result's dependency
             semantic = find_compile_db(list(req.paths) or [Path(".")]) is not None
