@@ -334,8 +334,7 @@ def includer_macros(path: Path, names: set[str]) -> dict[str, list[tuple[str, _D
     define = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(" + b"|".join(re.escape(n.encode()) for n in sorted(names))
                         + rb")\b", re.M)
     me = path.resolve()
-    per: list[dict[str, list[_Decl]]] = []
-    shown: list[str] = []
+    per: list[tuple[str, dict[str, list[_Decl]]]] = []  # (includer's name, its macros of `names` before the include)
     mine = os.fsencode(path.name)  # a name that is not UTF-8 (surrogate-escaped) is matched as its bytes
     for e in entries[:_MAX_SIBLINGS]:
         sib = Path(e.path)
@@ -359,12 +358,11 @@ def includer_macros(path: Path, names: set[str]) -> dict[str, list[tuple[str, _D
                 ms = [d for d in ds if d.kind == "macro" and d.start < at]
                 if ms:
                     macros[n] = ms
-        per.append(macros)
-        shown.append(sib.name)
+        per.append((sib.name, macros))
     out: dict[str, list[tuple[str, _Decl]]] = {}
-    for (macros, name) in zip(per, shown, strict=True):
+    for name, macros in per:
         for n, ds in macros.items():
-            everywhere = all(any(not d.conditional for d in other.get(n, [])) for other in per)
+            everywhere = all(any(not d.conditional for d in other.get(n, [])) for _, other in per)
             out.setdefault(n, []).extend((name, d if everywhere else replace(d, conditional=True)) for d in ds)
     return out
 

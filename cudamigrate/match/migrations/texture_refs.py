@@ -473,7 +473,7 @@ def other_context(ctx: FileContext, path: Path) -> FileContext | None:
     pbytes = src.parse_bytes
     tree = parse(pbytes)
     # uses spelled through a token-pasting macro (`cuda(BindTexture(...))`), seen as the engine sees them
-    seen = pasting.view(pbytes, tree, ctx.project.paste_macros(path, data) if b"##" in data or b"(" in data else {})
+    seen = pasting.view(pbytes, tree, ctx.project.paste_macros(path, data) if b"(" in data else {})  # as the engine asks
     pbytes, tree = seen.data, seen.tree
     kw = re.compile(rb"\b(texture|surface|\w*(Texture|Surface)\w*|tex\w+|surf\w+)\b")
     units = [Unit(tree=tree, base=0)] + (macro_units(tree, pbytes, kw) if b"#" in data else []) + seen.units
