@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from ..core.linestart import directive, line_start_matches
-from .treesitter import MACRO_WRAP_PREFIX, MACRO_WRAP_SUFFIX, Paste, Unit, parse
+from .treesitter import MACRO_WRAP_PREFIX, MACRO_WRAP_SUFFIX, Paste, Unit, macro_units, parse
 
 # `#define NAME(params) body`, body up to the end of the logical line
 _FUNCTION_DEFINE = directive(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)\n]*)\)([^\n\\]*(?:\\(?:\r?\n)?[^\n\\]*)*)")
@@ -191,6 +191,19 @@ def view(data: bytes, tree: ts.Tree, macros: dict[str, PasteMacro]) -> View:
         data = file_view(data, inline)
         tree = parse(data)
     return View(data, tree, inline, units)
+
+
+def file_units(pbytes: bytes, macros: dict[str, PasteMacro], keywords: re.Pattern[bytes] | None) -> tuple[View, list[Unit]]:
+    """What a file is matched in, from its parse bytes: the file's parse as `view` shows it (`macros`), the
+    bodies of its `#define`s that mention `keywords` (none when None) and the pasted units, in that order. The
+    engine scans a file this way, and matchers that parse another project file (texture_refs.other_context)
+    call it so that they see that file as its scan does."""
+    tree = parse(pbytes)
+    seen = view(pbytes, tree, macros) if macros else View(pbytes, tree, [], [])
+    units = [Unit(tree=seen.tree, base=0)]
+    if keywords is not None:
+        units += macro_units(seen.tree, seen.data, keywords)
+    return seen, units + seen.units
 
 
 def pasted_unit(paste: Paste, data: bytes) -> Unit:
