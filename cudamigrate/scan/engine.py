@@ -23,6 +23,7 @@ from ..match.edits import EditError, build_edits, keep_compat_edits, template_co
 from ..match.semantic import SemanticContext
 from ..match.kinds import MATCHER_KINDS, keywords as rule_keywords
 from ..match.matchers import Match, identifier_hits
+from ..match.ppenv import live_walk
 from ..parse import walk
 from ..parse.pasting import file_units, pasted_words, spelled_through
 from ..parse.treesitter import ErrorSpans, Unit, register_roots, reset_parent_cache, syntax_blocker
@@ -267,7 +268,7 @@ class Engine:
         found: set[str] = set()
         in_code: set[str] = set()  # the keywords met outside comments
         words: set[bytes] = set()
-        macros = self.project.paste_macros(src.path, data) if b"(" in data else {}
+        macros = self.project.paste_macros(src.path, data, live_walk(src.path, self.opts.target)) if b"(" in data else {}
         pasted: set[bytes] = set()
         if self.prefilter is not None:
             words = words_of(data)

@@ -17,6 +17,7 @@ from ...parse import pasting, walk
 from ...parse.treesitter import Unit, parse_header
 from ...read.source import read_regular
 from ..context import FileContext, named_children, node_text, normalize
+from ..ppenv import live_walk
 from .texture_includers import READ_CALL, Includer, includer_refs, includers_may_declare
 
 # reference-form read functions -> number of arguments after the reference
@@ -470,7 +471,7 @@ def other_context(ctx: FileContext, path: Path) -> FileContext | None:
         return None
     src.statement_macros = ctx.project.statement_macros(path, data)
     # uses spelled through a token-pasting macro (`cuda(BindTexture(...))`), seen as the engine sees them
-    macros = ctx.project.paste_macros(path, data) if b"(" in data else {}  # as the engine asks
+    macros = ctx.project.paste_macros(path, data, live_walk(path, ctx.target)) if b"(" in data else {}  # as the engine asks
     kw = re.compile(rb"\b(texture|surface|\w*(Texture|Surface)\w*|tex\w+|surf\w+)\b")
     seen, units = pasting.file_units(src.parse_bytes, macros, kw if b"#" in data else None)
     return FileContext(source=src, units=units, target=ctx.target, options=ctx.options, project=ctx.project,
