@@ -16,7 +16,8 @@ preprocessor branch.
 
 A file included by another (`mummer.cu` doing `#define ulong4 uint4` then `#include "kernel.cu"`) sees the
 includer's macros defined before the include: a source of the same directory that includes the file and
-defines the name first shadows it too (certain when every such includer defines it unconditionally). Only
+defines the name first shadows it too (certain when every such includer defines it unconditionally; a definition
+or `#include` in a branch nvcc's preprocessor never takes does not count, as match/ppenv.py decides it). Only
 the directory's own sources are read, and only those whose bytes `#define` one of the names: the run's whole
 include graph is not built for this.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -35,6 +37,7 @@ from ..parse import walk
 from ..core.linestart import directive, line_start_matches
 from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse_header, query
 from .context import FileContext, node_text, normalize, scope_of
+from .ppenv import Liveness, live_walk
 from ..read.source import read_regular
 
 _ANY_INCLUDE = directive(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')  # at a line's start (linestart.py)
@@ -323,10 +326,30 @@ def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
     return seen, cuda
 
 
-def includer_macros(path: Path, names: set[str]) -> dict[str, list[tuple[str, _Decl]]]:
+_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif|else)", re.M)  # a file whose every line is live has none
+
+
+def _line_of(data: bytes, pos: int) -> int:
+    return data.rfind(b"\n", 0, pos) + 1
+
+
+def _beside(includer: str, name: str, quoted: bool) -> str | None:
+    """`#include "name"` as includer_macros resolves it: next to the including file (toolkit and system headers,
+    `<...>`, are not the project's)."""
+    if not quoted:
+        return None
+    cand = os.path.normpath(os.path.join(os.path.dirname(includer), name))
+    return cand if os.path.isfile(cand) else None
+
+
+def includer_macros(path: Path, names: set[str], live: Callable[[Path, bytes], Liveness] | None = None
+                    ) -> dict[str, list[tuple[str, _Decl]]]:
     """Macros of `names` that sources of `path`'s directory define before their `#include` of `path`: what a
     file included by another sees (legacy code includes a kernel `.cu` after `#define ulong4 uint4`). A
-    definition counts as unconditional only when every includer makes it so."""
+    definition counts as unconditional only when every includer makes it so. With `live` (the preprocessor
+    model's walk of an includer: `live_directives`), as for token-pasting macros (read/project_index.py): a
+    `#define` or the `#include` of `path` in a branch the preprocessor never takes does not count, and one in a
+    branch it always takes is unconditional."""
     try:
         entries = sorted(os.scandir(path.parent), key=lambda e: e.name)
     except OSError:
@@ -347,15 +370,18 @@ def includer_macros(path: Path, names: set[str]) -> dict[str, list[tuple[str, _D
         if got is None or mine not in got[0]:
             continue
         data = got[0]
-        at = next((mo.start() for _, mo in line_start_matches(_ANY_INCLUDE, data)
-                   if os.path.basename(mo.group(2)) == mine
+        states = (live(sib, data).get(str(sib), {}) if live is not None and _CONDITIONAL.search(data) else {})
+        at = next((mo.start() for ls, mo in line_start_matches(_ANY_INCLUDE, data)
+                   if os.path.basename(mo.group(2)) == mine and states.get(ls) is not False
                    and (sib.parent / os.fsdecode(mo.group(2))).resolve() == me), None)
         if at is None:
             continue
         macros: dict[str, list[_Decl]] = {}
         if define.search(data, 0, at):
             for n, ds in declarations(header_tree(sib, data).root_node, names, local=False).items():
-                ms = [d for d in ds if d.kind == "macro" and d.start < at]
+                ms = [d if not d.conditional or states.get(_line_of(data, d.start)) is not True
+                      else replace(d, conditional=False)
+                      for d in ds if d.kind == "macro" and d.start < at and states.get(_line_of(data, d.start)) is not False]
                 if ms:
                     macros[n] = ms
         per.append((sib.name, macros))
@@ -397,7 +423,10 @@ def build_index(ctx: FileContext, names: set[str]) -> ShadowIndex:
             for n, ds in declarations(header_tree(p, got[0]).root_node, names, local=False).items():
                 headers.setdefault(n, []).extend((p.name, d) for d in ds)
         if path.is_file():
-            for n, ds2 in includer_macros(path, names).items():
+            def live(sib: Path, text: bytes) -> Liveness:
+                return live_walk(sib, ctx.target)(str(sib), text, _beside)
+
+            for n, ds2 in includer_macros(path, names, live).items():
                 headers.setdefault(n, []).extend(ds2)
     return ShadowIndex(local, headers, cuda, path.name)
 
