@@ -194,3 +194,16 @@ def test_macro_in_a_branch_nvcc_always_takes_is_unconditional(tmp_path):
     res = _scan(tmp_path / "kernel.cu", ["CM511"])
     assert [f.rule_id for f in res.findings] == ["CM511"] and res.findings[0].fix is None
 
+
+def test_a_directory_is_listed_once_for_its_files(tmp_path, monkeypatch):
+    import cudamigrate.match.shadows as shadows
+
+    _project(tmp_path, {"main.cu": '#define ulong4 uint4\n#include "kernel.cu"\n#include "kernel2.cu"\n',
+                        "kernel.cu": KERNEL, "kernel2.cu": KERNEL.replace("k(", "k2(")})
+    listed: list[str] = []
+    real = shadows.os.scandir
+    monkeypatch.setattr(shadows.os, "scandir", lambda d: (listed.append(str(d)), real(d))[1])
+    eng = engine_for(select=["CM511"], extend_select=["CM511"])
+    for name in ("kernel.cu", "kernel2.cu"):
+        assert eng.scan_path(tmp_path / name).findings == []
+    assert listed == [str(tmp_path)]

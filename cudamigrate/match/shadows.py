@@ -342,6 +342,37 @@ def _beside(includer: str, name: str, quoted: bool) -> str | None:
     return cand if os.path.isfile(cand) else None
 
 
+_LISTINGS: dict[tuple[str, int, int], tuple[tuple[str, Path, bool], ...]] = {}
+
+
+def _sources_of(d: Path) -> tuple[tuple[str, Path, bool], ...]:
+    """The first `_MAX_SIBLINGS` entries of directory `d` by name, each (name, path, is a regular file), kept for
+    the process by the directory's inode and mtime as `read_header` keeps files: every file of a directory with
+    shadow candidates asks for the same listing (an entry added, removed or renamed changes the mtime)."""
+    try:
+        st = os.stat(d)
+    except OSError:
+        return ()
+    key = (str(d), st.st_ino, st.st_mtime_ns)
+    got = _LISTINGS.get(key)
+    if got is None:
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)[:_MAX_SIBLINGS]
+        except OSError:
+            return ()
+        out = []
+        for e in entries:
+            try:
+                is_file = e.is_file()
+            except OSError:  # a symlink loop, a vanished entry: not an includer
+                is_file = False
+            out.append((e.name, Path(e.path), is_file))
+        if len(_LISTINGS) >= 256:
+            _LISTINGS.clear()
+        got = _LISTINGS[key] = tuple(out)
+    return got
+
+
 def includer_macros(path: Path, names: set[str], live: Callable[[Path, bytes], Liveness] | None = None
                     ) -> dict[str, list[tuple[str, _Decl]]]:
     """Macros of `names` that sources of `path`'s directory define before their `#include` of `path`: what a
@@ -350,21 +381,16 @@ def includer_macros(path: Path, names: set[str], live: Callable[[Path, bytes], L
     model's walk of an includer: `live_directives`), as for token-pasting macros (read/project_index.py): a
     `#define` or the `#include` of `path` in a branch the preprocessor never takes does not count, and one in a
     branch it always takes is unconditional."""
-    try:
-        entries = sorted(os.scandir(path.parent), key=lambda e: e.name)
-    except OSError:
+    entries = _sources_of(path.parent)
+    if not entries:
         return {}
     define = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(" + b"|".join(re.escape(n.encode()) for n in sorted(names))
                         + rb")\b", re.M)
     me = path.resolve()
     per: list[tuple[str, dict[str, list[_Decl]]]] = []  # (includer's name, its macros of `names` before the include)
     mine = os.fsencode(path.name)  # a name that is not UTF-8 (surrogate-escaped) is matched as its bytes
-    for e in entries[:_MAX_SIBLINGS]:
-        sib = Path(e.path)
-        try:
-            if sib.suffix not in _SOURCE_EXTS or e.name == path.name or not e.is_file():
-                continue
-        except OSError:  # a symlink loop, a vanished entry: not an includer
+    for name, sib, is_file in entries:
+        if sib.suffix not in _SOURCE_EXTS or name == path.name or not is_file:
             continue
         got = read_header(sib)
         if got is None or mine not in got[0]:
