@@ -201,12 +201,12 @@ def view(data: bytes, tree: ts.Tree, macros: dict[str, PasteMacro]) -> View:
     return View(data, tree, inline, units)
 
 
-def file_units(pbytes: bytes, macros: dict[str, PasteMacro], keywords: re.Pattern[bytes] | None) -> tuple[View, list[Unit]]:
-    """What a file is matched in, from its parse bytes: the file's parse as `view` shows it (`macros`), the
-    bodies of its `#define`s that mention `keywords` (none when None) and the pasted units, in that order. The
-    engine scans a file this way, and matchers that parse another project file (texture_refs.other_context)
-    call it so that they see that file as its scan does."""
-    tree = parse(pbytes)
+def file_units(pbytes: bytes, tree: ts.Tree, macros: dict[str, PasteMacro], keywords: re.Pattern[bytes] | None
+               ) -> tuple[View, list[Unit]]:
+    """What a file is matched in, from its parse bytes and their parse (`tree`): the file's parse as `view` shows
+    it (`macros`), the bodies of its `#define`s that mention `keywords` (none when None) and the pasted units, in
+    that order. The engine scans a file this way, and matchers that parse another project file
+    (texture_refs.other_context) call it so that they see that file as its scan does."""
     seen = view(pbytes, tree, macros) if macros else View(pbytes, tree, [], [])
     units = [Unit(tree=seen.tree, base=0)]
     if keywords is not None:

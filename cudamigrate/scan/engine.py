@@ -26,7 +26,7 @@ from ..match.matchers import Match, identifier_hits
 from ..match.ppenv import live_walk
 from ..parse import walk
 from ..parse.pasting import file_units, pasted_words, spelled_through
-from ..parse.treesitter import ErrorSpans, Unit, register_roots, reset_parent_cache, syntax_blocker
+from ..parse.treesitter import ErrorSpans, Unit, parse, register_roots, reset_parent_cache, syntax_blocker
 from ..read.generated import GeneratedSpans
 from .grouping import consistency_group
 from .regions import PREPROC_IF, disabled_ranges, in_disabled_block, paste_at, unpasted
@@ -321,7 +321,7 @@ class Engine:
             if not any(kw_rx.search(d) for d in define_regions(pbytes)):  # else no macro body would be parsed
                 kw_rx = None
         # calls spelled through a token-pasting macro: `cuda(ThreadSynchronize())` (parse/pasting.py)
-        seen, units = file_units(pbytes, macros if pasted else {}, kw_rx)
+        seen, units = file_units(pbytes, parse(pbytes), macros if pasted else {}, kw_rx)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
                           semantic=semantic, project=self.project, api_names=frozenset(found),
                           include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat,

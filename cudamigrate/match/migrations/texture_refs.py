@@ -14,7 +14,7 @@ import tree_sitter as ts
 
 from ...core.linestart import directive, line_start_matches
 from ...parse import pasting, walk
-from ...parse.treesitter import Unit, parse_header
+from ...parse.treesitter import Unit, parse, parse_header
 from ...read.source import read_regular
 from ..context import FileContext, named_children, node_text, normalize
 from ..ppenv import live_walk
@@ -473,6 +473,6 @@ def other_context(ctx: FileContext, path: Path) -> FileContext | None:
     # uses spelled through a token-pasting macro (`cuda(BindTexture(...))`), seen as the engine sees them
     macros = ctx.project.paste_macros(path, data, live_walk(path, ctx.target)) if b"(" in data else {}  # as the engine asks
     kw = re.compile(rb"\b(texture|surface|\w*(Texture|Surface)\w*|tex\w+|surf\w+)\b")
-    seen, units = pasting.file_units(src.parse_bytes, macros, kw if b"#" in data else None)
+    seen, units = pasting.file_units(src.parse_bytes, parse(src.parse_bytes), macros, kw if b"#" in data else None)
     return FileContext(source=src, units=units, target=ctx.target, options=ctx.options, project=ctx.project,
                        pastes=tuple(seen.pastes))
