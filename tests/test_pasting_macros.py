@@ -292,3 +292,27 @@ def test_fixture_header_pair_builds_before_and_after_the_fix(tmp_path):
     assert not before.ok and "cudaThreadSynchronize" in before.output
     after = compile_file(BRANCHES / "expected" / "main.cu", tmp_path / "after.o", include_dirs=[BRANCHES / "include"])
     assert after.ok, after.output
+
+
+def test_live_directives_reads_the_command_lines_defines(tmp_path):
+    # match/ppenv.py's walk: `-DUSE_HIP` (or `-D__HIPCC__`) makes the HIP branch the live one; `-UUSE_HIP` the other
+    from cudamigrate.match.ppenv import live_directives, toolkits_from
+
+    (tmp_path / "chk_hip.h").write_text(HIP_DEF)
+    (tmp_path / "chk_cuda.h").write_text(CUDA_DEF)
+    main = b'#ifdef USE_HIP\n#include "chk_hip.h"\n#else\n#include "chk_cuda.h"\n#endif\n'
+    path = str(tmp_path / "main.cu")
+
+    def beside(includer: str, name: str, quoted: bool) -> str | None:
+        cand = tmp_path / name
+        return str(cand) if quoted and cand.is_file() else None
+
+    def includes(defines):
+        got = live_directives(main, path, True, toolkits_from((13, 0)), beside, defines)[path]
+        return [got[main.index(b"#include", i)] for i in (0, main.index(b"#else"))]
+
+    assert includes(()) == [None, None]
+    assert includes((("USE_HIP", ""),)) == [True, False]
+    assert includes((("USE_HIP", None),)) == [False, True]
+    assert live_directives(main, path, True, toolkits_from((13, 0)), beside, (("USE_HIP", "0"),))[
+        str(tmp_path / "chk_hip.h")] == {0: True}  # `#ifdef`: defined, whatever its value
