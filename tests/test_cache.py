@@ -405,3 +405,15 @@ def test_texture_files_read_by_an_earlier_run_do_not_make_later_runs_coarse(tmp_
     (tree / "src" / "f1.cu").write_text(CLEAN)
     _scan_json(tree, "-j", "1")
     assert count.take() == ["f1.cu"]
+
+
+def test_tree_state_conditions_before_an_include_are_shared():
+    # whether an includer's `#define ulong4 uint4` counts for the kernel it includes depends on the branch it sits
+    # in (match/shadows.py follows only the branches the preprocessor takes): the condition is shared too
+    def state(main: bytes):
+        return tree_state([("/p/main.cu", main), ("/p/kernel.cu", b"__global__ void k(ulong4 *p) {}\n")])
+
+    s0 = state(b'#ifdef __HIPCC__\n#define ulong4 uint4\n#endif\n#include "kernel.cu"\n')
+    assert state(b'#ifdef __CUDACC__\n#define ulong4 uint4\n#endif\n#include "kernel.cu"\n').fine != s0.fine
+    assert state(b'#ifdef __HIPCC__\n#endif\n#define ulong4 uint4\n#include "kernel.cu"\n').fine != s0.fine
+    assert state(b'#ifdef __HIPCC__\n#define ulong4 uint4\n#endif\n#include "kernel.cu"\n#if 1\n#endif\n').fine == s0.fine

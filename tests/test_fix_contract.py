@@ -167,3 +167,43 @@ def test_macro_defined_after_the_include_or_by_a_file_that_does_not_include_it_s
                         "unrelated.cu": "#define ulong4 uint4\n", "kernel.cu": KERNEL})
     res = _scan(tmp_path / "kernel.cu", ["CM511"])
     assert [f.rule_id for f in res.findings] == ["CM511"] and res.findings[0].fix is not None
+
+
+# An includer's `#define` or `#include` in a branch nvcc's preprocessor never takes does not count, as for
+# token-pasting macros (match/shadows.py `includer_macros` with match/ppenv.py's `live_directives`).
+def test_macro_an_includer_defines_only_for_hip_is_not_the_projects(tmp_path):
+    _project(tmp_path, {"main.cu": '#ifdef __HIPCC__\n#define ulong4 uint4\n#endif\n#include "kernel.cu"\n',
+                        "kernel.cu": KERNEL})
+    res = _scan(tmp_path / "kernel.cu", ["CM511"])
+    assert [f.rule_id for f in res.findings] == ["CM511"] and res.findings[0].fix is not None
+
+
+def test_file_that_includes_the_kernel_only_for_hip_is_not_its_includer(tmp_path):
+    _project(tmp_path, {"main.cu": '#define ulong4 uint4\n#ifdef __HIPCC__\n#include "kernel.cu"\n#endif\n',
+                        "kernel.cu": KERNEL})
+    res = _scan(tmp_path / "kernel.cu", ["CM511"])
+    assert [f.rule_id for f in res.findings] == ["CM511"] and res.findings[0].fix is not None
+
+
+def test_macro_in_a_branch_nvcc_always_takes_is_unconditional(tmp_path):
+    _project(tmp_path, {"main.cu": '#ifdef __CUDACC__\n#define ulong4 uint4\n#endif\n#include "kernel.cu"\n',
+                        "kernel.cu": KERNEL})
+    assert _scan(tmp_path / "kernel.cu", ["CM511"]).findings == []
+    # a condition the model cannot decide keeps the definition conditional: the fix is withheld
+    _project(tmp_path, {"main.cu": '#ifdef USE_VEC\n#define ulong4 uint4\n#endif\n#include "kernel.cu"\n'})
+    res = _scan(tmp_path / "kernel.cu", ["CM511"])
+    assert [f.rule_id for f in res.findings] == ["CM511"] and res.findings[0].fix is None
+
+
+def test_a_directory_is_listed_once_for_its_files(tmp_path, monkeypatch):
+    import cudamigrate.match.shadows as shadows
+
+    _project(tmp_path, {"main.cu": '#define ulong4 uint4\n#include "kernel.cu"\n#include "kernel2.cu"\n',
+                        "kernel.cu": KERNEL, "kernel2.cu": KERNEL.replace("k(", "k2(")})
+    listed: list[str] = []
+    real = shadows.os.scandir
+    monkeypatch.setattr(shadows.os, "scandir", lambda d: (listed.append(str(d)), real(d))[1])
+    eng = engine_for(select=["CM511"], extend_select=["CM511"])
+    for name in ("kernel.cu", "kernel2.cu"):
+        assert eng.scan_path(tmp_path / name).findings == []
+    assert listed == [str(tmp_path)]

@@ -4,14 +4,21 @@ when that is what the expansion needs (parse/pasting.py)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
+from cudamigrate.core.options import Options
 from cudamigrate.parse.pasting import PasteMacro, paste_macros, unpaste
 from cudamigrate.parse.treesitter import Paste
+from cudamigrate.read.project_index import ProjectIndex
+from cudamigrate.scan.engine import Engine
+from cudamigrate.toolcheck.build import compile_file
+from cudamigrate.toolcheck.fixtures import expected_findings
 
-from .helpers import engine_for, fix_text
+from .conftest import FIXTURES
+from .helpers import all_rules, engine_for, fix_text
 
 CHECK = ("#include <cstdio>\n#include <cuda_runtime.h>\n"
          "#define cuda( fn ) do { \\\n    cudaError_t st = (cuda##fn); \\\n"
@@ -152,3 +159,160 @@ def test_wrapper_that_stringizes_its_argument_is_a_plain_call(tmp_path):
         '#include <cstdio>\n#include <cuda_runtime.h>\n#define CHECK(fn) check(fn, #fn)\n'
         "int check(cudaError_t, const char *);\nint main() { return CHECK(cudaThreadSynchronize()); }\n")})
     assert _fix(tmp_path / "main.cu", ["CM501"]).endswith("return CHECK(cudaDeviceSynchronize()); }\n")
+
+
+# ----------------------------------------------------------------------------- definitions in live branches only
+# A header that supports two toolkits defines the same pasting macro twice (`cuda##fn` and `hip##fn`) and picks
+# one with the preprocessor: only the definitions and includes nvcc's preprocessor takes count
+# (match/ppenv.py's `live_directives`; read/project_index.py's `paste_macros`).
+BRANCHES = FIXTURES / "projects" / "pasting-branches"
+CUDA_DEF = "#define api(fn) (cuda##fn)\n"
+HIP_DEF = "#define api(fn) (hip##fn)\n"
+USE = "int main() {\n  api(ThreadSynchronize());\n  return 0;\n}\n"
+
+
+def _project_scan(root: Path, main: str, rules: list[str]):
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    eng = Engine(all_rules(), Options(select=rules, extend_select=rules), project=ProjectIndex(files=files))
+    res = eng.scan_path(root / main)
+    assert not res.errors, res.errors
+    return res.findings
+
+
+def test_fixture_header_pair_is_found_and_fixed_through_the_branch_nvcc_takes(tmp_path):
+    proj = tmp_path / "p"
+    shutil.copytree(BRANCHES, proj)
+    found = _project_scan(proj, "main.cu", ["CM501"])
+    expected = expected_findings((proj / "main.cu").read_text())
+    assert sorted((f.line, f.rule_id) for f in found) == sorted(expected.elements()) and len(found) == 2
+    assert all(f.fix is not None and f.fix.applicability == "safe" for f in found)
+    files = sorted(p for p in proj.rglob("*") if p.is_file())
+    eng = Engine(all_rules(), Options(select=["CM501"], extend_select=["CM501"]), project=ProjectIndex(files=files))
+    assert fix_text(eng, proj / "main.cu", (proj / "main.cu").read_bytes()) == (BRANCHES / "expected" / "main.cu").read_bytes()
+
+
+@pytest.mark.parametrize("header", [
+    "#ifdef __HIPCC__\n{hip}#else\n{cuda}#endif\n",
+    "#if defined(__HIPCC__)\n{hip}#else\n{cuda}#endif\n",
+    "#ifndef __HIPCC__\n{cuda}#else\n{hip}#endif\n",
+    "#if defined(__HIPCC__) && __HIPCC__ + 0 > 1\n{hip}#elif defined(__CUDACC__)\n{cuda}#endif\n",
+    "#if 0\n{hip}#elif !defined(__HIPCC__)\n{cuda}#endif\n",
+    "#ifdef __CUDACC__\n#ifdef __HIPCC__\n{hip}#else\n{cuda}#endif\n#endif\n",
+], ids=["ifdef", "if-defined", "ifndef", "elif", "else-of-live-if", "nested"])
+def test_definition_in_a_dead_branch_does_not_block(tmp_path, header):
+    _project(tmp_path, {"chk.h": header.format(hip=HIP_DEF, cuda=CUDA_DEF), "main.cu": '#include "chk.h"\n' + USE})
+    (f,) = _project_scan(tmp_path, "main.cu", ["CM501"])
+    assert f.fix is not None and f.context.get("macro") == "api"
+
+
+@pytest.mark.parametrize("include", ['"{0}"', "<{0}>"], ids=["quoted", "angle"])
+def test_include_in_a_dead_branch_is_not_followed(tmp_path, include):
+    _project(tmp_path, {
+        "inc/chk.h": ("#ifdef __HIPCC__\n#include " + include.format("chk_hip.h") + "\n#else\n#include "
+                      + include.format("chk_cuda.h") + "\n#endif\n"),
+        "inc/chk_hip.h": HIP_DEF, "inc/chk_cuda.h": CUDA_DEF,
+        "src/main.cu": "#include " + include.format("../inc/chk.h" if include[0] == '"' else "chk.h") + "\n" + USE})
+    (f,) = _project_scan(tmp_path, "src/main.cu", ["CM501"])
+    assert f.fix is not None
+    assert _fix_in(tmp_path, "src/main.cu", ["CM501"]).endswith("api(DeviceSynchronize());\n  return 0;\n}\n")
+
+
+def _fix_in(root: Path, main: str, rules: list[str]) -> str:
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    eng = Engine(all_rules(), Options(select=rules, extend_select=rules), project=ProjectIndex(files=files))
+    return fix_text(eng, root / main, (root / main).read_bytes()).decode()
+
+
+def test_macros_of_the_file_itself_in_a_dead_branch(tmp_path):
+    _project(tmp_path, {"main.cu": "#ifdef __HIPCC__\n" + HIP_DEF + "#else\n" + CUDA_DEF + "#endif\n" + USE})
+    assert _fix_in(tmp_path, "main.cu", ["CM501"]).endswith("api(DeviceSynchronize());\n  return 0;\n}\n")
+
+
+def test_header_reached_through_a_dead_and_a_live_includer(tmp_path):
+    # `a.h` includes the header only for HIP, `b.h` always: it is live
+    _project(tmp_path, {"a.h": '#ifdef __HIPCC__\n#include "chk.h"\n#endif\n', "b.h": '#include "chk.h"\n',
+                        "chk.h": CUDA_DEF, "main.cu": '#include "a.h"\n#include "b.h"\n' + USE})
+    (f,) = _project_scan(tmp_path, "main.cu", ["CM501"])
+    assert f.fix is not None
+    # and only through the dead one: the definition is not seen at all
+    _project(tmp_path, {"main.cu": '#include "a.h"\n' + USE})
+    assert _project_scan(tmp_path, "main.cu", ["CM501"]) == []
+
+
+@pytest.mark.parametrize("first", ["#define __HIPCC__ 1\n", "#define USE_HIP\n#ifdef USE_HIP\n#define __HIPCC__\n#endif\n"],
+                         ids=["define", "define-under-live-if"])
+def test_lookalike_where_the_hip_branch_is_live_is_not_rewritten_as_cuda(tmp_path, first):
+    _project(tmp_path, {"chk.h": "#ifdef __HIPCC__\n" + HIP_DEF + "#else\n" + CUDA_DEF + "#endif\n",
+                        "main.cu": first + '#include "chk.h"\n' + USE})
+    assert _project_scan(tmp_path, "main.cu", ["CM501"]) == []
+    assert "DeviceSynchronize" not in _fix_in(tmp_path, "main.cu", ["CM501"])
+
+
+def test_undecidable_branch_stays_manual_with_its_reason(tmp_path):
+    # `USE_HIP` comes from the build (a -D this scan is not told of): either definition may be the compiler's.
+    # (The view spells the use with the first definition's prefix, as before: `cuda` here.)
+    _project(tmp_path, {"chk.h": "#ifndef USE_HIP\n" + CUDA_DEF + "#else\n" + HIP_DEF + "#endif\n",
+                        "main.cu": '#include "chk.h"\n' + USE})
+    (f,) = _project_scan(tmp_path, "main.cu", ["CM501"])
+    assert f.fix is None
+    assert f.context["fix_blocked"] == (
+        "no automatic fix: the call is spelled through macro `api`, which pastes `cuda` onto its argument, and macro "
+        "`api` has several definitions that expand its argument differently (a preprocessor condition this tool "
+        "cannot decide chooses between them)")
+
+
+def test_hip_header_of_the_system_makes_hipcc_unknown(tmp_path):
+    # HIP's own headers define `__HIPCC__` when nvcc compiles them: after `#include <hip/...>` it is not known
+    _project(tmp_path, {"chk.h": "#include <hip/hip_runtime.h>\n#ifndef __HIPCC__\n" + CUDA_DEF + "#else\n" + HIP_DEF + "#endif\n",
+                        "main.cu": '#include "chk.h"\n' + USE})
+    (f,) = _project_scan(tmp_path, "main.cu", ["CM501"])
+    assert f.fix is None and "cannot decide" in f.context["fix_blocked"]
+
+
+def test_undecidable_definition_and_a_dead_one(tmp_path):
+    # the dead HIP definition drops out; the one under an undecided condition is the only one left
+    _project(tmp_path, {"chk.h": "#ifdef __HIPCC__\n" + HIP_DEF + "#elif defined(CHECKS)\n" + CUDA_DEF + "#endif\n",
+                        "main.cu": '#include "chk.h"\n' + USE})
+    (f,) = _project_scan(tmp_path, "main.cu", ["CM501"])
+    assert f.fix is not None
+
+
+def test_host_file_leaves_cudacc_undecided(tmp_path):
+    # a .cpp may be compiled by nvcc or by the host compiler: `__CUDACC__` decides nothing there
+    _project(tmp_path, {"chk.h": "#ifdef __CUDACC__\n" + CUDA_DEF + "#else\n" + HIP_DEF + "#endif\n",
+                        "main.cpp": '#include <cuda_runtime.h>\n#include "chk.h"\n' + USE})
+    (f,) = _project_scan(tmp_path, "main.cpp", ["CM501"])
+    assert f.fix is None and "cannot decide" in f.context["fix_blocked"]
+
+
+@pytest.mark.nvcc
+def test_fixture_header_pair_builds_before_and_after_the_fix(tmp_path):
+    # nvcc 13.0 reports the removed calls (a `hip##fn` spelling would not build either: hip/ is not installed)
+    before = compile_file(BRANCHES / "main.cu", tmp_path / "before.o", include_dirs=[BRANCHES / "include"])
+    assert not before.ok and "cudaThreadSynchronize" in before.output
+    after = compile_file(BRANCHES / "expected" / "main.cu", tmp_path / "after.o", include_dirs=[BRANCHES / "include"])
+    assert after.ok, after.output
+
+
+def test_live_directives_reads_the_command_lines_defines(tmp_path):
+    # match/ppenv.py's walk: `-DUSE_HIP` (or `-D__HIPCC__`) makes the HIP branch the live one; `-UUSE_HIP` the other
+    from cudamigrate.match.ppenv import live_directives, toolkits_from
+
+    (tmp_path / "chk_hip.h").write_text(HIP_DEF)
+    (tmp_path / "chk_cuda.h").write_text(CUDA_DEF)
+    main = b'#ifdef USE_HIP\n#include "chk_hip.h"\n#else\n#include "chk_cuda.h"\n#endif\n'
+    path = str(tmp_path / "main.cu")
+
+    def beside(includer: str, name: str, quoted: bool) -> str | None:
+        cand = tmp_path / name
+        return str(cand) if quoted and cand.is_file() else None
+
+    def includes(defines):
+        got = live_directives(main, path, True, toolkits_from((13, 0)), beside, defines)[path]
+        return [got[main.index(b"#include", i)] for i in (0, main.index(b"#else"))]
+
+    assert includes(()) == [None, None]
+    assert includes((("USE_HIP", ""),)) == [True, False]
+    assert includes((("USE_HIP", None),)) == [False, True]
+    assert live_directives(main, path, True, toolkits_from((13, 0)), beside, (("USE_HIP", "0"),))[
+        str(tmp_path / "chk_hip.h")] == {0: True}  # `#ifdef`: defined, whatever its value

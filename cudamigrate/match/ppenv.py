@@ -12,6 +12,10 @@ before every directive:
 - the object-like macros that the file and its project headers `#define`/`#undef` on live paths, with their
   integer values where the replacement is an integer constant expression.
 
+The same walk answers which `#define` and `#include` lines are live at all (`live_directives`), for what gathers
+macro definitions across includes: a pasting macro defined once for HIP under `#ifdef __HIPCC__` and once for
+CUDA (read/project_index.py's `paste_macros`).
+
 A condition is decided only when it has the same value in every possible world: every toolkit of the window and,
 for each version macro that may or may not be defined, both possibilities. Anything defined or included under an
 undecided condition becomes unknown. Nothing here runs a compiler; nothing here is guessed from names.
@@ -23,6 +27,7 @@ import bisect
 import itertools
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -65,6 +70,23 @@ def toolkit_groups(include: str) -> set[str]:
         out.add("CUDART_VERSION")
     return out
 
+
+# What the compiler says before the first line about which compiler it is, as a condition reads it. nvcc defines
+# `__NVCC__` when it compiles C, C++ or CUDA files and `__CUDACC__` when it compiles CUDA files (NVIDIA, "NVCC":
+# Predefined Macros, https://docs.nvidia.com/cuda/cuda-compiler-driver-nvcc/#predefined-macros); a file that is not
+# CUDA may be compiled by nvcc or by the host compiler, so both stay unknown there. `__HIPCC__` is HIP's compiler's:
+# the builds this tool migrates are CUDA builds, so it is undefined unless the project defines it (`#define`, -D)
+# or a HIP header may have (`_SET_BY_SYSTEM_HEADERS`).
+def compiler_macros(cuda_file: bool) -> dict[str, int | str]:
+    """The state of the compiler-identifying macros before the first line of a file compiled for CUDA."""
+    known: int | str = DEFINED if cuda_file else UNKNOWN
+    return {"__NVCC__": known, "__CUDACC__": known, "__HIPCC__": UNDEF}
+
+
+# A system header (not the project's) under this directory may define these macros: HIP's headers define
+# `__HIPCC__` when nvcc compiles them (hip/hip_common.h on the NVIDIA platform), so after `#include <hip/...>`
+# the compiler's undefined `__HIPCC__` is no longer known.
+_SET_BY_SYSTEM_HEADERS: dict[str, tuple[str, ...]] = {"hip": ("__HIPCC__",)}
 
 HEADER_EXTS = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".ipp", ".tcc")
 MAX_DEPTH = 200  # GCC's own limit on nested #include; cycles are cut by the include stack
@@ -280,6 +302,11 @@ _DEFINE = re.compile(r"^([A-Za-z_]\w*)(\()?\s*(.*)$", re.S)
 CONDITIONALS = {"if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"}
 
 
+def _likelier(a: bool | None, b: bool | None) -> bool | None:
+    """The liveness of a directive seen twice (a header included from two places): live on one path is live."""
+    return True if True in (a, b) else (None if None in (a, b) else False)
+
+
 def _and(a: bool | None, b: bool | None) -> bool | None:
     if a is False or b is False:
         return False
@@ -362,14 +389,22 @@ def _dirs(stack: list[str], upto: int) -> tuple[str, ...]:
     return tuple(os.path.dirname(s) for s in stack[:upto])
 
 
+Resolver = Callable[[str, str, bool], "str | None"]  # (including file, name as written, quoted) -> project file
+
+
 class _Walker:
     memoise = True  # False: walk every include (the reference the tests compare the memo with)
 
-    def __init__(self, roots: tuple[str, ...], versions: list[tuple[int, int]], shared: dict | None = None):
+    def __init__(self, roots: tuple[str, ...], versions: list[tuple[int, int]], shared: dict | None = None,
+                 resolver: Resolver | None = None):
         """`shared`: a dict that outlives this translation unit, for the files of one run (their headers do not
         change during it): the memo and the include resolutions are kept there, by roots and versions, so a
-        header walked for one file is replayed for the next (CCCL: every file includes the same config headers)."""
+        header walked for one file is replayed for the next (CCCL: every file includes the same config headers).
+        `resolver`: finds a project file for `#include` instead of `resolve`'s own search (`live_directives`:
+        the caller's include graph, so that what is walked is what the caller reads)."""
         self.roots = roots
+        self.resolver = resolver
+        self.live: dict[str, dict[int, bool | None]] | None = None  # `live_directives`' record
         self.versions = versions
         self.positions: list[int] = []  # the main file's directives walked so far, and the state before each
         self.states: list[PPState] = []
@@ -430,6 +465,9 @@ class _Walker:
     # ----------------------------------------------------------------- include resolution
     def resolve(self, name: str, quoted: bool, stack: list[str]) -> str | None:
         """A project file for `#include`, or None (toolkit or system header, or not found)."""
+        if self.resolver is not None:  # depends on the including file only
+            self._depend_dir(len(stack) - 1)
+            return self.resolver(stack[-1], name, quoted)
         if quoted:
             for j in range(len(stack) - 1, -1, -1):  # the including file's directory, then its includers' (gcc's quote chain)
                 cand = os.path.normpath(os.path.join(os.path.dirname(stack[j]), name))
@@ -572,6 +610,9 @@ class _Walker:
                     frames.pop()
                 continue
             here = live()
+            if self.live is not None and k in ("define", "include"):
+                seen = self.live.setdefault(stack[-1], {})
+                seen[d.pos] = _likelier(seen.get(d.pos, False), here)
             if here is False:
                 continue
             if k == "pragma" and d.text.split()[:1] == ["once"]:
@@ -601,6 +642,9 @@ class _Walker:
                     if here is True:
                         for g in toolkit_groups(name):
                             self._write(state, (_KEY_TK, g), True)
+                    for macro in _SET_BY_SYSTEM_HEADERS.get(name.split("/", 1)[0] if "/" in name else "", ()):
+                        if self._read(state, macro) == UNDEF:
+                            self._write(state, macro, UNKNOWN)
                     continue
                 if path in stack:
                     self._depend_cut(stack.index(path))
@@ -707,3 +751,53 @@ def build_env(data: bytes, path: Path | str, cuda_file: bool, roots: tuple[str, 
     w = _Walker(tuple(os.path.abspath(r) for r in roots), versions, shared)
     main = os.path.abspath(str(path))
     return PPEnv(w, w.steps(directives(data), initial.copy(), True, [main], True), initial)
+
+
+def toolkits_from(target: tuple[int, int]) -> list[tuple[int, int]]:
+    """The toolkit versions a guard must agree on: the target and every later major.minor (minors 0-9, majors up
+    to 40, and 99.9 for "far future"). A guard is decided only when all of them give the same answer, so
+    `__CUDACC_VER_MAJOR__ == 13 && __CUDACC_VER_MINOR__ >= 2` (false at 13.0, true at 13.2) stays undecided."""
+    out = [(maj, mnr) for maj in range(target[0], 41) for mnr in range(10) if (maj, mnr) >= target]
+    return out + [(99, 9)]
+
+
+Liveness = dict[str, dict[int, "bool | None"]]  # file -> start of a `#define`/`#include` line -> live?
+
+
+def live_directives(data: bytes, path: str, cuda_file: bool, versions: list[tuple[int, int]], resolver: Resolver,
+                    defines: tuple[tuple[str, str | None], ...] = ()) -> Liveness:
+    """Whether each `#define` and `#include` of `data` (the file at `path`) and of the project files it reaches
+    (`resolver`: the caller's include graph) is on a path the preprocessor takes: True (always), None (a
+    condition this model cannot decide), False (never: a dead `#if`/`#ifdef`/`#elif`/`#else` branch, a header
+    included only from dead branches). A directive a header shows on several include paths counts as live when
+    one of them is; a directive no walk reached is absent (the caller treats it as undecided). The state at the
+    first line is `compiler_macros`, then the command line's `defines` in order: (NAME, VALUE) for `-DNAME=VALUE`
+    (`-DNAME` is `-DNAME=1`), (NAME, None) for `-UNAME`."""
+    initial = PPState({g: False for g in GROUPS})
+    if cuda_file:
+        initial.toolkit.update(CUDART_VERSION=True, CUDACC=True, CUDA_API=True)
+    initial.macros.update(compiler_macros(cuda_file))
+    for name, value in defines:
+        if value is None:
+            initial.macros[name] = UNDEF
+        else:
+            got = decide_value(initial, value)
+            initial.macros[name] = DEFINED if got is None else got
+    w = _Walker((), versions, None, resolver)
+    w.live = {}
+    w.walk(directives(data), initial, True, [path])
+    return w.live
+
+
+def live_walk(path: Path, target: tuple[int, int]) -> Callable[[str, bytes, Resolver], Liveness]:
+    """`live_directives` for the file at `path` (CUDA when nvcc compiles it as CUDA: `.cu`, `.cuh`, as
+    `FileContext.is_cuda_file` says) compiled for `target` (and every later toolkit: `toolkits_from`), as
+    read/project_index.py's `paste_macros` calls it: the scan and every matcher that parses another file the
+    way the scan does ask with this one, so both see the same macros."""
+    versions = toolkits_from(target)
+    cuda_file = path.suffix.lower() in (".cu", ".cuh")
+
+    def walk(key: str, data: bytes, resolver: Resolver) -> Liveness:
+        return live_directives(data, key, cuda_file, versions, resolver)
+
+    return walk

@@ -16,7 +16,8 @@ preprocessor branch.
 
 A file included by another (`mummer.cu` doing `#define ulong4 uint4` then `#include "kernel.cu"`) sees the
 includer's macros defined before the include: a source of the same directory that includes the file and
-defines the name first shadows it too (certain when every such includer defines it unconditionally). Only
+defines the name first shadows it too (certain when every such includer defines it unconditionally; a definition
+or `#include` in a branch nvcc's preprocessor never takes does not count, as match/ppenv.py decides it). Only
 the directory's own sources are read, and only those whose bytes `#define` one of the names: the run's whole
 include graph is not built for this.
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -35,6 +37,7 @@ from ..parse import walk
 from ..core.linestart import directive, line_start_matches
 from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse_header, query
 from .context import FileContext, node_text, normalize, scope_of
+from .ppenv import Liveness, live_walk
 from ..read.source import read_regular
 
 _ANY_INCLUDE = directive(rb'#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]')  # at a line's start (linestart.py)
@@ -323,39 +326,88 @@ def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
     return seen, cuda
 
 
-def includer_macros(path: Path, names: set[str]) -> dict[str, list[tuple[str, _Decl]]]:
+_CONDITIONAL = re.compile(rb"^[ \t]*#[ \t]*(?:if|elif|else)", re.M)  # a file whose every line is live has none
+
+
+def _line_of(data: bytes, pos: int) -> int:
+    return data.rfind(b"\n", 0, pos) + 1
+
+
+def _beside(includer: str, name: str, quoted: bool) -> str | None:
+    """`#include "name"` as includer_macros resolves it: next to the including file (toolkit and system headers,
+    `<...>`, are not the project's)."""
+    if not quoted:
+        return None
+    cand = os.path.normpath(os.path.join(os.path.dirname(includer), name))
+    return cand if os.path.isfile(cand) else None
+
+
+_LISTINGS: dict[tuple[str, int, int], tuple[tuple[str, Path, bool], ...]] = {}
+
+
+def _sources_of(d: Path) -> tuple[tuple[str, Path, bool], ...]:
+    """The first `_MAX_SIBLINGS` entries of directory `d` by name, each (name, path, is a regular file), kept for
+    the process by the directory's inode and mtime as `read_header` keeps files: every file of a directory with
+    shadow candidates asks for the same listing (an entry added, removed or renamed changes the mtime)."""
+    try:
+        st = os.stat(d)
+    except OSError:
+        return ()
+    key = (str(d), st.st_ino, st.st_mtime_ns)
+    got = _LISTINGS.get(key)
+    if got is None:
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)[:_MAX_SIBLINGS]
+        except OSError:
+            return ()
+        out = []
+        for e in entries:
+            try:
+                is_file = e.is_file()
+            except OSError:  # a symlink loop, a vanished entry: not an includer
+                is_file = False
+            out.append((e.name, Path(e.path), is_file))
+        if len(_LISTINGS) >= 256:
+            _LISTINGS.clear()
+        got = _LISTINGS[key] = tuple(out)
+    return got
+
+
+def includer_macros(path: Path, names: set[str], live: Callable[[Path, bytes], Liveness] | None = None
+                    ) -> dict[str, list[tuple[str, _Decl]]]:
     """Macros of `names` that sources of `path`'s directory define before their `#include` of `path`: what a
     file included by another sees (legacy code includes a kernel `.cu` after `#define ulong4 uint4`). A
-    definition counts as unconditional only when every includer makes it so."""
-    try:
-        entries = sorted(os.scandir(path.parent), key=lambda e: e.name)
-    except OSError:
+    definition counts as unconditional only when every includer makes it so. With `live` (the preprocessor
+    model's walk of an includer: `live_directives`), as for token-pasting macros (read/project_index.py): a
+    `#define` or the `#include` of `path` in a branch the preprocessor never takes does not count, and one in a
+    branch it always takes is unconditional."""
+    entries = _sources_of(path.parent)
+    if not entries:
         return {}
     define = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(" + b"|".join(re.escape(n.encode()) for n in sorted(names))
                         + rb")\b", re.M)
     me = path.resolve()
     per: list[tuple[str, dict[str, list[_Decl]]]] = []  # (includer's name, its macros of `names` before the include)
     mine = os.fsencode(path.name)  # a name that is not UTF-8 (surrogate-escaped) is matched as its bytes
-    for e in entries[:_MAX_SIBLINGS]:
-        sib = Path(e.path)
-        try:
-            if sib.suffix not in _SOURCE_EXTS or e.name == path.name or not e.is_file():
-                continue
-        except OSError:  # a symlink loop, a vanished entry: not an includer
+    for name, sib, is_file in entries:
+        if sib.suffix not in _SOURCE_EXTS or name == path.name or not is_file:
             continue
         got = read_header(sib)
         if got is None or mine not in got[0]:
             continue
         data = got[0]
-        at = next((mo.start() for _, mo in line_start_matches(_ANY_INCLUDE, data)
-                   if os.path.basename(mo.group(2)) == mine
+        states = (live(sib, data).get(str(sib), {}) if live is not None and _CONDITIONAL.search(data) else {})
+        at = next((mo.start() for ls, mo in line_start_matches(_ANY_INCLUDE, data)
+                   if os.path.basename(mo.group(2)) == mine and states.get(ls) is not False
                    and (sib.parent / os.fsdecode(mo.group(2))).resolve() == me), None)
         if at is None:
             continue
         macros: dict[str, list[_Decl]] = {}
         if define.search(data, 0, at):
             for n, ds in declarations(header_tree(sib, data).root_node, names, local=False).items():
-                ms = [d for d in ds if d.kind == "macro" and d.start < at]
+                ms = [d if not d.conditional or states.get(_line_of(data, d.start)) is not True
+                      else replace(d, conditional=False)
+                      for d in ds if d.kind == "macro" and d.start < at and states.get(_line_of(data, d.start)) is not False]
                 if ms:
                     macros[n] = ms
         per.append((sib.name, macros))
@@ -397,7 +449,10 @@ def build_index(ctx: FileContext, names: set[str]) -> ShadowIndex:
             for n, ds in declarations(header_tree(p, got[0]).root_node, names, local=False).items():
                 headers.setdefault(n, []).extend((p.name, d) for d in ds)
         if path.is_file():
-            for n, ds2 in includer_macros(path, names).items():
+            def live(sib: Path, text: bytes) -> Liveness:
+                return live_walk(sib, ctx.target)(str(sib), text, _beside)
+
+            for n, ds2 in includer_macros(path, names, live).items():
                 headers.setdefault(n, []).extend(ds2)
     return ShadowIndex(local, headers, cuda, path.name)
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import tree_sitter as ts
 
 from ..core.linestart import directive, line_start_matches
-from .treesitter import MACRO_WRAP_PREFIX, MACRO_WRAP_SUFFIX, Paste, Unit, parse
+from .treesitter import MACRO_WRAP_PREFIX, MACRO_WRAP_SUFFIX, Paste, Unit, macro_units, parse
 
 # `#define NAME(params) body`, body up to the end of the logical line
 _FUNCTION_DEFINE = directive(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)\(([^)\n]*)\)([^\n\\]*(?:\\(?:\r?\n)?[^\n\\]*)*)")
@@ -59,22 +59,30 @@ class PasteMacro:
 def paste_macros(data: bytes) -> dict[str, PasteMacro]:
     """The token-pasting macros `data` defines, by name. A name defined twice (`#ifdef DEBUG` and `#else`)
     keeps one entry when both definitions paste the same prefix onto the same parameter; otherwise the entry
-    is blocked (which definition the compiler uses is not decided here)."""
-    out: dict[str, PasteMacro] = {}
+    is blocked (which definition the compiler uses is not decided here: `merged` of the live ones is)."""
+    return merged(paste_definitions(data))
+
+
+def paste_definitions(data: bytes) -> list[tuple[int, str, PasteMacro | None]]:
+    """(start of its line, name, the macro or None) of each function-like `#define` of `data` whose name some
+    definition of `data` makes a pasting macro, in order: None is a definition of that name that pastes nothing
+    (it disagrees with the others)."""
     if b"##" not in data:
-        return out
-    seen: dict[str, PasteMacro | None] = {}
-    for _, m in line_start_matches(_FUNCTION_DEFINE, data):
+        return []
+    out: list[tuple[int, str, PasteMacro | None]] = []
+    for at, m in line_start_matches(_FUNCTION_DEFINE, data):
         name = m.group(1).decode("utf-8", "replace")
-        got = _paste_macro(name, m.group(2), m.group(3))
-        if name in seen:
-            seen[name] = merge(seen[name], got)
-        else:
-            seen[name] = got
-    for name, got in seen.items():
-        if got is not None:
-            out[name] = got
-    return out
+        out.append((at, name, _paste_macro(name, m.group(2), m.group(3))))
+    pasting = {name for _, name, got in out if got is not None}
+    return [d for d in out if d[1] in pasting]
+
+
+def merged(definitions: list[tuple[int, str, PasteMacro | None]]) -> dict[str, PasteMacro]:
+    """One entry per name of `definitions` (`paste_definitions`' rows), `merge`d in order."""
+    seen: dict[str, PasteMacro | None] = {}
+    for _, name, got in definitions:
+        seen[name] = merge(seen[name], got) if name in seen else got
+    return {name: got for name, got in seen.items() if got is not None}
 
 
 def merge(a: PasteMacro | None, b: PasteMacro | None) -> PasteMacro | None:
@@ -191,6 +199,19 @@ def view(data: bytes, tree: ts.Tree, macros: dict[str, PasteMacro]) -> View:
         data = file_view(data, inline)
         tree = parse(data)
     return View(data, tree, inline, units)
+
+
+def file_units(pbytes: bytes, tree: ts.Tree, macros: dict[str, PasteMacro], keywords: re.Pattern[bytes] | None
+               ) -> tuple[View, list[Unit]]:
+    """What a file is matched in, from its parse bytes and their parse (`tree`): the file's parse as `view` shows
+    it (`macros`), the bodies of its `#define`s that mention `keywords` (none when None) and the pasted units, in
+    that order. The engine scans a file this way, and matchers that parse another project file
+    (texture_refs.other_context) call it so that they see that file as its scan does."""
+    seen = view(pbytes, tree, macros) if macros else View(pbytes, tree, [], [])
+    units = [Unit(tree=seen.tree, base=0)]
+    if keywords is not None:
+        units += macro_units(seen.tree, seen.data, keywords)
+    return seen, units + seen.units
 
 
 def pasted_unit(paste: Paste, data: bytes) -> Unit:

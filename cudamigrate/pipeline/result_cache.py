@@ -13,8 +13,9 @@ price of every doubt):
   not changed within `RACY_NS` of being looked at, so a start costs stats, not reading ~20 MB of libraries;
 * the file's content hash (`lookup(key, content_hash)` compares it);
 * the *shared* digest of the run's other files: the list of files, every file's `#include` lines (they
-  decide a header's language and what includes what) and the `#define` lines before its last `#include`
-  (a file it includes sees those macros: match/shadows.py), and the content of every file that can be
+  decide a header's language and what includes what) and the `#define`, `#undef` and conditional lines before its
+  last `#include` (a file it includes sees those macros, in the branches the preprocessor takes:
+  match/shadows.py), and the content of every file that can be
   included (a header suffix, or a base name that some `#include` names). When any file of the run
   (or a file the run read outside it) declares a texture or surface reference, the texture migration
   reads every file that sees it: the shared digest then covers every file's content (`coarse`); so it does
@@ -81,7 +82,9 @@ WARP_LEGACY = re.compile(rb"\b__(?:shfl(?:_up|_down|_xor)?|ballot|any|all)\s*\("
 # not anchored at line starts (25x faster on large trees): an `#include` in a comment also counts, which
 # only makes the shared digest cover more
 INCLUDE_LINE = re.compile(rb"#[ \t]*include\b[^\n]*")
-DEFINE_LINE = re.compile(rb"#[ \t]*define\b[^\n]*")
+# the lines before a file's last `#include` that decide what the included file sees: its macros, and the conditions
+# that make them (and the include) live, dead or undecided (match/shadows.py `includer_macros`)
+DEFINE_LINE = re.compile(rb"#[ \t]*(?:define|undef|if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b[^\n]*")
 INCLUDE_NAME = re.compile(rb'#[ \t]*include[ \t]*[<"]([^">\n]+)[">]')
 
 

@@ -10,8 +10,9 @@ files (never system headers) and answers, cheaply and from text:
   `#include <...>` when that names a file of the run);
 * `statement_macros(path, data)`: object-like macros, defined in the file or those headers, whose
   body is a statement (`{ ... }` or ending in `;`): a use written without `;` is a whole statement;
-* `paste_macros(path, data)`: function-like macros, defined in the file or those headers, that paste an API
-  prefix onto their argument (`#define cuda(fn) check(cuda##fn)`; parse/pasting.py);
+* `paste_macros(path, data, live)`: function-like macros, defined in the file or those headers, that paste an
+  API prefix onto their argument (`#define cuda(fn) check(cuda##fn)`; parse/pasting.py); with `live` (the
+  preprocessor model's walk, match/ppenv.py), only those in branches and headers the preprocessor may take;
 * `member_types(path, data, member, owner)`: the declared types of a class/struct member of that
   name in the file or its headers (`prop` -> `cudaDeviceProp`);
 * `project_member_type(ctx, owner, member, at)`: the same for a matcher (match/matchers.py's
@@ -27,14 +28,15 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import tree_sitter as ts
 
 from ..core.linestart import directive, line_start_matches
-from ..parse.pasting import PasteMacro, merge, paste_macros
+from ..parse.pasting import PasteMacro, merge, merged, paste_definitions, paste_macros
 
 # (from the `#`: `line_start_matches` keeps those at the start of a line; cudamigrate/core/linestart.py says why)
 LOCAL_INCLUDE = directive(rb'#[ \t]*include[ \t]*"([^"\n]+)"')
@@ -45,6 +47,10 @@ _OBJECT_DEFINE = directive(rb"#[ \t]*define[ \t]+([A-Za-z_]\w*)(?![\w(])([^\n\\]
 _COMMENT = re.compile(rb"/\*.*?\*/|//[^\n]*", re.S)
 _CONT = re.compile(rb"\\\r?\n")
 MAX_DEPTH = 8
+# Which `#define`/`#include` lines the preprocessor takes (match/ppenv.py's `live_directives`, bound to how the file
+# is compiled): called with the file's key, its bytes and this index's include resolution (`include_target`);
+# answers file -> line start -> True (live), None (undecided) or False (dead).
+LiveWalk = Callable[[str, bytes, Callable[[str, str, bool], "str | None"]], Mapping[str, Mapping[int, "bool | None"]]]
 HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc", ""}
 MAX_HEADER_BYTES = 2 * 1024 * 1024
 
@@ -188,6 +194,15 @@ class ProjectIndex:
                 found.append((at, self.resolve_in_run(key, m.group(1).decode("utf-8", "replace"))))
         return sorted(found, key=lambda x: x[0])
 
+    def include_target(self, includer: str, name: str, quoted: bool) -> str | None:
+        """The project file `#include "name"` (`quoted`) or `#include <name>` in `includer` names, as
+        `include_sites` resolves it (for a preprocessor walk that must follow the same graph)."""
+        if quoted:
+            got = self.resolve(Path(includer), name)
+        else:
+            got = self.resolve_in_run(Path(includer), name) if self.files else None
+        return None if got is None else str(got)
+
     def reachable(self, path: Path, data: bytes | None = None) -> list[Path]:
         """Project headers reached from `path` through `#include "..."`, breadth-first, without `path`. The last
         answer is kept: a scanned file asks several times with the same bytes (statement macros, texture)."""
@@ -303,17 +318,62 @@ class ProjectIndex:
             other |= o
         return frozenset(stmt - other)
 
-    def paste_macros(self, path: Path, data: bytes) -> dict[str, PasteMacro]:
+    def paste_macros(self, path: Path, data: bytes, live: LiveWalk | None = None) -> dict[str, PasteMacro]:
         """Token-pasting macros visible in `path` (its own and its project headers'), by name; a name whose
-        definitions disagree is blocked (parse/pasting.py's `merge`)."""
+        definitions disagree is blocked (parse/pasting.py's `merge`). With `live`, only the definitions the
+        preprocessor may take count, in the headers it may include (`_live_paste_macros`)."""
         out: dict[str, PasteMacro] = dict(paste_macros(data))
         for h in self.reachable(path, data):
-            key = self._key(h)
-            own = self._pastes.get(key)
-            if own is None:
-                own = self._pastes[key] = paste_macros(self.read(key) or b"")
-            for name, pm in own.items():
+            for name, pm in self._own_pastes(h).items():
                 out[name] = (merge(out[name], pm) or pm) if name in out else pm
+        if not out or live is None:
+            return out
+        return self._live_paste_macros(path, data, live)
+
+    def _own_pastes(self, header: Path) -> dict[str, PasteMacro]:
+        key = self._key(header)
+        own = self._pastes.get(key)
+        if own is None:
+            own = self._pastes[key] = paste_macros(self.read(key) or b"")
+        return own
+
+    def _live_paste_macros(self, path: Path, data: bytes, live: LiveWalk) -> dict[str, PasteMacro]:
+        """`paste_macros` where a `#define` or an `#include` the preprocessor never takes (a dead branch: the
+        `#ifdef __HIPCC__` of a header that supports HIP too) does not count. The headers are those `reachable`
+        finds, through live and undecided `#include`s only. Definitions that disagree still block the name, and
+        when a condition this model cannot decide chooses between them, the reason says so."""
+        key = self._key(path)
+        states = live(str(key), data, self.include_target)
+
+        def alive(p: Path, at: int) -> bool | None:
+            return states.get(str(p), {}).get(at)
+
+        order: list[tuple[Path, bytes | None]] = [(key, data)]
+        members = {key}
+        frontier = [(key, data)]
+        for _ in range(MAX_DEPTH):
+            nxt: list[tuple[Path, bytes | None]] = []
+            for p, d in frontier:
+                for at, inc in self.include_sites(p, d):
+                    if inc is not None and inc not in members and alive(p, at) is not False:
+                        members.add(inc)
+                        nxt.append((inc, None))
+            if not nxt:
+                break
+            order += nxt
+            frontier = nxt
+        out: dict[str, PasteMacro] = {}
+        undecided: set[str] = set()
+        for p, d in order:
+            defs = paste_definitions(d if d is not None else (self.read(p) or b""))
+            taken = [x for x in defs if alive(p, x[0]) is not False]
+            undecided |= {x[1] for x in taken if alive(p, x[0]) is None}
+            for name, pm in merged(taken).items():
+                out[name] = (merge(out[name], pm) or pm) if name in out else pm
+        for name, pm in out.items():
+            if pm.blocked and name in undecided and "several definitions" in pm.blocked:
+                out[name] = replace(pm, blocked=f"{pm.blocked} (a preprocessor condition this tool cannot decide "
+                                                "chooses between them)")
         return out
 
     # ------------------------------------------------------------------ class members

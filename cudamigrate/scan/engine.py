@@ -23,10 +23,10 @@ from ..match.edits import EditError, build_edits, keep_compat_edits, template_co
 from ..match.semantic import SemanticContext
 from ..match.kinds import MATCHER_KINDS, keywords as rule_keywords
 from ..match.matchers import Match, identifier_hits
+from ..match.ppenv import live_walk
 from ..parse import walk
-from ..parse.pasting import pasted_words, spelled_through, view
-from ..parse.treesitter import (ErrorSpans, Paste, Unit, macro_units, parse, register_roots, reset_parent_cache,
-                               syntax_blocker)
+from ..parse.pasting import file_units, pasted_words, spelled_through
+from ..parse.treesitter import ErrorSpans, Unit, parse, register_roots, reset_parent_cache, syntax_blocker
 from ..read.generated import GeneratedSpans
 from .grouping import consistency_group
 from .regions import PREPROC_IF, disabled_ranges, in_disabled_block, paste_at, unpasted
@@ -268,7 +268,7 @@ class Engine:
         found: set[str] = set()
         in_code: set[str] = set()  # the keywords met outside comments
         words: set[bytes] = set()
-        macros = self.project.paste_macros(src.path, data) if b"(" in data else {}
+        macros = self.project.paste_macros(src.path, data, live_walk(src.path, self.opts.target)) if b"(" in data else {}
         pasted: set[bytes] = set()
         if self.prefilter is not None:
             words = words_of(data)
@@ -312,25 +312,20 @@ class Engine:
         if b"define" in data or b'include' in data:
             src.statement_macros = self.project.statement_macros(src.path, data)
         pbytes = src.parse_bytes
-        tree = parse(pbytes)
-        pastes: list[Paste] = []
-        pasted_only: list[Unit] = []
-        if pasted:  # calls spelled through a token-pasting macro: `cuda(ThreadSynchronize())` (parse/pasting.py)
-            seen = view(pbytes, tree, macros)
-            pbytes, tree, pastes, pasted_only = seen.data, seen.tree, seen.pastes, seen.units
-        units = [Unit(tree=tree, base=0)]
+        kw_rx = None
         if b"#" in data and keys:
             pat = rb"\b(" + b"|".join(re.escape(k.encode()) for k in keys) + rb")\b"
             if any(r.kind == "string" for r in candidates.values()):
                 pat += rb'|"'  # string rules look at literals in macro bodies too: `#define OPT "-arch=sm_70"`
             kw_rx = re.compile(pat)
-            if any(kw_rx.search(d) for d in define_regions(pbytes)):  # else no macro body would be parsed
-                units += macro_units(tree, pbytes, kw_rx)
-        units += pasted_only
+            if not any(kw_rx.search(d) for d in define_regions(pbytes)):  # else no macro body would be parsed
+                kw_rx = None
+        # calls spelled through a token-pasting macro: `cuda(ThreadSynchronize())` (parse/pasting.py)
+        seen, units = file_units(pbytes, parse(pbytes), macros if pasted else {}, kw_rx)
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
                           semantic=semantic, project=self.project, api_names=frozenset(found),
                           include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat,
-                          pastes=tuple(pastes))
+                          pastes=tuple(seen.pastes))
         reset_parent_cache()
         reset_scope_cache()
         register_roots([u.root for u in units])

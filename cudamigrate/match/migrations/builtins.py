@@ -18,7 +18,7 @@ from ...read.generated import OWN_GUARD_MARK
 from ...rules.schema import Rule
 from ..context import FileContext, source_text, declarator_name, declarators, declared_types, node_text, normalize_name, scope_of, type_aliases
 from ..matchers import Match
-from ..ppenv import PPEnv, build_env
+from ..ppenv import PPEnv, build_env, toolkits_from
 from ...core.registry import Registry, free_mapping, string_list
 from .builtin_registry import BuiltinFn, builtin_schema
 
@@ -34,14 +34,6 @@ _VM = re.compile(r"\b(" + "|".join(VERSION_MACROS) + r")\b")
 CONDITIONAL_TYPES = frozenset({"preproc_if", "preproc_ifdef"})  # `(preproc_if) @p (preproc_ifdef) @p`, walked
 NAMESPACE_IDENTIFIER = frozenset({"namespace_identifier"})  # `(namespace_identifier) @ns`, walked
 KEEP_COMPAT_MARK = re.compile(rb"cudamigrate:\s*keep-compat\s+(\d+)\.(\d+)")
-
-
-def toolkits_from(target: tuple[int, int]) -> list[tuple[int, int]]:
-    """The toolkit versions a guard must agree on: the target and every later major.minor (minors 0-9, majors up
-    to 40, and 99.9 for "far future"). A guard is decided only when all of them give the same answer, so
-    `__CUDACC_VER_MAJOR__ == 13 && __CUDACC_VER_MINOR__ >= 2` (false at 13.0, true at 13.2) stays undecided."""
-    out = [(maj, mnr) for maj in range(target[0], 41) for mnr in range(10) if (maj, mnr) >= target]
-    return out + [(99, 9)]
 
 
 def pp_env(ctx: FileContext, start: tuple[int, int] | None = None, assume: frozenset[str] = frozenset()) -> PPEnv:

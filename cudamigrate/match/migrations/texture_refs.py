@@ -17,6 +17,7 @@ from ...parse import pasting, walk
 from ...parse.treesitter import Unit, parse, parse_header
 from ...read.source import read_regular
 from ..context import FileContext, named_children, node_text, normalize
+from ..ppenv import live_walk
 from .texture_includers import READ_CALL, Includer, includer_refs, includers_may_declare
 
 # reference-form read functions -> number of arguments after the reference
@@ -459,7 +460,6 @@ def _includer(octx: FileContext) -> Includer:
 
 def other_context(ctx: FileContext, path: Path) -> FileContext | None:
     """A FileContext for another project file, parsed like the engine parses it (macro bodies included)."""
-    from ...parse.treesitter import macro_units
     from ...read.source import SourceError, check_bytes
 
     data = ctx.project.read(path)
@@ -470,12 +470,9 @@ def other_context(ctx: FileContext, path: Path) -> FileContext | None:
     except SourceError:
         return None
     src.statement_macros = ctx.project.statement_macros(path, data)
-    pbytes = src.parse_bytes
-    tree = parse(pbytes)
     # uses spelled through a token-pasting macro (`cuda(BindTexture(...))`), seen as the engine sees them
-    seen = pasting.view(pbytes, tree, ctx.project.paste_macros(path, data) if b"(" in data else {})  # as the engine asks
-    pbytes, tree = seen.data, seen.tree
+    macros = ctx.project.paste_macros(path, data, live_walk(path, ctx.target)) if b"(" in data else {}  # as the engine asks
     kw = re.compile(rb"\b(texture|surface|\w*(Texture|Surface)\w*|tex\w+|surf\w+)\b")
-    units = [Unit(tree=tree, base=0)] + (macro_units(tree, pbytes, kw) if b"#" in data else []) + seen.units
+    seen, units = pasting.file_units(src.parse_bytes, parse(src.parse_bytes), macros, kw if b"#" in data else None)
     return FileContext(source=src, units=units, target=ctx.target, options=ctx.options, project=ctx.project,
                        pastes=tuple(seen.pastes))
