@@ -245,6 +245,22 @@ def _bind_edit(mig: Migration, ref: Ref, unit: Unit, call: ts.Node, fn: str, add
     return None, f"`{fn}` is not handled"
 
 
+def _attr_edits(unit: Unit, p: ts.Node, desc: str, fld: str) -> list[Edit]:
+    """`tex.filterMode` -> `tex_desc.filterMode` (`tex.normalized` -> `tex_desc.normalizedCoords`) as renames of
+    its identifiers, not one edit over the expression: the fix's syntax guard checks a file with its renames
+    undone, since tree-sitter's recovery around a statement macro without `;` (`CUDA_ERRCK` on the line before)
+    moves with a name's length; one edit over the whole expression was refused as a new syntax error there and
+    withheld the reference's migration in every file (Parboil rpes)."""
+    arg, name = p.child_by_field_name("argument"), p.child_by_field_name("field")
+    if arg is None or arg.type != "identifier" or name is None:
+        s, e = unit.abs(p)
+        return [Edit(s, e, f"{desc}.{TEX_FIELDS[fld]}")]
+    out = [Edit(*unit.abs(arg), desc)]
+    if TEX_FIELDS[fld] != fld:
+        out.append(Edit(*unit.abs(name), TEX_FIELDS[fld]))
+    return out
+
+
 def _declaration_edits(ref: Ref, data: bytes, nl: str) -> list[Edit]:
     """Replace the reference's declaration by the object form (taking it out of a multi-name declaration)."""
     d = ref.decl
@@ -370,7 +386,7 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
         elif u.what == "attr":
             p, fld = u.detail
             s, e = u.unit.abs(p)
-            edits.append(Edit(s, e, f"{ref.desc}.{TEX_FIELDS[fld]}"))
+            edits += _attr_edits(u.unit, p, ref.desc, fld)
             attrs.append((s, function_of(p), mig.line(u.unit, p), p, u.unit))
         elif u.what == "chan":
             s, e = u.unit.abs(u.detail)
