@@ -14,7 +14,7 @@ from ...rules.schema import Rule
 from ..context import FileContext, named_children, node_text, normalize
 from ..matchers import Match
 from .texture_channel import channel_desc_edit
-from .texture_refs import HELPER_GUARD, TEX_FIELDS, Ref, normalize_spaces
+from .texture_refs import HELPER_GUARD, TEX_FIELDS, UPDATE_GUARD, Ref, normalize_spaces
 from .texture_uses import Migration, Use, name_collision, function_of, indent_at, is_channel_desc, line_start
 
 
@@ -158,7 +158,6 @@ inline cudaError_t cudamigrateBindSurfaceToArray(cudaSurfaceObject_t *obj, const
 #endif /* CUDAMIGRATE_TEXOBJ_HELPERS */
 
 """
-UPDATE_GUARD = "CUDAMIGRATE_TEXOBJ_UPDATE"
 # after the stand-ins (it calls cudamigratePublishTexture); inserted only where an attribute is written after a bind
 UPDATE_HELPER = r"""#ifndef CUDAMIGRATE_TEXOBJ_UPDATE
 #define CUDAMIGRATE_TEXOBJ_UPDATE
@@ -352,7 +351,9 @@ def _update_helper_edit(ctx: FileContext, data: bytes, nl: str, first: int) -> E
     return Edit(hp, hp, nl + UPDATE_HELPER.replace("\n", nl))
 
 
-def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migration, helpers_present: bool) -> Match | None:
+def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migration,
+            helpers_present: frozenset[str]) -> Match | None:
+    """`helpers_present`: the guards of the helper blocks in included headers (nothing is inserted again)."""
     data = ctx.source.data
     reasons: list[str] = []
     edits: list[Edit] = []
@@ -453,8 +454,8 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
     # an edit inside another of this finding's edits (a `name.channelDesc` argument of its bind) is already covered
     edits = [x for x in edits if not any(o is not x and o.start <= x.start and x.end <= o.end and o.end > o.start
                                          and (o.start, o.end) != (x.start, x.end) for o in edits)]
-    update = bool(late) and UPDATE_GUARD.encode() not in data
-    if needs_helpers and not helpers_present and HELPER_GUARD.encode() not in data:
+    update = bool(late) and UPDATE_GUARD.encode() not in data and UPDATE_GUARD not in helpers_present
+    if needs_helpers and HELPER_GUARD not in helpers_present and HELPER_GUARD.encode() not in data:
         first = min(x.start for x in edits)
         hp = helper_position(ctx, first)
         edits.insert(0, Edit(hp, hp, (HELPERS + (UPDATE_HELPER if update else "")).replace("\n", mig.nl)))

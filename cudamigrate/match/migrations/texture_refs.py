@@ -81,6 +81,7 @@ MARKER_RE = re.compile(r"//\s*cudamigrate (CM60[12]): (\w+) was (texture|surface
 
 
 HELPER_GUARD = "CUDAMIGRATE_TEXOBJ_HELPERS"
+UPDATE_GUARD = "CUDAMIGRATE_TEXOBJ_UPDATE"  # the update helper (texture_edits.UPDATE_HELPER), after the stand-ins
 
 
 LOCAL_INCLUDE = directive(rb'#[ \t]*include[ \t]*"([^"]+)"')  # at a line's start (linestart.py)
@@ -298,14 +299,14 @@ def normalize_spaces(text: str) -> str:
     return " ".join(text.split())
 
 
-def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool]:
-    """References declared (or already migrated) in locally included headers; whether helpers are there."""
+def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], frozenset[str]]:
+    """References declared (or already migrated) in locally included headers; the guards of the helper blocks
+    there (`HELPER_GUARD`, `UPDATE_GUARD`: a shared header holds the update helper too, fix/shared_helpers.py)."""
     out: dict[str, Ref] = {}
-    helpers = False
+    helpers: set[str] = set()
     seen: set[Path] = set()
 
     def visit(path: Path, data: bytes, level: int) -> None:
-        nonlocal helpers
         if ctx.project is not None:
             # the project index also finds headers of the run under an -I directory (`#include "gpu.h"` ->
             # include/gpu.h, `#include <kernels.cu>`)
@@ -321,8 +322,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
                 text = read_regular(inc)
             except OSError:
                 continue
-            if HELPER_GUARD.encode() in text:
-                helpers = True
+            helpers.update(g for g in (HELPER_GUARD, UPDATE_GUARD) if g.encode() in text)
             for r in _marker_refs(text):
                 r.path = inc
                 out.setdefault(r.name, r)
@@ -339,7 +339,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
         visit(ctx.source.path.resolve(), ctx.source.data, depth)
     except OSError:
         pass
-    return out, helpers
+    return out, frozenset(helpers)
 
 
 # what a declaration (`texture<...>`, `surface <...>`, with a comment before `<` counted as maybe) or a migration
@@ -400,7 +400,8 @@ def _marker_refs(data: bytes) -> list[Ref]:
 
 
 def refs_in_scope(ctx: FileContext):
-    """(local refs, odd texture<> uses, refs by name incl. headers and markers, helpers present); once per file."""
+    """(local refs, odd texture<> uses, refs by name incl. headers and markers, the helper guards of included
+    headers); once per file."""
     cached = getattr(ctx, "_texture_scope", None)
     if cached is not None:
         return cached
