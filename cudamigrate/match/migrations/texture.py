@@ -57,6 +57,7 @@ from .texture_refs import (
     TEX_BINDS,
     TEX_READS,
     Ref,
+    getter_reason,
     refs_in_scope,
     reference_type_names,
 )
@@ -238,7 +239,8 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
                     continue
                 why = f"`{fn}` binds `{name or '?'}`, whose `texture<>`/`surface<>` declaration is not in this file or the headers it includes"
                 if "(" in name:
-                    why = f"`{fn}` binds the reference returned by `{name}`: a reference handed out by a helper cannot be migrated automatically"
+                    callee = name.split("(", 1)[0].strip()
+                    why = f"`{fn}` binds the reference returned by `{name}`: {getter_reason(callee)}"
                 elif unit.in_macro and unit.macro_name and name in macro_params(ctx, unit.macro_name):
                     why = (f"`{fn}` in macro `{unit.macro_name}` binds its parameter `{name}`: the references passed to "
                            f"`{unit.macro_name}` cannot be migrated automatically (CM601 reports each)")

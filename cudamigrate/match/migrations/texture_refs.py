@@ -221,8 +221,7 @@ def _declarations(root: ts.Node, unit: Unit | None) -> tuple[list[Ref], list[tup
         if fname is not None:
             # `texture<...> &get_ref(void);` / its definition: a helper handing out a reference; code that binds
             # or reads through its calls cannot be rewritten to objects here
-            odd.append((t, f"`{kind}<{', '.join(targs)}>` is the return type of `{fname}`: uses through calls of "
-                           f"`{fname}` cannot be migrated to {kind} objects automatically"))
+            odd.append((t, f"`{kind}<{', '.join(targs)}>` is the return type of `{fname}`: {getter_reason(fname, kind)}"))
             continue
         if decl is None or decl.type != "declaration" or not _at_file_scope(decl):
             what = "a parameter" if decl is not None and decl.type == "parameter_declaration" else "a non-file-scope declaration"
@@ -262,6 +261,19 @@ def _declarations(root: ts.Node, unit: Unit | None) -> tuple[list[Ref], list[tup
                 ref.problem = "its template arguments could not be read"
             refs.append(ref)
     return refs, odd
+
+
+def getter_reason(fname: str, kind: str = "texture") -> str:
+    """Why a reference handed out by a function stays manual (Parboil's sad: `texture<...> &get_ref(void)`, defined
+    beside the reference, called by the file that binds it): the object that replaces a reference is published
+    through a `__constant__` handle of the reference's own file, and code compiled in another file cannot write
+    that handle (a `__constant__` symbol is addressable only from its own translation unit without relocatable
+    device code), so the function must hand out something else: its declared type and every call change."""
+    return (f"`{fname}` hands the reference to code that binds or reads it, possibly compiled in another file, and "
+            f"the {kind} object that replaces it is published through a `__constant__` handle that only code of the "
+            f"reference's own file can write (without relocatable device code): `{fname}` must hand out a bind "
+            f"function of that file (or the handle and its state) instead, which changes its declared type in every "
+            f"declaration and every call; the fix does not make that change")
 
 
 def _returning_function(decl: ts.Node | None) -> str | None:
