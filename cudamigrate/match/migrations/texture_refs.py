@@ -269,11 +269,10 @@ def getter_reason(fname: str, kind: str = "texture") -> str:
     through a `__constant__` handle of the reference's own file, and code compiled in another file cannot write
     that handle (a `__constant__` symbol is addressable only from its own translation unit without relocatable
     device code), so the function must hand out something else: its declared type and every call change."""
-    return (f"`{fname}` hands the reference to code that binds or reads it, possibly compiled in another file, and "
-            f"the {kind} object that replaces it is published through a `__constant__` handle that only code of the "
-            f"reference's own file can write (without relocatable device code): `{fname}` must hand out a bind "
-            f"function of that file (or the handle and its state) instead, which changes its declared type in every "
-            f"declaration and every call; the fix does not make that change")
+    return (f"`{fname}` hands the reference out (to code possibly compiled in another file), and the {kind} object "
+            f"replacing it is published through a `__constant__` handle that only code of the reference's own file can "
+            f"write without relocatable device code: `{fname}` must hand out a bind function of that file (or the "
+            f"handle and its state) instead, a change of its declared type and of every call, left to you")
 
 
 def _returning_function(decl: ts.Node | None) -> str | None:
