@@ -3,6 +3,7 @@ together include one `cudamigrate_texture.h` instead of four copies of the helpe
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -209,3 +210,32 @@ def test_a_file_with_the_update_helper_in_the_shared_header_builds(tmp_path):
     run_cli("fix", *FLAGS, ".", cwd=root)
     built = compile_file(root / "sub" / "b.cu", tmp_path / "b.o", arch="sm_75")
     assert built.ok, built.output
+
+
+def test_a_buffer_from_stdin_includes_the_projects_header_and_writes_nothing(tmp_path):
+    from click.testing import CliRunner
+
+    from cudamigrate.cli.main import main
+
+    root = _copy(tmp_path)
+    run_cli("fix", *FLAGS, ".", cwd=root)
+    tree = _tree(root)
+    source = (PROJECT / "filters" / "blur.cu").read_text().replace("texImage", "texSharp")
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        r = CliRunner().invoke(main, ["fix", "-", "--stdin-filename", "filters/sharpen.cu", *FLAGS], input=source)
+    finally:
+        os.chdir(old)
+    assert r.exit_code == 0, r.output
+    assert '#include "../cudamigrate_texture.h"\n' in r.stdout and "CUDAMIGRATE_TEXOBJ_HELPERS" not in r.stdout
+    assert "__constant__ cudaTextureObject_t texSharp;" in r.stdout
+    assert _tree(root) == tree  # nothing written, no file added
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    os.chdir(alone)
+    try:  # no header in the project: the buffer keeps its copy (nothing is written for a buffer)
+        r = CliRunner().invoke(main, ["fix", "-", "--stdin-filename", "sharpen.cu", *FLAGS], input=source)
+    finally:
+        os.chdir(old)
+    assert "#ifndef CUDAMIGRATE_TEXOBJ_HELPERS" in r.stdout and list(alone.iterdir()) == []
