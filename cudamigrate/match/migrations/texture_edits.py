@@ -384,6 +384,10 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
             fnode = call.child_by_field_name("function")
             _, fe = u.unit.abs(fnode)
             edits.append(Edit(fe, fe, f"<{rt}>"))
+        elif u.what == "getter":  # `return ref;` -> the description of its object (texture_getters.py)
+            ret, g = u.detail
+            s, e = u.unit.abs(ret)
+            edits.append(Edit(s, e, f"{g.static()}{mig.nl}{indent_at(data, s)}return cudamigrate_ref;"))
         elif u.what == "attr":
             p, fld = u.detail
             s, e = u.unit.abs(p)

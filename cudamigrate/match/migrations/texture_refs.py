@@ -217,7 +217,7 @@ def _declarations(root: ts.Node, unit: Unit | None) -> tuple[list[Ref], list[tup
         kind = node_text(n)
         targs = [normalize_spaces(node_text(c)) for c in named_children(a)]
         decl = t.parent
-        fname = _returning_function(decl)
+        fname = returning_function(decl)
         if fname is not None:
             # `texture<...> &get_ref(void);` / its definition: a helper handing out a reference; code that binds
             # or reads through its calls cannot be rewritten to objects here
@@ -271,11 +271,13 @@ def getter_reason(fname: str, kind: str = "texture") -> str:
     device code), so the function must hand out something else: its declared type and every call change."""
     return (f"`{fname}` hands the reference out (to code possibly compiled in another file), and the {kind} object "
             f"replacing it is published through a `__constant__` handle that only code of the reference's own file can "
-            f"write without relocatable device code: `{fname}` must hand out a bind function of that file (or the "
-            f"handle and its state) instead, a change of its declared type and of every call, left to you")
+            f"write without relocatable device code, so `{fname}` must hand out that handle, the object's state and "
+            f"symbol instead, a change of its declared type and of every call: made automatically only for "
+            f"`texture<...> &{fname}(void) {{ return ref; }}`, one definition in the run, every call binding, "
+            f"unbinding or reading `.channelDesc` of `{fname}()` (texture_getters.py)")
 
 
-def _returning_function(decl: ts.Node | None) -> str | None:
+def returning_function(decl: ts.Node | None) -> str | None:
     """Name of the function a `texture<>`/`surface<>` type is the return type of (declaration or definition)."""
     if decl is None or decl.type not in ("declaration", "function_definition", "field_declaration"):
         return None
