@@ -96,6 +96,13 @@ def test_a_use_the_migration_does_not_take_keeps_every_file(tmp_path):
     assert {n: (root / n).read_text() for n in texts} == texts
 
 
+def test_a_header_outside_the_run_that_declares_the_getter_keeps_every_file(tmp_path):
+    root = _tree(tmp_path)
+    texts = {n: (root / n).read_text() for n in ("lut.h", "lut.cu", "main.cu")}
+    run_cli("fix", *FLAGS, "lut.cu", "main.cu", cwd=root)  # lut.h is not in the run: it could not be rewritten
+    assert {n: (root / n).read_text() for n in texts} == texts
+
+
 @pytest.mark.nvcc
 def test_the_migrated_files_build(tmp_path):
     from cudamigrate.toolcheck.build import compile_file

@@ -215,6 +215,14 @@ def find_getter(ctx: FileContext, fname: str) -> Getter | None:
             got = d
     if got is not None and not all(_uses_allowed(o, got) for o in ctxs):
         got = None
+    if got is not None and proj is not None and proj.files:
+        # a header outside the run that declares the getter would keep `texture<...> &get_ref(void);`
+        run = {Path(f).resolve() for f in proj.files}
+        for o in ctxs:
+            for h in proj.reachable(o.source.path, o.source.data):
+                data = proj.read(h)
+                if h.resolve() not in run and data is not None and word in data:
+                    got = None
     cache[(fname, program)] = got
     return got
 

@@ -273,8 +273,8 @@ def getter_reason(fname: str, kind: str = "texture") -> str:
             f"replacing it is published through a `__constant__` handle that only code of the reference's own file can "
             f"write without relocatable device code, so `{fname}` must hand out that handle, the object's state and "
             f"symbol instead, a change of its declared type and of every call: made automatically only for "
-            f"`texture<...> &{fname}(void) {{ return ref; }}`, one definition in the run, every call binding, "
-            f"unbinding or reading `.channelDesc` of `{fname}()` (texture_getters.py)")
+            f"`texture<...> &{fname}(void) {{ return ref; }}`, one definition in the program, declared only in files "
+            f"of the run, every call binding, unbinding or reading `.channelDesc` of `{fname}()` (texture_getters.py)")
 
 
 def returning_function(decl: ts.Node | None) -> str | None:
