@@ -161,3 +161,35 @@ def test_per_rule_commits_are_compile_verified(tmp_path, monkeypatch):
     init = git(d, "rev-list", "--max-parents=0", "HEAD").strip()
     assert broken not in git(d, "log", "-p", f"{init}..HEAD")
     assert git(d, "status", "--porcelain") == ""
+
+
+def test_per_rule_commits_share_the_texture_helpers_like_fix(tmp_path, monkeypatch):
+    """Four texture files (and a CM501 file): the final tree equals one `fix` run, shared header included, and no
+    commit holds a copy of the helpers in a file (fix/shared_helpers.py)."""
+    for k, v in (("GIT_AUTHOR_NAME", "t"), ("GIT_AUTHOR_EMAIL", "t@example.com"), ("GIT_COMMITTER_NAME", "t"),
+                 ("GIT_COMMITTER_EMAIL", "t@example.com")):
+        monkeypatch.setenv(k, v)
+    d = tmp_path / "repo"
+    shutil.copytree(ROOT / "fixtures" / "texture" / "project-shared-helpers", d, ignore=shutil.ignore_patterns("README.md"))
+    (d / "sync.cu").write_text("void wait_all() { cudaThreadSynchronize(); }\n")
+    single = tmp_path / "single"
+    shutil.copytree(d, single)
+    git(d, "init", "-q")
+    git(d, "add", "-A")
+    git(d, "commit", "-qm", "init")
+    run("fix", "--unsafe-fixes", "--no-verify", ".", cwd=single)
+    assert (single / "cudamigrate_texture.h").is_file()
+    r = run("fix", "--unsafe-fixes", "--no-verify", "--commit-per-rule", ".", cwd=d)
+    assert r.exit_code in (0, 1), r.stderr
+    assert tree(d) == tree(single)
+    assert git(d, "status", "--porcelain") == ""
+    shas = git(d, "log", "--format=%h").split()[:-1]
+    assert len(shas) >= 2
+    for sha in shas:
+        files = git(d, "ls-tree", "-r", "--name-only", sha).split()
+        for f in files:
+            if f.endswith(".cu"):
+                assert "#ifndef CUDAMIGRATE_TEXOBJ_HELPERS" not in git(d, "show", f"{sha}:{f}"), (sha, f)
+        if any('#include "' in git(d, "show", f"{sha}:{f}") and "cudamigrate_texture.h" in git(d, "show", f"{sha}:{f}")
+               for f in files if f.endswith(".cu")):
+            assert "cudamigrate_texture.h" in files, sha  # the header is in every commit whose files include it

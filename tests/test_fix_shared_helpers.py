@@ -3,6 +3,7 @@ together include one `cudamigrate_texture.h` instead of four copies of the helpe
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -148,3 +149,93 @@ def test_the_npp_files_with_the_shared_header_build(tmp_path):
     for rel in ("fill.cpp", "sub/fill2.cpp"):
         built = compile_file(root / rel, tmp_path / (Path(rel).stem + ".o"), libs=["npp"], arch="sm_75")
         assert built.ok, built.output
+
+
+LATE = """// Linear filtering chosen after the bind: the fix re-creates the object after the attribute writes.
+#include <cstdio>
+
+texture<float, 1, cudaReadModeElementType> texLate;
+
+__global__ void halfway(float *out) { out[threadIdx.x] = tex1D(texLate, threadIdx.x + 1.0f); }
+
+int run(cudaArray *arr, float *out)
+{
+    cudaBindTextureToArray(texLate, arr);
+    texLate.filterMode = cudaFilterModeLinear;
+    halfway<<<1, 4>>>(out);
+    return cudaDeviceSynchronize() == cudaSuccess ? 0 : 1;
+}
+"""
+
+
+def _late_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "late"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.cu").write_text(LATE)
+    (root / "sub" / "b.cu").write_text(LATE.replace("texLate", "texOther").replace("int run(", "int run_b("))
+    shutil.copy(PROJECT / "scale.cu", root / "scale.cu")  # no attribute after its bind: no update helper
+    return root
+
+
+def test_the_update_helper_rides_into_the_shared_header(tmp_path):
+    root = _late_tree(tmp_path)
+    r = run_cli("fix", *FLAGS, ".", cwd=root)
+    assert r.exit_code == 0, r.stderr
+    tree = _tree(root)
+    header = tree["cudamigrate_texture.h"]
+    assert header.count("#ifndef CUDAMIGRATE_TEXOBJ_UPDATE") == 1
+    assert header.index("#endif /* CUDAMIGRATE_TEXOBJ_HELPERS */\n\n#ifndef CUDAMIGRATE_TEXOBJ_UPDATE\n") > 0
+    assert header.endswith("#endif /* CUDAMIGRATE_TEXOBJ_UPDATE */\n")
+    for rel in ("a.cu", "sub/b.cu", "scale.cu"):
+        assert "#define CUDAMIGRATE_TEXOBJ_" not in tree[rel], rel
+    assert '#include <cstdio>\n\n#include "../cudamigrate_texture.h"\n\n// cudamigrate CM601: texOther' in tree["sub/b.cu"]
+    assert "texOther_desc.filterMode = cudaFilterModeLinear;\n    cudamigrateUpdateTexture(&texOther_obj, &texOther, " \
+           "&texOther_desc);\n" in tree["sub/b.cu"]
+    assert tree["scale.cu"] == _alone(tmp_path, "scale.cu").replace(BLOCK.search(_alone(tmp_path, "scale.cu")).group(0),
+                                                                    '\n#include "cudamigrate_texture.h"\n')
+    again = run_cli("fix", *FLAGS, ".", cwd=root)
+    assert _tree(root) == tree and "Fixed 0 finding(s)" in again.stdout
+    (root / "c.cu").write_text(LATE.replace("texLate", "texThird").replace("int run(", "int run_c("))
+    run_cli("fix", *FLAGS, "c.cu", cwd=root)  # the header holds the update helper: no copy in the new file
+    third = (root / "c.cu").read_text()
+    assert '#include "cudamigrate_texture.h"\n' in third and "CUDAMIGRATE_TEXOBJ_" not in third
+    assert "cudamigrateUpdateTexture(&texThird_obj" in third
+
+
+@pytest.mark.nvcc
+def test_a_file_with_the_update_helper_in_the_shared_header_builds(tmp_path):
+    from cudamigrate.toolcheck.build import compile_file
+
+    root = _late_tree(tmp_path)
+    run_cli("fix", *FLAGS, ".", cwd=root)
+    built = compile_file(root / "sub" / "b.cu", tmp_path / "b.o", arch="sm_75")
+    assert built.ok, built.output
+
+
+def test_a_buffer_from_stdin_includes_the_projects_header_and_writes_nothing(tmp_path):
+    from click.testing import CliRunner
+
+    from cudamigrate.cli.main import main
+
+    root = _copy(tmp_path)
+    run_cli("fix", *FLAGS, ".", cwd=root)
+    tree = _tree(root)
+    source = (PROJECT / "filters" / "blur.cu").read_text().replace("texImage", "texSharp")
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        r = CliRunner().invoke(main, ["fix", "-", "--stdin-filename", "filters/sharpen.cu", *FLAGS], input=source)
+    finally:
+        os.chdir(old)
+    assert r.exit_code == 0, r.output
+    assert '#include "../cudamigrate_texture.h"\n' in r.stdout and "CUDAMIGRATE_TEXOBJ_HELPERS" not in r.stdout
+    assert "__constant__ cudaTextureObject_t texSharp;" in r.stdout
+    assert _tree(root) == tree  # nothing written, no file added
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    os.chdir(alone)
+    try:  # no header in the project: the buffer keeps its copy (nothing is written for a buffer)
+        r = CliRunner().invoke(main, ["fix", "-", "--stdin-filename", "sharpen.cu", *FLAGS], input=source)
+    finally:
+        os.chdir(old)
+    assert "#ifndef CUDAMIGRATE_TEXOBJ_HELPERS" in r.stdout and list(alone.iterdir()) == []

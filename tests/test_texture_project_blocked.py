@@ -158,7 +158,8 @@ _BLOCKED_TEX = """#include <cuda_runtime.h>
 texture<float4, 1, cudaReadModeElementType> tex;
 texture<float4, 1, cudaReadModeElementType> &get_ref(void) { return tex; }
 __global__ void k2(float4 *o) { o[0] = tex1Dfetch(tex, 0); }
-"""
+void linear() { get_ref().filterMode = cudaFilterModeLinear; }
+"""  # an attribute set through the getter: not a use texture_getters.py migrates, so `tex` stays
 _UNSEEN_TEX = """#include <cuda_runtime.h>
 void bind_elsewhere(const float4 *d, size_t n) { cudaBindTexture(0, tex, d, n); }
 """

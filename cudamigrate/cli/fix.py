@@ -118,7 +118,7 @@ def fix(paths: tuple[Path, ...], diff: bool, dry_run: bool, unsafe_fixes: bool, 
             raise click.UsageError("--commit-per-rule/--commit-per-family write and commit; not with --diff/--dry-run")
         _commit_per(engine, spec, files, commit_by, unsafe_fixes, show_fixes, exit_zero, display_only,
                     lambda computed, groups: _verify_computed(engine, files, computed, groups, req, opts, cfg,
-                                                              display_only, db))
+                                                              display_only, db), tuple(req.paths))
     for e in run_setup.walk_errors:
         _err(e)
     status = StatusLine()
@@ -240,7 +240,8 @@ def _verify_computed(engine: Engine, files: list[Path], computed: list, groups: 
 
 
 def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, unsafe: bool, show_fixes: bool,
-                exit_zero: bool, display_only: frozenset[str] = frozenset(), verify=None) -> None:
+                exit_zero: bool, display_only: frozenset[str] = frozenset(), verify=None,
+                roots: tuple[Path, ...] = ()) -> None:
     """`fix --commit-per-rule/--commit-per-family`: commit, report, exit (see cudamigrate/fix/commits.py)."""
     from .fix_report import list_fix_outcome
     from ..fix.commits import CommitError, commit_per_group
@@ -250,7 +251,7 @@ def _commit_per(engine: Engine, spec: EngineSpec, files: list[Path], by: str, un
     try:
         res = commit_per_group(engine, files, display_path, by, unsafe,
                                lambda p: load_source(p, spec.max_bytes or DEFAULT_MAX_BYTES).data, _err, display_only,
-                               verify)
+                               verify, roots)
     except CommitError as exc:
         _err(str(exc))
         sys.exit(EXIT_ERROR)

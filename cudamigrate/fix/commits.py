@@ -25,13 +25,14 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..scan.engine import Engine
 from ..findings.model import Finding
 from .apply import FixResult, fix_bytes
 from . import consistency
-from .write import Snapshot, write_checked
+from .shared_helpers import share_all
+from .write import Snapshot, write_checked, write_new
 
 
 class CommitError(Exception):
@@ -142,10 +143,13 @@ Verify = Callable[[list[tuple[Path, FixResult]], frozenset[str]],
 
 def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path], str], by: str, unsafe: bool,
                      load: Callable[[Path], bytes], log: Callable[[str], None],
-                     display_only: frozenset[str] = frozenset(), verify: Verify | None = None) -> CommitResult:
+                     display_only: frozenset[str] = frozenset(), verify: Verify | None = None,
+                     roots: Sequence[Path] = ()) -> CommitResult:
     """Fix `files` as one `fix` run would, committing group by group (see the module docstring). `verify(computed,
     withheld groups)` gives the results repaired by compile verification and, per file, the findings it rolled
-    back (rule id, fingerprint), which every commit leaves out."""
+    back (rule id, fingerprint), which every commit leaves out. `roots`: the paths named (`fix`'s limit for a
+    shared helper header, fix/shared_helpers.py): the final run's header is written with the first commit whose
+    files include it, and every commit's files include it instead of a copy of the helpers."""
     root = repo_root(files)
     ensure_clean(root)
     originals: dict[Path, bytes] = {}
@@ -179,10 +183,13 @@ def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path]
             applied += res.applied
     for line in consistency.report(withheld, [res for _, res in computed]):
         log(f"note: {line}")
+    shared = share_all({os.path.realpath(p): (originals[p], targets[p]) for p in originals},
+                       [os.path.realpath(r) for r in (roots or (Path("."),))], os.path.realpath("."))
     names = {r.id: r.name for r in engine.rules}
     groups = group_findings(applied, by, names)
     rules_by_id = {r.id: r for r in engine.rules}
     commits: list[tuple[str, str]] = []
+    written: set[str] = set()
     selected: list[str] = []
     current = dict(originals)
     for gi, g in enumerate(groups):
@@ -191,25 +198,40 @@ def commit_per_group(engine: Engine, files: list[Path], display: Callable[[Path]
         # project-wide facts (headers, class members) as the full run saw them
         sub = Engine(engine.rules, replace(engine.opts, select=list(selected), extend_select=list(selected)),
                      project=getattr(engine, "project", None), semantic_provider=engine.semantic_provider)
-        changed: list[Path] = []
+        updates: dict[Path, bytes] = {}
         for p, data in originals.items():
             new = targets[p] if last else fix_bytes(sub, p, data, display(p), unsafe=unsafe, display_only=display_only,
                                                     groups=withheld_groups, exclude=excluded.get(p, frozenset())).fixed
+            for one in shared:  # the helpers in the run's one header, as `fix` leaves them
+                new = one.rewrite(os.path.realpath(p), data, new)
             if new != current[p]:
-                # checked write: refused (WriteRefused) if someone changed the file since it was read
-                write_checked(p, new, Snapshot.of(os.stat(os.path.realpath(p)), current[p]))
-                current[p] = new
-                changed.append(p)
-        if not changed:
+                updates[p] = new
+        if not updates:
             log(f"note: {g.title}: no change left to commit (another rule's fix covered it)")
             continue
-        rel = [str((p.absolute().parent.resolve() / p.name).relative_to(root)) for p in changed]  # a link stays a link
+        rel = [str((p.absolute().parent.resolve() / p.name).relative_to(root)) for p in updates]  # a link stays a link
+        for one in shared:  # the header first, with the first commit whose files include it
+            if one.data is not None and one.header not in written and any(
+                    _includes(new, one.header, p) and not _includes(current[p], one.header, p) for p, new in updates.items()):
+                write_new(one.header, one.data)  # WriteRefused when a file of that name appeared meanwhile
+                written.add(one.header)
+                rel.append(os.path.relpath(one.header, os.path.realpath(root)))
+        changed = list(updates)
+        for p, new in updates.items():
+            # checked write: refused (WriteRefused) if someone changed the file since it was read
+            write_checked(p, new, Snapshot.of(os.stat(os.path.realpath(p)), current[p]))
+            current[p] = new
         git(root, "add", "--", *rel)
         msg = message(g, rules_by_id, sorted(display(p) for p in changed))
         git(root, "commit", "-q", "--no-verify", "-m", msg)
         sha = git(root, "rev-parse", "--short", "HEAD").strip()
         commits.append((sha, msg.splitlines()[0]))
     return CommitResult(commits, applied, len(originals), remaining)
+
+
+def _includes(data: bytes, header: str, path: Path) -> bool:
+    rel = os.path.relpath(header, os.path.dirname(os.path.realpath(path))).replace(os.sep, "/")
+    return b'#include "' + rel.encode() + b'"' in data
 
 
 def per_file_rules(applied: list[Finding]) -> dict[str, Counter]:

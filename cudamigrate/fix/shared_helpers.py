@@ -12,7 +12,13 @@ or up to the working directory when the paths given lie under it) that holds the
 of one more file includes it instead of adding a copy; the texture migration sees the guard in an included header
 and inserts nothing, so a second fix changes nothing. Nothing moves when only one file gets the block and no
 header exists, when the blocks differ, or when a file of that name without the guard is in the way. CM540's stream
-context (`CUDAMIGRATE_NPP_STREAM_CONTEXT`) moves the same way, into `cudamigrate_npp.h`.
+context (`CUDAMIGRATE_NPP_STREAM_CONTEXT`) moves the same way, into `cudamigrate_npp.h`. The texture update helper
+(`CUDAMIGRATE_TEXOBJ_UPDATE`, inserted after the stand-ins where an attribute is written after a bind) rides with
+them into `cudamigrate_texture.h` (the CUDA Handbook's texturing/ had seven copies of it after a shared header).
+`fix --commit-per-rule` computes the header of the whole run and rewrites every commit's files with it (the header
+goes into the first commit whose files include it; the last tree is the one `fix` writes); `fix -` and the
+editor's fixAll include a header that already exists (a buffer writes no file, so without one it keeps its copy).
+`--shard` is `scan`'s only: shards fix nothing, so they hold no copies.
 """
 
 from __future__ import annotations
@@ -22,6 +28,18 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
+
+@dataclass(frozen=True)
+class Rider:
+    """A second guarded block that a kind's migration adds after its own in some files (the texture update helper,
+    which calls the stand-ins): a blank line, the block, a blank line. It moves into the kind's header with the
+    block it follows, appended to a new header, or left out of the files when a header reused already holds it;
+    it stays in the files when a reused header lacks it or the files' copies differ."""
+
+    guard: bytes
+    block: re.Pattern[bytes]
+    spelled: int
+
 
 @dataclass(frozen=True)
 class Kind:
@@ -35,13 +53,19 @@ class Kind:
     block: re.Pattern[bytes]
     spelled: int
     needs: bytes
+    riders: tuple[Rider, ...] = ()
 
 
+UPDATE = Rider(
+    b"CUDAMIGRATE_TEXOBJ_UPDATE",
+    re.compile(rb"(\r?\n)(#ifndef CUDAMIGRATE_TEXOBJ_UPDATE\r?\n.*?#endif /\* CUDAMIGRATE_TEXOBJ_UPDATE \*/\r?\n)\r?\n",
+               re.S),
+    3)
 TEXTURE = Kind(
     "CM601/CM602: the texture helpers", b"CUDAMIGRATE_TEXOBJ_HELPERS", "cudamigrate_texture.h",
     re.compile(rb"(?<=\n)(\r?\n)((?://[^\r\n]*\r?\n)*#ifndef CUDAMIGRATE_TEXOBJ_HELPERS\r?\n.*?"
                rb"#endif /\* CUDAMIGRATE_TEXOBJ_HELPERS \*/\r?\n)", re.S),
-    3, b"#include <cuda_runtime.h>\n")
+    3, b"#include <cuda_runtime.h>\n", (UPDATE,))
 # CM540's stream context (match/migrations/npp.py HELPER_TEXT), whose block ends at its one `#endif`
 NPP = Kind(
     "CM540: the NPP stream context helpers", b"CUDAMIGRATE_NPP_STREAM_CONTEXT", "cudamigrate_npp.h",
@@ -61,6 +85,27 @@ class Shared:
     header: str
     data: bytes | None
     files: dict[str, bytes] = field(default_factory=dict)
+    riders: tuple[Rider, ...] = ()  # the riders the header holds, whose copies leave the files
+
+    def rewrite(self, path: str, before: bytes, after: bytes) -> bytes:
+        """`after`, a fix of the file `path` (`before`), with the kind's block that fix inserted replaced by an
+        include of the header and the riders the header holds left out; `after` itself when the fix inserted no
+        block. `fix --commit-per-rule` rewrites each commit's bytes so, with the final run's header."""
+        k = self.kind
+        if k.guard in before or after.count(k.guard) != k.spelled:
+            return after
+        m = k.block.search(after)
+        if m is None:
+            return after
+        nl = m.group(1)
+        rel = os.path.relpath(self.header, os.path.dirname(path)).replace(os.sep, "/")
+        rest = after[m.end(2):]
+        for rider in self.riders:
+            r = rider.block.search(rest) if rider.guard not in before else None
+            if r is not None:  # the rider and the blank line after it go; the one before it stays
+                rest = rest[: r.start()] + r.group(1) + rest[r.end():]
+        rest = rest[len(nl):] if rest.startswith(nl + nl) else rest  # the block's own blank line goes with it
+        return after[: m.start(2)] + b'#include "' + rel.encode() + b'"' + nl + rest
 
 
 def share_all(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str],
@@ -106,15 +151,29 @@ def share(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str], ceiling: 
         return None
     header = found if isinstance(found, str) else os.path.join(home, kind.header)
     data = None if isinstance(found, str) else _header_bytes(texts.pop(), kind)
-    out = Shared(kind, header, data)
-    for path, m in blocks.items():
-        nl = m.group(1)
-        rel = os.path.relpath(header, os.path.dirname(path)).replace(os.sep, "/")
-        after = fixed[path][1]
-        rest = after[m.end(2):]
-        rest = rest[len(nl):] if rest.startswith(nl + nl) else rest  # the block's own blank line goes with it
-        out.files[path] = after[: m.start(2)] + b'#include "' + rel.encode() + b'"' + nl + rest
+    moving: list[Rider] = []  # the riders whose copies move into the header (or that a reused header holds)
+    for rider in kind.riders:
+        copies = [r for p in blocks if rider.guard not in fixed[p][0] and fixed[p][1].count(rider.guard) == rider.spelled
+                  and (r := rider.block.search(fixed[p][1], blocks[p].end(2))) is not None]
+        ridden = {r.group(2).replace(b"\r\n", b"\n") for r in copies}
+        if len(ridden) > 1 or (not ridden and data is not None):
+            continue
+        if data is not None:
+            data += b"\n" + ridden.pop()
+        elif not _holds(header, rider.guard):
+            continue
+        moving.append(rider)
+    out = Shared(kind, header, data, riders=tuple(moving))
+    for path in blocks:
+        out.files[path] = out.rewrite(path, *fixed[path])
     return out
+
+
+def _holds(header: str, guard: bytes) -> bool:
+    try:
+        return guard in Path(header).read_bytes()
+    except OSError:
+        return False
 
 
 def _inside(path: str, root: str) -> bool:

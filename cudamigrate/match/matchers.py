@@ -10,8 +10,10 @@ compiled queries, run only when a file can contain them.
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 import tree_sitter as ts
@@ -459,6 +461,20 @@ def launches(rule: Rule, ctx: FileContext) -> list[Match]:
 INCLUDE_PATTERNS = (walk.FieldPattern("preproc_include", "path"),)  # `(preproc_include path: (_) @path) @inc`
 
 
+def project_file_beside(includer: Path, name: str) -> bool:
+    """Whether `#include "name"` in `includer` finds a file of the project next to it: compilers search the
+    includer's own directory first for a quoted include, so that file, not the toolkit header of the same name,
+    is what the directive includes (ISPASS-2009's WP/ ships an empty `cublas.h` so that `cpp` does not pick up
+    CUDA's; CM201 rewrote its `#include "cublas.h"` to `cublas_v2.h`, which includes the real cuBLAS). The
+    directory is listed, not stat'ed, so the result cache records the listing and a file created there later
+    re-scans the includer."""
+    cand = includer.parent / name
+    try:
+        return cand.name in os.listdir(cand.parent) and cand.is_file()
+    except (OSError, ValueError):  # no such directory (stdin), a name the OS refuses
+        return False
+
+
 def includes(rule: Rule, ctx: FileContext) -> list[Match]:
     out: list[Match] = []
     wanted = set(rule.spec.get("paths", []))
@@ -466,7 +482,8 @@ def includes(rule: Rule, ctx: FileContext) -> list[Match]:
     for _, inc, path in walk.field_matches(ctx.main.root, INCLUDE_PATTERNS):
         text = node_text(path).strip()
         inner = text[1:-1] if len(text) >= 2 else text
-        if inner in wanted or (prefixes and inner.startswith(prefixes)):
+        if (inner in wanted or (prefixes and inner.startswith(prefixes))) and \
+                not (text.startswith('"') and project_file_beside(ctx.source.path, inner)):
             m = Match(rule=rule, unit=ctx.main, node=inc, name=inner, written=text, name_range=ctx.main.abs(path))
             m.vars["path"] = inner
             m.vars["system"] = text.startswith("<")

@@ -162,10 +162,25 @@ def display_only_rules(engine: Engine, req: Request) -> frozenset[str]:
 def fix_buffer(engine: Engine, path: Path, data: bytes, display: str, unsafe: bool = False,
                display_only: frozenset[str] = frozenset()) -> FixResult:
     """`data` fixed as the file `path` (an editor's buffer, `fix -`): the passes `fix` makes on a file, to a
-    fixed point, without compiling or writing anything."""
-    from ..fix.apply import fix_bytes
+    fixed point, without compiling or writing anything. A helper header of the project that already holds the
+    helpers the fix inserted (fix/shared_helpers.py: `cudamigrate_texture.h` in the buffer's directory or above
+    it, up to the working directory) is included instead of a copy, as `fix` of one more file does; no header is
+    ever written from here, so without one the buffer keeps its copy."""
+    from dataclasses import replace
 
-    return fix_bytes(engine, path, data, display, unsafe=unsafe, display_only=display_only)
+    from ..fix.apply import fix_bytes
+    from ..fix.shared_helpers import share_all
+
+    res = fix_bytes(engine, path, data, display, unsafe=unsafe, display_only=display_only)
+    if not res.changed:
+        return res
+    real = os.path.realpath(path)
+    fixed = res.fixed
+    for shared in share_all({real: (data, fixed)}, [os.path.dirname(real)], os.path.realpath(".")):
+        if shared.data is not None:  # a new header: nothing is written for a buffer
+            break
+        fixed = shared.files.get(real, fixed)
+    return res if fixed == res.fixed else replace(res, fixed=fixed)
 
 
 def run(run_setup: Setup, req: Request, opts: FixOptions, display_only: frozenset[str] = frozenset(),

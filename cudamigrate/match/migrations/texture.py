@@ -48,6 +48,7 @@ from .builtin_registry import BuiltinFn, builtin_schema
 from ..context import FileContext, declaration_of, named_children, node_text, normalize
 from ..matchers import Match
 from .texture_edits import manual_match, migrate
+from .texture_getters import find_getter, getter_bind_match, getter_type_match
 from .texture_related import related_uses
 from .texture_refs import (
     other_context,
@@ -57,7 +58,10 @@ from .texture_refs import (
     TEX_BINDS,
     TEX_READS,
     Ref,
+    HELPER_GUARD,
+    getter_reason,
     refs_in_scope,
+    returning_function,
     reference_type_names,
 )
 from .texture_uses import Migration, Use, named_reference, fn_name, idents, macro_params, project_type_use, project_types
@@ -136,7 +140,7 @@ def _run(rule: Rule, ctx: FileContext, kind: str, project_check: bool = True) ->
         if unit is ctx.main and any(o.name == r.name and o.decl is not None and o.decl.start_byte <= ident.start_byte < o.decl.end_byte
                                     for o in local):
             continue  # the same name declared again (another `#if` branch): the reference's problem says so
-        uses[r.name].append(mig.classify(r, unit, ident))
+        uses[r.name].append(_getter_use(ctx, r, mig.classify(r, unit, ident)))
     out = []
     for n, r in refs.items():
         if not r.local and not uses[n]:
@@ -156,12 +160,26 @@ def _run(rule: Rule, ctx: FileContext, kind: str, project_check: bool = True) ->
     if kind == "texture":
         for node, why in odd:
             if node_text(node).startswith("texture"):
-                out.append(manual_match(rule, ctx.main, node, why))
+                fname = returning_function(node.parent)
+                g = find_getter(ctx, fname) if fname is not None and project_check else None
+                out.append(getter_type_match(rule, ctx, node, g) if g is not None else manual_match(rule, ctx.main, node, why))
     else:
         for node, why in odd:
             if node_text(node).startswith("surface"):
                 out.append(manual_match(rule, ctx.main, node, why))
     return out
+
+
+def _getter_use(ctx: FileContext, r: Ref, u: Use) -> Use:
+    """`return ref;` in a getter: a "getter" use when texture_getters.py migrates the getter with the reference,
+    else the reason it cannot."""
+    if u.what != "return":
+        return u
+    ret, fname, why = u.detail
+    g = find_getter(ctx, fname) if r.local and u.unit is ctx.main and r.kind == "texture" else None
+    if g is not None and g.ref == r.name and g.declared_in == ctx.source.path.resolve():
+        return Use(u.node, u.unit, "getter", (ret, g))
+    return Use(u.node, u.unit, "other", why)
 
 
 _INCLUDE_NAME = re.compile(rb'#[ \t]*include[ \t]*[<"]([^>"\n]+)[>"]')
@@ -220,8 +238,10 @@ def surface_reference(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> 
 @BUILTINS.register("texture_reference_api", builtin_schema())
 def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     """Uses of the removed reference API that no CM601/CM602 finding accounts for."""
-    _, _, by_name, _ = refs_in_scope(ctx)
+    _, _, by_name, guards = refs_in_scope(ctx)
     out: list[Match] = []
+    # the stand-ins for binds through a getter: inserted with the first such bind of the file (texture_getters.py)
+    getter_helpers = HELPER_GUARD not in guards and HELPER_GUARD.encode() not in ctx.source.data
     for unit in ctx.units:
         # `(call_expression function: (_) @fn arguments: (argument_list) @args) @call`, walked
         for call, _, argl in walk.pair_matches(unit.root, CALL_ARGS, "function"):
@@ -238,7 +258,14 @@ def texture_reference_api(rule: Rule, ctx: FileContext, options: dict[str, Any])
                     continue
                 why = f"`{fn}` binds `{name or '?'}`, whose `texture<>`/`surface<>` declaration is not in this file or the headers it includes"
                 if "(" in name:
-                    why = f"`{fn}` binds the reference returned by `{name}`: a reference handed out by a helper cannot be migrated automatically"
+                    callee = name.split("(", 1)[0].strip()
+                    g = find_getter(ctx, callee) if unit is ctx.main and ref_arg is not None and \
+                        ref_arg.type == "call_expression" else None
+                    if g is not None:
+                        out.append(getter_bind_match(rule, ctx, call, fn, ref_arg, g, getter_helpers))
+                        getter_helpers = False
+                        continue
+                    why = f"`{fn}` binds the reference returned by `{name}`: {getter_reason(callee)}"
                 elif unit.in_macro and unit.macro_name and name in macro_params(ctx, unit.macro_name):
                     why = (f"`{fn}` in macro `{unit.macro_name}` binds its parameter `{name}`: the references passed to "
                            f"`{unit.macro_name}` cannot be migrated automatically (CM601 reports each)")

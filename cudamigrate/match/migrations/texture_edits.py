@@ -14,7 +14,7 @@ from ...rules.schema import Rule
 from ..context import FileContext, named_children, node_text, normalize
 from ..matchers import Match
 from .texture_channel import channel_desc_edit
-from .texture_refs import HELPER_GUARD, TEX_FIELDS, Ref, normalize_spaces
+from .texture_refs import HELPER_GUARD, TEX_FIELDS, UPDATE_GUARD, Ref, normalize_spaces
 from .texture_uses import Migration, Use, name_collision, function_of, indent_at, is_channel_desc, line_start
 
 
@@ -158,7 +158,6 @@ inline cudaError_t cudamigrateBindSurfaceToArray(cudaSurfaceObject_t *obj, const
 #endif /* CUDAMIGRATE_TEXOBJ_HELPERS */
 
 """
-UPDATE_GUARD = "CUDAMIGRATE_TEXOBJ_UPDATE"
 # after the stand-ins (it calls cudamigratePublishTexture); inserted only where an attribute is written after a bind
 UPDATE_HELPER = r"""#ifndef CUDAMIGRATE_TEXOBJ_UPDATE
 #define CUDAMIGRATE_TEXOBJ_UPDATE
@@ -243,6 +242,22 @@ def _bind_edit(mig: Migration, ref: Ref, unit: Unit, call: ts.Node, fn: str, add
             return None, f"`{fn}` at line {mig.line(unit, call)} has {n} arguments"
         return Edit(s, e, f"cudamigrateBindSurfaceToArray({obj}, {sym}, {args[1]})"), None
     return None, f"`{fn}` is not handled"
+
+
+def _attr_edits(unit: Unit, p: ts.Node, desc: str, fld: str) -> list[Edit]:
+    """`tex.filterMode` -> `tex_desc.filterMode` (`tex.normalized` -> `tex_desc.normalizedCoords`) as renames of
+    its identifiers, not one edit over the expression: the fix's syntax guard checks a file with its renames
+    undone, since tree-sitter's recovery around a statement macro without `;` (`CUDA_ERRCK` on the line before)
+    moves with a name's length; one edit over the whole expression was refused as a new syntax error there and
+    withheld the reference's migration in every file (Parboil rpes)."""
+    arg, name = p.child_by_field_name("argument"), p.child_by_field_name("field")
+    if arg is None or arg.type != "identifier" or name is None:
+        s, e = unit.abs(p)
+        return [Edit(s, e, f"{desc}.{TEX_FIELDS[fld]}")]
+    out = [Edit(*unit.abs(arg), desc)]
+    if TEX_FIELDS[fld] != fld:
+        out.append(Edit(*unit.abs(name), TEX_FIELDS[fld]))
+    return out
 
 
 def _declaration_edits(ref: Ref, data: bytes, nl: str) -> list[Edit]:
@@ -336,7 +351,9 @@ def _update_helper_edit(ctx: FileContext, data: bytes, nl: str, first: int) -> E
     return Edit(hp, hp, nl + UPDATE_HELPER.replace("\n", nl))
 
 
-def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migration, helpers_present: bool) -> Match | None:
+def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migration,
+            helpers_present: frozenset[str]) -> Match | None:
+    """`helpers_present`: the guards of the helper blocks in included headers (nothing is inserted again)."""
     data = ctx.source.data
     reasons: list[str] = []
     edits: list[Edit] = []
@@ -367,10 +384,14 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
             fnode = call.child_by_field_name("function")
             _, fe = u.unit.abs(fnode)
             edits.append(Edit(fe, fe, f"<{rt}>"))
+        elif u.what == "getter":  # `return ref;` -> the description of its object (texture_getters.py)
+            ret, g = u.detail
+            s, e = u.unit.abs(ret)
+            edits.append(Edit(s, e, f"{g.static()}{mig.nl}{indent_at(data, s)}return cudamigrate_ref;"))
         elif u.what == "attr":
             p, fld = u.detail
             s, e = u.unit.abs(p)
-            edits.append(Edit(s, e, f"{ref.desc}.{TEX_FIELDS[fld]}"))
+            edits += _attr_edits(u.unit, p, ref.desc, fld)
             attrs.append((s, function_of(p), mig.line(u.unit, p), p, u.unit))
         elif u.what == "chan":
             s, e = u.unit.abs(u.detail)
@@ -437,8 +458,8 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
     # an edit inside another of this finding's edits (a `name.channelDesc` argument of its bind) is already covered
     edits = [x for x in edits if not any(o is not x and o.start <= x.start and x.end <= o.end and o.end > o.start
                                          and (o.start, o.end) != (x.start, x.end) for o in edits)]
-    update = bool(late) and UPDATE_GUARD.encode() not in data
-    if needs_helpers and not helpers_present and HELPER_GUARD.encode() not in data:
+    update = bool(late) and UPDATE_GUARD.encode() not in data and UPDATE_GUARD not in helpers_present
+    if needs_helpers and HELPER_GUARD not in helpers_present and HELPER_GUARD.encode() not in data:
         first = min(x.start for x in edits)
         hp = helper_position(ctx, first)
         edits.insert(0, Edit(hp, hp, (HELPERS + (UPDATE_HELPER if update else "")).replace("\n", mig.nl)))

@@ -82,6 +82,7 @@ MARKER_RE = re.compile(r"//\s*cudamigrate (CM60[12]): (\w+) was (texture|surface
 
 
 HELPER_GUARD = "CUDAMIGRATE_TEXOBJ_HELPERS"
+UPDATE_GUARD = "CUDAMIGRATE_TEXOBJ_UPDATE"  # the update helper (texture_edits.UPDATE_HELPER), after the stand-ins
 
 
 LOCAL_INCLUDE = directive(rb'#[ \t]*include[ \t]*"([^"]+)"')  # at a line's start (linestart.py)
@@ -217,12 +218,11 @@ def _declarations(root: ts.Node, unit: Unit | None) -> tuple[list[Ref], list[tup
         kind = node_text(n)
         targs = [normalize_spaces(node_text(c)) for c in named_children(a)]
         decl = t.parent
-        fname = _returning_function(decl)
+        fname = returning_function(decl)
         if fname is not None:
             # `texture<...> &get_ref(void);` / its definition: a helper handing out a reference; code that binds
             # or reads through its calls cannot be rewritten to objects here
-            odd.append((t, f"`{kind}<{', '.join(targs)}>` is the return type of `{fname}`: uses through calls of "
-                           f"`{fname}` cannot be migrated to {kind} objects automatically"))
+            odd.append((t, f"`{kind}<{', '.join(targs)}>` is the return type of `{fname}`: {getter_reason(fname, kind)}"))
             continue
         if decl is None or decl.type != "declaration" or not _at_file_scope(decl):
             what = "a parameter" if decl is not None and decl.type == "parameter_declaration" else "a non-file-scope declaration"
@@ -264,7 +264,21 @@ def _declarations(root: ts.Node, unit: Unit | None) -> tuple[list[Ref], list[tup
     return refs, odd
 
 
-def _returning_function(decl: ts.Node | None) -> str | None:
+def getter_reason(fname: str, kind: str = "texture") -> str:
+    """Why a reference handed out by a function stays manual (Parboil's sad: `texture<...> &get_ref(void)`, defined
+    beside the reference, called by the file that binds it): the object that replaces a reference is published
+    through a `__constant__` handle of the reference's own file, and code compiled in another file cannot write
+    that handle (a `__constant__` symbol is addressable only from its own translation unit without relocatable
+    device code), so the function must hand out something else: its declared type and every call change."""
+    return (f"`{fname}` hands the reference out (to code possibly compiled in another file), and the {kind} object "
+            f"replacing it is published through a `__constant__` handle that only code of the reference's own file can "
+            f"write without relocatable device code, so `{fname}` must hand out that handle, the object's state and "
+            f"symbol instead, a change of its declared type and of every call: made automatically only for "
+            f"`texture<...> &{fname}(void) {{ return ref; }}`, one definition in the program, declared only in files "
+            f"of the run, every call binding, unbinding or reading `.channelDesc` of `{fname}()` (texture_getters.py)")
+
+
+def returning_function(decl: ts.Node | None) -> str | None:
     """Name of the function a `texture<>`/`surface<>` type is the return type of (declaration or definition)."""
     if decl is None or decl.type not in ("declaration", "function_definition", "field_declaration"):
         return None
@@ -299,14 +313,14 @@ def normalize_spaces(text: str) -> str:
     return " ".join(text.split())
 
 
-def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool]:
-    """References declared (or already migrated) in locally included headers; whether helpers are there."""
+def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], frozenset[str]]:
+    """References declared (or already migrated) in locally included headers; the guards of the helper blocks
+    there (`HELPER_GUARD`, `UPDATE_GUARD`: a shared header holds the update helper too, fix/shared_helpers.py)."""
     out: dict[str, Ref] = {}
-    helpers = False
+    helpers: set[str] = set()
     seen: set[Path] = set()
 
     def visit(path: Path, data: bytes, level: int) -> None:
-        nonlocal helpers
         if ctx.project is not None:
             # the project index also finds headers of the run under an -I directory (`#include "gpu.h"` ->
             # include/gpu.h, `#include <kernels.cu>`)
@@ -322,8 +336,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
                 text = read_regular(inc)
             except OSError:
                 continue
-            if HELPER_GUARD.encode() in text:
-                helpers = True
+            helpers.update(g for g in (HELPER_GUARD, UPDATE_GUARD) if g.encode() in text)
             for r in _marker_refs(text):
                 r.path = inc
                 out.setdefault(r.name, r)
@@ -340,7 +353,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], bool
         visit(ctx.source.path.resolve(), ctx.source.data, depth)
     except OSError:
         pass
-    return out, helpers
+    return out, frozenset(helpers)
 
 
 # what a declaration (`texture<...>`, `surface <...>`, with a comment before `<` counted as maybe) or a migration
@@ -401,7 +414,8 @@ def _marker_refs(data: bytes) -> list[Ref]:
 
 
 def refs_in_scope(ctx: FileContext):
-    """(local refs, odd texture<> uses, refs by name incl. headers and markers, helpers present); once per file."""
+    """(local refs, odd texture<> uses, refs by name incl. headers and markers, the helper guards of included
+    headers); once per file."""
     cached = getattr(ctx, "_texture_scope", None)
     if cached is not None:
         return cached

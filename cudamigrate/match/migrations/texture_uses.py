@@ -16,7 +16,8 @@ from ...read.generated import GeneratedSpans
 from ..context import FileContext, named_children, node_text, normalize
 from ..matchers import identifier_nodes
 from .texture_channel import writes_channel_desc
-from .texture_refs import REF_APIS, SURF_BINDS, SURF_FUNCS, TEX_BINDS, TEX_FIELDS, TEX_READS, Ref, normalize_spaces
+from .texture_refs import (REF_APIS, SURF_BINDS, SURF_FUNCS, TEX_BINDS, TEX_FIELDS, TEX_READS, Ref, getter_reason,
+                           normalize_spaces)
 
 
 def line_start(data: bytes, pos: int) -> int:
@@ -141,11 +142,40 @@ class Migration:
         if ref.migrated and p is not None and p.type == "declaration" and re.search(
                 r"cuda(Texture|Surface)Object_t", node_text(p.child_by_field_name("type") or p)):
             return Use(ident, unit, "done")
+        if ref.migrated and _in_getter_static(ident):
+            return Use(ident, unit, "done")  # `static cudamigrateTextureRef ref_ref = {..., &ref, ...};` (texture_getters.py)
         ctxnode = p if p is not None else ident
+        fdef = function_of(ident) if p is not None and p.type == "return_statement" else None
+        fdecl = fdef.child_by_field_name("declarator") if fdef is not None else None
+        fname = returned_by(fdecl)
+        if fname is not None:  # texture.py turns it into a "getter" use when texture_getters.py takes the getter
+            return Use(ident, unit, "return", (p, fname, f"`{fname}` returns it (line {self.line(unit, ident)}): "
+                                                         f"{getter_reason(fname, ref.kind)}"))
         return Use(ident, unit, "other", f"it is used in `{normalize_spaces(self.text(unit, ctxnode))[:60]}` (line {self.line(unit, ident)})")
 
     def line(self, unit: Unit, node: ts.Node) -> int:
         return self.ctx.source.position(unit.abs(node)[0])[0]
+
+
+def _in_getter_static(ident: ts.Node) -> bool:
+    """`&ref` in the initializer of the `cudamigrateTextureRef` a migrated getter describes its object with."""
+    cur = ident.parent
+    while cur is not None and cur.type in ("pointer_expression", "initializer_list", "init_declarator"):
+        cur = cur.parent
+    return cur is not None and cur.type == "declaration" and node_text(cur.child_by_field_name("type") or cur) == \
+        "cudamigrateTextureRef"
+
+
+def returned_by(declarator: ts.Node | None) -> str | None:
+    """The name a function declarator declares when the function returns a reference (`T &name(...)`): a helper
+    that hands a texture reference out by reference, not one that returns a copy of some value."""
+    cur = declarator
+    while cur is not None and cur.type in ("reference_declarator", "pointer_declarator"):
+        cur = cur.named_children[-1] if cur.named_children else None
+    if cur is None or cur.type != "function_declarator" or declarator is None or declarator.type != "reference_declarator":
+        return None
+    nm = cur.child_by_field_name("declarator")
+    return node_text(nm) if nm is not None else None
 
 
 def _same_node(a: ts.Node | None, b: ts.Node | None) -> bool:
