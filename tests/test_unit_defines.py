@@ -62,6 +62,8 @@ def test_database_defines_decide_which_pasting_macro_is_live(tmp_path):
     assert _scan(tmp_path, "main.cu", _db(tmp_path, {"main.cu": "-DUSE_HIP"})) == []  # hip##fn: nothing removed
     (f,) = _scan(tmp_path, "main.cu", _db(tmp_path, {"main.cu": "-UUSE_HIP"}))
     assert f.fix is not None and f.fix.applicability == "safe"  # cuda##fn, decided
+    (f,) = _scan(tmp_path, "main.cu", _db(tmp_path, {"other.cu": "-UUSE_HIP"}))  # main.cu is not in the database
+    assert f.fix is None and "`#ifdef USE_HIP` (chk.h:1) decides" in f.context["fix_blocked"]
 
 
 def test_a_header_takes_the_flags_its_includers_agree_on(tmp_path):
