@@ -106,3 +106,22 @@ def test_a_changed_define_in_the_database_rescans(tmp_path, cache_dir, monkeypat
     _db(tmp_path, {"main.cu": "-UUSE_HIP"})
     (f,) = _scan_json(tmp_path, "--no-semantic", "-j", "1", "--select", "CM501")["findings"]
     assert "main.cu" in count.take() and f["rule"] == "CM501"
+
+
+def test_an_includers_macro_follows_the_includers_flags(tmp_path):
+    # match/shadows.py: main.cu defines `ulong4` under `#ifdef USE_VEC` before including kernel.cu; the database
+    # compiles main.cu with -DUSE_VEC, so `ulong4` in kernel.cu is the project's macro (no finding), and with
+    # -UUSE_VEC the CUDA type's (a finding with its fix)
+    (tmp_path / "main.cu").write_text('#ifdef USE_VEC\n#define ulong4 uint4\n#endif\n#include "kernel.cu"\n')
+    (tmp_path / "kernel.cu").write_text("__global__ void k(ulong4 *p) { p[0].x = 1; }\n")
+
+    def scan(flags: str) -> list:
+        opts = Options(select=["CM511"], extend_select=["CM511"], compile_db=str(_db(tmp_path, {"main.cu": flags})))
+        files = [tmp_path / "main.cu", tmp_path / "kernel.cu"]
+        res = Engine(all_rules(), opts, project=ProjectIndex(files=files)).scan_path(tmp_path / "kernel.cu")
+        assert not res.errors, res.errors
+        return res.findings
+
+    assert scan("-DUSE_VEC") == []
+    (f,) = scan("-UUSE_VEC")
+    assert f.fix is not None
