@@ -268,6 +268,15 @@ def test_undecidable_branch_stays_manual_with_its_reason(tmp_path, header, condi
     assert _fix_in(tmp_path, "main.cu", ["CM501"]) == '#include "chk.h"\n' + USE
 
 
+def test_two_undecided_conditions_are_both_named(tmp_path):
+    _project(tmp_path, {"chk.h": "#ifdef WITH_HIP\n" + HIP_DEF + "#endif\n#if WITH_CUDA > 1\n" + CUDA_DEF + "#endif\n",
+                        "main.cu": '#include "chk.h"\n' + USE})
+    (f,) = _project_scan(tmp_path, "main.cu", ["CM501"])
+    assert f.fix is None and f.context["fix_blocked"].endswith(
+        "macro `api` pastes `hip` or `cuda` as `#ifdef WITH_HIP` (chk.h:1) and `#if WITH_CUDA > 1` (chk.h:4) decide, "
+        "conditions this tool cannot decide")
+
+
 def test_every_prefix_of_an_undecided_macro_is_matched_once():
     # parse/pasting.py's `view`: the use is seen with the first definition's prefix and, in a pasted unit, with
     # each other one; the prefilter's words include them all

@@ -407,8 +407,9 @@ class ProjectIndex:
             if pm.others:
                 spelled = "` or `".join(x.decode("utf-8", "replace") for x in (pm.prefix, *pm.others))
                 which = " and ".join(conditions) if conditions else "a preprocessor condition"
-                out[name] = replace(pm, blocked=f"macro `{name}` pastes `{spelled}` as {which} decides, a condition "
-                                                "this tool cannot decide")
+                verb = "decide, conditions" if len(conditions) > 1 else "decides, a condition"
+                out[name] = replace(pm, blocked=f"macro `{name}` pastes `{spelled}` as {which} {verb} this tool "
+                                                "cannot decide")
             else:
                 out[name] = replace(pm, blocked=f"{pm.blocked} (a preprocessor condition this tool cannot decide "
                                                 "chooses between them)")
