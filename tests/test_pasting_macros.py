@@ -248,17 +248,59 @@ def test_lookalike_where_the_hip_branch_is_live_is_not_rewritten_as_cuda(tmp_pat
     assert "DeviceSynchronize" not in _fix_in(tmp_path, "main.cu", ["CM501"])
 
 
-def test_undecidable_branch_stays_manual_with_its_reason(tmp_path):
-    # `USE_HIP` comes from the build (a -D this scan is not told of): either definition may be the compiler's.
-    # (The view spells the use with the first definition's prefix, as before: `cuda` here.)
-    _project(tmp_path, {"chk.h": "#ifndef USE_HIP\n" + CUDA_DEF + "#else\n" + HIP_DEF + "#endif\n",
-                        "main.cu": '#include "chk.h"\n' + USE})
+@pytest.mark.parametrize("header, condition", [
+    ("#ifndef USE_HIP\n{cuda}#else\n{hip}#endif\n", "`#ifndef USE_HIP` (chk.h:1)"),
+    ("#ifdef USE_HIP\n{hip}#else\n{cuda}#endif\n", "`#ifdef USE_HIP` (chk.h:1)"),  # the HIP definition first
+    ("#ifndef CHK_H\n#define CHK_H\n#if defined(USE_HIP) /* hip */\n#include \"chk_hip.h\"\n#else\n#include \"chk_cuda.h\"\n"
+     "#endif\n#endif\n", "`#if defined(USE_HIP)` (chk.h:3)"),  # in the included headers, under a header guard
+], ids=["cuda-first", "hip-first", "through-includes"])
+def test_undecidable_branch_stays_manual_with_its_reason(tmp_path, header, condition):
+    # `USE_HIP` comes from the build (a -D this scan is not told of): either definition may be the compiler's. The
+    # use is matched as each definition's call, so the CUDA call is found whichever definition comes first.
+    _project(tmp_path, {"chk.h": header.format(cuda=CUDA_DEF, hip=HIP_DEF), "chk_hip.h": HIP_DEF,
+                        "chk_cuda.h": CUDA_DEF, "main.cu": '#include "chk.h"\n' + USE})
     (f,) = _project_scan(tmp_path, "main.cu", ["CM501"])
-    assert f.fix is None
+    assert f.fix is None and (f.line, f.column) == (3, 7)
+    first, second = ("hip", "cuda") if header.index("hip") < header.index("cuda") else ("cuda", "hip")
     assert f.context["fix_blocked"] == (
         "no automatic fix: the call is spelled through macro `api`, which pastes `cuda` onto its argument, and macro "
-        "`api` has several definitions that expand its argument differently (a preprocessor condition this tool "
-        "cannot decide chooses between them)")
+        f"`api` pastes `{first}` or `{second}` as {condition} decides, a condition this tool cannot decide")
+    assert _fix_in(tmp_path, "main.cu", ["CM501"]) == '#include "chk.h"\n' + USE
+
+
+def test_two_undecided_conditions_are_both_named(tmp_path):
+    _project(tmp_path, {"chk.h": "#ifdef WITH_HIP\n" + HIP_DEF + "#endif\n#if WITH_CUDA > 1\n" + CUDA_DEF + "#endif\n",
+                        "main.cu": '#include "chk.h"\n' + USE})
+    (f,) = _project_scan(tmp_path, "main.cu", ["CM501"])
+    assert f.fix is None and f.context["fix_blocked"].endswith(
+        "macro `api` pastes `hip` or `cuda` as `#ifdef WITH_HIP` (chk.h:1) and `#if WITH_CUDA > 1` (chk.h:4) decide, "
+        "conditions this tool cannot decide")
+
+
+def test_every_prefix_of_an_undecided_macro_is_matched_once():
+    # parse/pasting.py's `view`: the use is seen with the first definition's prefix and, in a pasted unit, with
+    # each other one; the prefilter's words include them all
+    from cudamigrate.parse.pasting import merge, pasted_words, view
+    from cudamigrate.parse.treesitter import parse
+
+    hip, cuda = PasteMacro("api", 0, 1, b"hip"), PasteMacro("api", 0, 1, b"cuda")
+    both = merge(hip, cuda)
+    assert both is not None and both.prefix == b"hip" and both.others == (b"cuda",) and both.blocked
+    assert merge(both, cuda) == both and merge(cuda, hip).others == (b"hip",)  # type: ignore[union-attr]
+    data = b"int main() { return api(ThreadSynchronize()); }\n"
+    assert pasted_words(data, {"api": both}) == {b"hipThreadSynchronize", b"cudaThreadSynchronize"}
+    seen = view(data, parse(data), {"api": both})
+    assert [p.prefix for p in seen.pastes] == [b"hip"]
+    assert [(u.paste.prefix, u.paste.blocked) for u in seen.units if u.paste] == [(b"cuda", both.blocked)]
+
+
+def test_enclosing_condition_names_the_group_a_header_guard_aside():
+    from cudamigrate.read.project_index import enclosing_condition
+
+    data = b"#ifndef G\n#define G\n#ifdef USE_HIP // hip\n#define a\n#else\n#define b\n#endif\n#define c\n#endif\n"
+    assert enclosing_condition(data, data.index(b"#define a")) == (3, "#ifdef USE_HIP")
+    assert enclosing_condition(data, data.index(b"#define b")) == (3, "#ifdef USE_HIP")
+    assert enclosing_condition(data, data.index(b"#define c")) is None
 
 
 def test_hip_header_of_the_system_makes_hipcc_unknown(tmp_path):

@@ -135,9 +135,12 @@ def test_light_commands_import_neither_tree_sitter_libclang_nor_jinja(args, cach
 def test_a_tree_sitter_scan_imports_neither_yaml_nor_semantic_mode(cache_dir, tmp_path):
     """A `--no-semantic` scan with the rules cached: no YAML (the release inventory's exclusions were imported with
     the releases' versions, 35 ms of a 0.2 s one-file scan), nothing of libclang's modules (semantic mode's facts
-    and compile database search)."""
+    and compile database search), also where a compile database's -D/-U flags decide a branch (read/unit_defines.py)."""
     src = tmp_path / "a.cu"
-    src.write_text("void f() { cudaThreadSynchronize(); }\n")
+    src.write_text("#ifdef USE_HIP\n#define api(fn) (hip##fn)\n#else\n#define api(fn) (cuda##fn)\n#endif\n"
+                   "void f() { cudaThreadSynchronize(); api(ThreadExit()); }\n")
+    (tmp_path / "compile_commands.json").write_text(json.dumps([{"directory": str(tmp_path), "file": "a.cu",
+                                                                 "command": "nvcc -UUSE_HIP -c a.cu"}]))
     code = ("import sys\nfrom cudamigrate.cli.main import main\n"
             "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "print('LOADED=' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'yaml' or "
@@ -146,7 +149,7 @@ def test_a_tree_sitter_scan_imports_neither_yaml_nor_semantic_mode(cache_dir, tm
     subprocess.run([sys.executable, "-c", code, "rules"], env=env, capture_output=True, check=True)  # warm the cache
     p = subprocess.run([sys.executable, "-c", code, "scan", "--no-semantic", "--format", "json", str(src)],
                        env=env, capture_output=True, text=True)
-    assert json.loads(p.stdout)["summary"]["findings"] == 1, p.stderr
+    assert [bool(f.get("fix")) for f in json.loads(p.stdout)["findings"]] == [True, True], p.stderr  # -U: decided
     assert [ln for ln in p.stderr.splitlines() if ln.startswith("LOADED=")] == ["LOADED="], p.stderr
 
 

@@ -25,4 +25,7 @@ class Options:
     keep_compat: tuple[int, int] | None = None  # oldest toolkit the fixed code must still build with
     include_roots: tuple[str, ...] = ()  # the scanned paths: where `#include` finds the project's headers
     per_file_ignores: PerFileIgnores | None = None  # `per-file-ignores`: rules off in the files a glob matches
+    # the project's compile_commands.json (absolute), when it has one: its units' -D/-U flags decide `#if` branches
+    # (read/unit_defines.py); part of the result cache's run digest, so a database appearing or moving re-scans
+    compile_db: str | None = None
     time_budget_s: float | None = 60.0  # per file and scan: a pathological file becomes an error, not a hang

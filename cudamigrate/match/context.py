@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
 import tree_sitter as ts
 
 from ..parse import walk
 from ..parse.treesitter import Paste, Unit, note_deep, parent_of
+from ..parse.compile_db import Define
 from ..read.source import SourceFile
+from ..read.unit_defines import file_defines
 
 LOOP_TYPES = {"for_statement", "for_range_loop", "while_statement", "do_statement"}
 _TEMPLATE_ARGS = re.compile(r"<[^<>]*>")
@@ -205,6 +209,18 @@ class FileContext:
     include_roots: tuple[str, ...] = ()  # where the project's headers live (the scanned paths), for ppenv
     keep_compat: tuple[int, int] | None = None  # `fix --keep-compat`: oldest toolkit the code must build with
     pastes: tuple[Paste, ...] = ()  # token-pasting macro uses the file's parse spells as their expansion (parse/pasting.py)
+    compile_db: str | None = None  # the run's compile database (Options.compile_db), for `command_defines`
+
+    def command_defines(self, path: Path | None = None) -> Callable[[], tuple[Define, ...]]:
+        """The `-D`/`-U` flags `path` (this file by default) is compiled with, asked when a preprocessor walk
+        needs them (read/unit_defines.py): every walk of the scan (pasting macros, includers' macros, version
+        guards) starts from these, so they agree on a file's branches."""
+        where = self.source.path if path is None else path
+
+        def flags() -> tuple[Define, ...]:
+            return file_defines(self.project, self.compile_db, where)
+
+        return flags
 
     @property
     def main(self) -> Unit:

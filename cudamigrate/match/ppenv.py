@@ -736,11 +736,13 @@ class PPEnv:
 
 
 def build_env(data: bytes, path: Path | str, cuda_file: bool, roots: tuple[str, ...], versions: list[tuple[int, int]],
-              assume: set[str] = frozenset(), shared: dict | None = None) -> PPEnv:
+              assume: set[str] = frozenset(), shared: dict | None = None,
+              defines: tuple[tuple[str, str | None], ...] = ()) -> PPEnv:
     """Walk `data` (the file at `path`) and its project headers. `cuda_file`: nvcc compiles it as CUDA, so
     CUDART_VERSION (cuda_runtime.h is force-included) and the `__CUDACC_VER_*__`/`__CUDA_API_VER_*__` macros
     are defined. `assume`: macros the user declares defined everywhere (CM410's `assume_defined`). `shared`:
-    header walks kept for the other files of the run (`_Walker`)."""
+    header walks kept for the other files of the run (`_Walker`). `defines`: the command line's `-D`/`-U`
+    (`command_line`; read/unit_defines.py's `file_defines`, as for `live_walk`)."""
     toolkit = {g: False for g in GROUPS}
     if cuda_file:
         toolkit.update(CUDART_VERSION=True, CUDACC=True, CUDA_API=True)
@@ -748,6 +750,7 @@ def build_env(data: bytes, path: Path | str, cuda_file: bool, roots: tuple[str, 
         if m in GROUP_OF:
             toolkit[GROUP_OF[m]] = True
     initial = PPState(toolkit)
+    command_line(initial, defines)
     w = _Walker(tuple(os.path.abspath(r) for r in roots), versions, shared)
     main = os.path.abspath(str(path))
     return PPEnv(w, w.steps(directives(data), initial.copy(), True, [main], True), initial)
@@ -777,27 +780,38 @@ def live_directives(data: bytes, path: str, cuda_file: bool, versions: list[tupl
     if cuda_file:
         initial.toolkit.update(CUDART_VERSION=True, CUDACC=True, CUDA_API=True)
     initial.macros.update(compiler_macros(cuda_file))
-    for name, value in defines:
-        if value is None:
-            initial.macros[name] = UNDEF
-        else:
-            got = decide_value(initial, value)
-            initial.macros[name] = DEFINED if got is None else got
+    command_line(initial, defines)
     w = _Walker((), versions, None, resolver)
     w.live = {}
     w.walk(directives(data), initial, True, [path])
     return w.live
 
 
-def live_walk(path: Path, target: tuple[int, int]) -> Callable[[str, bytes, Resolver], Liveness]:
+def command_line(state: PPState, defines: tuple[tuple[str, str | None], ...]) -> None:
+    """Apply the command line's `-D`/`-U` flags (`live_directives`' `defines`) to the state before the first
+    line, in order: `-DNAME=VALUE` defines NAME with VALUE's integer value when it has one, `-UNAME` undefines it."""
+    for name, value in defines:
+        if value is None:
+            state.macros[name] = UNDEF
+        else:
+            got = decide_value(state, value)
+            state.macros[name] = DEFINED if got is None else got
+
+
+Defines = Callable[[], tuple[tuple[str, str | None], ...]]  # the file's command-line flags, asked for when needed
+
+
+def live_walk(path: Path, target: tuple[int, int], defines: Defines | None = None
+              ) -> Callable[[str, bytes, Resolver], Liveness]:
     """`live_directives` for the file at `path` (CUDA when nvcc compiles it as CUDA: `.cu`, `.cuh`, as
-    `FileContext.is_cuda_file` says) compiled for `target` (and every later toolkit: `toolkits_from`), as
+    `FileContext.is_cuda_file` says) compiled for `target` (and every later toolkit: `toolkits_from`) with the
+    `-D`/`-U` flags `defines` gives (read/unit_defines.py's `file_defines`: asked only when a walk is made), as
     read/project_index.py's `paste_macros` calls it: the scan and every matcher that parses another file the
     way the scan does ask with this one, so both see the same macros."""
     versions = toolkits_from(target)
     cuda_file = path.suffix.lower() in (".cu", ".cuh")
 
     def walk(key: str, data: bytes, resolver: Resolver) -> Liveness:
-        return live_directives(data, key, cuda_file, versions, resolver)
+        return live_directives(data, key, cuda_file, versions, resolver, defines() if defines is not None else ())
 
     return walk

@@ -450,7 +450,7 @@ def build_index(ctx: FileContext, names: set[str]) -> ShadowIndex:
                 headers.setdefault(n, []).extend((p.name, d) for d in ds)
         if path.is_file():
             def live(sib: Path, text: bytes) -> Liveness:
-                return live_walk(sib, ctx.target)(str(sib), text, _beside)
+                return live_walk(sib, ctx.target, ctx.command_defines(sib))(str(sib), text, _beside)
 
             for n, ds2 in includer_macros(path, names, live).items():
                 headers.setdefault(n, []).extend(ds2)

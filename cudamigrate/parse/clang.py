@@ -29,14 +29,12 @@ wrapper includes: empty stand-ins live in `cudamigrate/data/clang_shims` and are
 
 from __future__ import annotations
 
-from .compile_db import DB_NAME, find_compile_db  # noqa: F401  (re-exported: semantic mode's callers)
+from .compile_db import DB_NAME, Command, find_compile_db, load_compile_db  # noqa: F401  (re-exported: semantic mode's callers)
 
 import glob
 import importlib.util
-import json
 import os
 import re
-import shlex
 import sys
 import threading
 from dataclasses import dataclass
@@ -233,27 +231,8 @@ def available() -> tuple[bool, str]:
 
 
 # --------------------------------------------------------------------------- compile database
-@dataclass
-class Command:
-    file: Path  # absolute, resolved
-    directory: Path
-    argv: list[str]
-
-
-
-def load_compile_db(path: Path) -> list[Command]:
-    entries = json.loads(path.read_text(encoding="utf-8"))
-    out: dict[Path, Command] = {}
-    for e in entries:
-        directory = Path(e.get("directory") or path.parent)
-        if not directory.is_absolute():
-            directory = (path.parent / directory).resolve()
-        argv = e.get("arguments") or shlex.split(e.get("command", ""))
-        f = Path(e["file"])
-        f = (f if f.is_absolute() else directory / f).resolve()
-        if f not in out:  # first entry of a file wins (configurations are not merged)
-            out[f] = Command(f, directory, list(argv))
-    return list(out.values())
+# (`Command` and `load_compile_db` live in parse/compile_db.py: the preprocessor model reads the same units' -D/-U
+# without loading semantic mode)
 
 
 # --------------------------------------------------------------------------- flag mapping

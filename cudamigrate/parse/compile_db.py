@@ -1,10 +1,14 @@
-"""Where a project's compile_commands.json is, as clangd looks for it: a path search only, apart from semantic mode
-(parse/clang.py) so that finding the database (the default target's compiler, whether to go semantic) loads
-nothing of libclang."""
+"""Where a project's compile_commands.json is, as clangd looks for it, and what its units say: apart from semantic
+mode (parse/clang.py) so that finding the database (the default target's compiler, whether to go semantic) and
+reading its units' `-D`/`-U` flags (the preprocessor model's branches: read/unit_defines.py) load nothing of
+libclang."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 DB_NAME = "compile_commands.json"
@@ -41,3 +45,61 @@ def _listdir(d: Path) -> list[str]:
         return os.listdir(d)
     except OSError:
         return []
+
+
+@dataclass
+class Command:
+    file: Path  # absolute, resolved
+    directory: Path
+    argv: list[str]
+
+
+def load_compile_db(path: Path) -> list[Command]:
+    """The database's units, one per file: the first entry of a file wins (configurations are not merged)."""
+    entries = json.loads(path.read_text(encoding="utf-8"))
+    out: dict[Path, Command] = {}
+    for e in entries:
+        directory = Path(e.get("directory") or path.parent)
+        if not directory.is_absolute():
+            directory = (path.parent / directory).resolve()
+        argv = e.get("arguments") or shlex.split(e.get("command", ""))
+        f = Path(e["file"])
+        f = (f if f.is_absolute() else directory / f).resolve()
+        if f not in out:
+            out[f] = Command(f, directory, list(argv))
+    return list(out.values())
+
+
+Define = tuple[str, "str | None"]  # (NAME, VALUE) for -DNAME=VALUE (-DNAME: "1"), (NAME, None) for -UNAME
+
+
+def command_defines(argv: list[str]) -> tuple[Define, ...]:
+    """The `-D`/`-U` flags of a unit's command line, in order, in the forms semantic mode passes on to clang
+    (parse/clang.py's `clang_args`): `-D X`, `-DX`, `-U X`, `-UX`, and those inside `-Xcompiler`/
+    `--compiler-options` (comma-separated). `-DNAME` is `-DNAME=1`, as for gcc, clang and nvcc."""
+    out: list[Define] = []
+
+    def add(flag: str, value: str) -> None:
+        name, eq, val = value.partition("=")
+        if not name:
+            return
+        out.append((name, None) if flag == "-U" else (name, val if eq else "1"))
+
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        key, eq, val = a.partition("=")
+        if a in ("-D", "-U") and i + 1 < len(argv):
+            add(a, argv[i + 1])
+            i += 2
+            continue
+        if a.startswith(("-D", "-U")):
+            add(a[:2], a[2:])
+        elif key in ("-Xcompiler", "--compiler-options"):
+            for x in (val if eq else (argv[i + 1] if i + 1 < len(argv) else "")).split(","):
+                if x.startswith(("-D", "-U")) and len(x) > 2:
+                    add(x[:2], x[2:])
+            i += 1 if eq else 2
+            continue
+        i += 1
+    return tuple(out)

@@ -30,7 +30,7 @@ statement) is an edit of the file as it is.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import tree_sitter as ts
 
@@ -54,6 +54,9 @@ class PasteMacro:
     arity: int
     prefix: bytes
     blocked: str | None = None  # why rewriting the argument is not exactly what the expansion needs
+    # the prefixes the macro's other definitions paste onto the same parameter (which one the compiler uses is not
+    # decided here): `view` matches the use once per prefix, each manual (`blocked` is set)
+    others: tuple[bytes, ...] = ()
 
 
 def paste_macros(data: bytes) -> dict[str, PasteMacro]:
@@ -90,11 +93,18 @@ def merge(a: PasteMacro | None, b: PasteMacro | None) -> PasteMacro | None:
     if a is None and b is None:
         return None
     if a is not None and b is not None and (a.index, a.arity, a.prefix) == (b.index, b.arity, b.prefix):
-        return a if a.blocked else b
+        return replace(a if a.blocked else b, others=_union(a.others, b.others))
     base = a if a is not None else b
     assert base is not None
+    others: tuple[bytes, ...] = ()
+    if a is not None and b is not None and (a.index, a.arity) == (b.index, b.arity):
+        others = tuple(p for p in _union(a.others, (b.prefix,), b.others) if p != a.prefix)
     return PasteMacro(base.name, base.index, base.arity, base.prefix,
-                      f"macro `{base.name}` has several definitions that expand its argument differently")
+                      f"macro `{base.name}` has several definitions that expand its argument differently", others)
+
+
+def _union(*groups: tuple[bytes, ...]) -> tuple[bytes, ...]:
+    return tuple(dict.fromkeys(p for g in groups for p in g))
 
 
 def _paste_macro(name: str, params: bytes, body: bytes) -> PasteMacro | None:
@@ -190,11 +200,16 @@ class View:
 
 def view(data: bytes, tree: ts.Tree, macros: dict[str, PasteMacro]) -> View:
     """The parse of `data` (`tree`) with the uses of `macros` seen as the compiler sees them: in the file's own
-    parse when the macro's name leaves room (`file_view`), else in a pasted unit. Whoever parses a project file
+    parse when the macro's name leaves room (`file_view`), else in a pasted unit; as the call each other definition
+    pastes (`PasteMacro.others`) in a pasted unit too. Whoever parses a project file
     the way the engine does calls this after `parse` (with `ProjectIndex.paste_macros(path, data)`)."""
     sites = paste_sites(tree, data, macros)
     inline = [p for p in sites if in_file_view(p, data)]
     units = [pasted_unit(p, data) for p in sites if not in_file_view(p, data)]
+    # a macro whose definitions paste different prefixes under a condition not decided here: the use is also seen
+    # as each other definition's call (`hip##fn` first, `cuda##fn` second: the CUDA call is still found, manual)
+    units += [pasted_unit(replace(p, prefix=other), data) for p in sites for other in macros[p.macro].others
+              if p.arg[0] >= len(other)]
     if inline:
         data = file_view(data, inline)
         tree = parse(data)
@@ -263,5 +278,5 @@ def pasted_words(data: bytes, macros: dict[str, PasteMacro]) -> set[bytes]:
         if pm.index != 0 or name.encode() not in data:
             continue
         for m in re.finditer(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"\s*\(\s*([A-Za-z_]\w*)", data):
-            out.add(pm.prefix + m.group(1))
+            out.update(prefix + m.group(1) for prefix in (pm.prefix, *pm.others))
     return out

@@ -8,7 +8,8 @@ price of every doubt):
 * the entry key (`entry_key`): the run digest (tool version and the bytes of the package's own files and
   of the libraries that parse, match and render (tree-sitter, the grammars, Jinja, MarkupSafe, PyYAML),
   the rule files' contents, every option that changes findings, the toolkit whose header names matchers
-  consult), the file's absolute path and its displayed path. The code and rule digests are memoized under
+  consult, the content of the run's compile database, whose -D/-U flags decide `#if` branches), the file's
+  absolute path and its displayed path. The code and rule digests are memoized under
   the files' stat signatures (`stat_sig`: size, mtime, ctime, inode, device), and only for files that had
   not changed within `RACY_NS` of being looked at, so a start costs stats, not reading ~20 MB of libraries;
 * the file's content hash (`lookup(key, content_hash)` compares it);
@@ -275,8 +276,11 @@ def environment_digest() -> str:
 
 def run_digest(rule_dirs: Iterable[Path], options: Any, memo: "ResultCache | None" = None, **extra: Any) -> str:
     with unrecorded():  # what the digest reads is in the digest: not a dependency of the results as well
+        # the compile database's content: its units' -D/-U decide `#if` branches (read/unit_defines.py); the audit
+        # of reads leaves `.json` files out, so a changed flag re-scans the run through this digest
+        db = getattr(options, "compile_db", None)
         return digest_of(SCHEMA, code_digest(memo), ruleset_digest(rule_dirs, memo), options_digest(options, **extra),
-                       environment_digest())
+                         environment_digest(), *([_file_hash(db)] if db else []))
 
 
 def entry_key(run: str, path: Path | str, display: str) -> str:

@@ -55,6 +55,29 @@ HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc", 
 MAX_HEADER_BYTES = 2 * 1024 * 1024
 
 
+_CONDITIONAL = directive(rb"#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b[^\n]*")
+
+
+def enclosing_condition(data: bytes, at: int) -> tuple[int, str] | None:
+    """(line number, text) of the opening `#if`/`#ifdef`/`#ifndef` of the innermost conditional group of `data`
+    around offset `at` (its `#elif`/`#else` branches included), a header guard (`#ifndef X` then `#define X`)
+    aside; None when `at` is in none."""
+    stack: list[tuple[int, bytes] | None] = []  # None: a header guard's group
+    for pos, m in line_start_matches(_CONDITIONAL, data[:at]):
+        kind = m.group(1)
+        if kind in (b"if", b"ifdef", b"ifndef"):
+            line = _COMMENT.sub(b" ", m.group(0)).strip()
+            guard = kind == b"ifndef" and re.match(rb"\s*#[ \t]*define[ \t]+" + re.escape(line.split()[-1]) + rb"\b",
+                                                   data[pos + len(m.group(0)):]) is not None
+            stack.append(None if guard else (pos, line))
+        elif kind == b"endif" and stack:
+            stack.pop()
+    for got in reversed(stack):
+        if got is not None:
+            return data.count(b"\n", 0, got[0]) + 1, got[1].decode("utf-8", "replace")
+    return None
+
+
 def statement_body(body: bytes) -> bool:
     """A macro body that is a whole statement: a braced block (`{ ... }`, `if (e) { ... }`) or text
     ending in `;`. Its uses need no `;` after them, and tree-sitter, which does not expand macros,
@@ -341,7 +364,9 @@ class ProjectIndex:
         """`paste_macros` where a `#define` or an `#include` the preprocessor never takes (a dead branch: the
         `#ifdef __HIPCC__` of a header that supports HIP too) does not count. The headers are those `reachable`
         finds, through live and undecided `#include`s only. Definitions that disagree still block the name, and
-        when a condition this model cannot decide chooses between them, the reason says so."""
+        when a condition this model cannot decide chooses between them, the reason says so: with the prefixes
+        they paste and the condition (`enclosing_condition`, of the definition or of the `#include` that brings
+        it in), whichever definition comes first (parse/pasting.py's `view` matches each prefix's call)."""
         key = self._key(path)
         states = live(str(key), data, self.include_target)
 
@@ -350,6 +375,7 @@ class ProjectIndex:
 
         order: list[tuple[Path, bytes | None]] = [(key, data)]
         members = {key}
+        via: dict[Path, tuple[Path, int]] = {}  # a header -> the first `#include` of it followed (file, offset)
         frontier = [(key, data)]
         for _ in range(MAX_DEPTH):
             nxt: list[tuple[Path, bytes | None]] = []
@@ -357,24 +383,51 @@ class ProjectIndex:
                 for at, inc in self.include_sites(p, d):
                     if inc is not None and inc not in members and alive(p, at) is not False:
                         members.add(inc)
+                        via[inc] = (p, at)
                         nxt.append((inc, None))
             if not nxt:
                 break
             order += nxt
             frontier = nxt
         out: dict[str, PasteMacro] = {}
-        undecided: set[str] = set()
+        undecided: dict[str, list[str]] = {}  # name -> the conditions its undecided definitions are under
         for p, d in order:
-            defs = paste_definitions(d if d is not None else (self.read(p) or b""))
+            text = d if d is not None else (self.read(p) or b"")
+            defs = paste_definitions(text)
             taken = [x for x in defs if alive(p, x[0]) is not False]
-            undecided |= {x[1] for x in taken if alive(p, x[0]) is None}
+            for at, name, _ in taken:
+                if alive(p, at) is None:
+                    undecided.setdefault(name, []).append(self._deciding_condition(p, at, text, via, (key, data)))
             for name, pm in merged(taken).items():
                 out[name] = (merge(out[name], pm) or pm) if name in out else pm
         for name, pm in out.items():
-            if pm.blocked and name in undecided and "several definitions" in pm.blocked:
+            if not pm.blocked or name not in undecided or "several definitions" not in pm.blocked:
+                continue
+            conditions = [c for c in dict.fromkeys(undecided[name]) if c]
+            if pm.others:
+                spelled = "` or `".join(x.decode("utf-8", "replace") for x in (pm.prefix, *pm.others))
+                which = " and ".join(conditions) if conditions else "a preprocessor condition"
+                verb = "decide, conditions" if len(conditions) > 1 else "decides, a condition"
+                out[name] = replace(pm, blocked=f"macro `{name}` pastes `{spelled}` as {which} {verb} this tool "
+                                                "cannot decide")
+            else:
                 out[name] = replace(pm, blocked=f"{pm.blocked} (a preprocessor condition this tool cannot decide "
                                                 "chooses between them)")
         return out
+
+    def _deciding_condition(self, p: Path, at: int, text: bytes, via: dict[Path, tuple[Path, int]],
+                            root: tuple[Path, bytes]) -> str:
+        """The condition a definition at `at` of `p` is under, for a reason: the innermost `#if` group around it
+        (a header guard aside), else around the `#include` that brought `p` in, and so on up; "" when none."""
+        for _ in range(MAX_DEPTH + 1):
+            got = enclosing_condition(text, at)
+            if got is not None:
+                return f"`{got[1]}` ({p.name}:{got[0]})"
+            if p not in via:
+                return ""
+            p, at = via[p]
+            text = root[1] if p == root[0] else (self.read(p) or b"")
+        return ""
 
     # ------------------------------------------------------------------ class members
     def _classes(self, path: Path, data: bytes | None) -> list[ClassMembers]:

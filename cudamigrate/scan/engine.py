@@ -28,6 +28,7 @@ from ..parse import walk
 from ..parse.pasting import file_units, pasted_words, spelled_through
 from ..parse.treesitter import ErrorSpans, Unit, parse, register_roots, reset_parent_cache, syntax_blocker
 from ..read.generated import GeneratedSpans
+from ..read.unit_defines import file_defines
 from .grouping import consistency_group
 from .regions import PREPROC_IF, disabled_ranges, in_disabled_block, paste_at, unpasted
 from .prefilter import KeywordFinder, NameGate, blank, comment_spans, define_regions, glob_regex, words_of
@@ -268,7 +269,11 @@ class Engine:
         found: set[str] = set()
         in_code: set[str] = set()  # the keywords met outside comments
         words: set[bytes] = set()
-        macros = self.project.paste_macros(src.path, data, live_walk(src.path, self.opts.target)) if b"(" in data else {}
+
+        def flags() -> tuple[tuple[str, str | None], ...]:  # the compile database's -D/-U (read/unit_defines.py)
+            return file_defines(self.project, self.opts.compile_db, src.path)
+
+        macros = self.project.paste_macros(src.path, data, live_walk(src.path, self.opts.target, flags)) if b"(" in data else {}
         pasted: set[bytes] = set()
         if self.prefilter is not None:
             words = words_of(data)
@@ -325,7 +330,7 @@ class Engine:
         ctx = FileContext(source=src, units=units, target=self.opts.target, options=self.opts.rule_options,
                           semantic=semantic, project=self.project, api_names=frozenset(found),
                           include_roots=self.opts.include_roots, keep_compat=self.opts.keep_compat,
-                          pastes=tuple(seen.pastes))
+                          pastes=tuple(seen.pastes), compile_db=self.opts.compile_db)
         reset_parent_cache()
         reset_scope_cache()
         register_roots([u.root for u in units])

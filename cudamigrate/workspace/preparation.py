@@ -141,13 +141,27 @@ def _prepare_with(req: Request, cfg: Config) -> Prepared:
                    options=options, rule_options=cfg.get("rule-options", {}) or {}, calibration=calibration,
                    keep_compat=version_value(req.keep_compat or cfg.get("keep-compat"), "--keep-compat"),
                    include_roots=tuple(str(p if os.path.isdir(p) else p.parent) for p in (paths or (Path("."),))),
-                   per_file_ignores=from_config(str(base), cfg.get("per-file-ignores")))
+                   per_file_ignores=from_config(str(base), cfg.get("per-file-ignores")),
+                   compile_db=_compile_db(req))
     walk_errors: list[str] = []
     files = list(discover(list(paths) or [Path(".")], cfg.get("exclude", []) or [],
                           respect_gitignore=cfg.get("respect-gitignore", True), errors=walk_errors,
                           base=cfg.path.parent if cfg.path else None))
     return Prepared(cfg, opts, rule_dirs, req.max_file_size or cfg.get("max-file-size"),
                     not req.no_cache, files, walk_errors, warnings=warnings, target=target)
+
+
+def _compile_db(req: Request) -> str | None:
+    """The run's compile database (`--compile-commands`, else the one clangd would pick), absolute: its units'
+    `-D`/`-U` flags decide preprocessor branches also in a `--no-semantic` scan (read/unit_defines.py)."""
+    from ..parse.compile_db import find_compile_db  # not parse/clang.py: `--no-semantic` loads nothing of libclang
+    from ..pipeline.result_cache import unrecorded
+
+    if req.compile_commands is not None:
+        return os.path.abspath(req.compile_commands)
+    with unrecorded():  # the ancestors' listings: the database's path is in the run digest (Options)
+        found = find_compile_db(list(req.paths) or [Path(".")])
+    return None if found is None else os.path.abspath(found)
 
 
 def _target(req: Request, cfg: Config) -> Target:

@@ -44,7 +44,7 @@ def pp_env(ctx: FileContext, start: tuple[int, int] | None = None, assume: froze
     if key not in cache:
         shared = ctx.project.cache.setdefault("ppenv", {}) if ctx.project is not None else None  # header walks, per run
         cache[key] = build_env(ctx.source.data, ctx.source.path, ctx.is_cuda_file, ctx.include_roots,
-                               toolkits_from(start), set(assume), shared)
+                               toolkits_from(start), set(assume), shared, ctx.command_defines()())
     return cache[key]
 
 

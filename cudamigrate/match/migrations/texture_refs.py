@@ -485,8 +485,9 @@ def other_context(ctx: FileContext, path: Path) -> FileContext | None:
         return None
     src.statement_macros = ctx.project.statement_macros(path, data)
     # uses spelled through a token-pasting macro (`cuda(BindTexture(...))`), seen as the engine sees them
-    macros = ctx.project.paste_macros(path, data, live_walk(path, ctx.target)) if b"(" in data else {}  # as the engine asks
+    live = live_walk(path, ctx.target, ctx.command_defines(path))  # as the engine asks
+    macros = ctx.project.paste_macros(path, data, live) if b"(" in data else {}
     kw = re.compile(rb"\b(texture|surface|\w*(Texture|Surface)\w*|tex\w+|surf\w+)\b")
     seen, units = pasting.file_units(src.parse_bytes, parse(src.parse_bytes), macros, kw if b"#" in data else None)
     return FileContext(source=src, units=units, target=ctx.target, options=ctx.options, project=ctx.project,
-                       pastes=tuple(seen.pastes))
+                       pastes=tuple(seen.pastes), compile_db=ctx.compile_db)
