@@ -54,6 +54,57 @@ def test_an_uncovered_entry_fails_and_a_field_follows_its_removed_type():
     assert releases.uncovered(doc, names, excl) == []  # the field follows its type's reviewed exclusion
 
 
+def test_library_entries_of_every_release_pair_are_read_and_covered():
+    """The math libraries were read for 11.8 -> 12.0 only; now for every release with a cuda-toolkit metapackage
+    (11.8 on), each wheel as that metapackage pins it, and each of their entries has a rule or an exclusion."""
+    libs = [e for e in DOC["entries"] if e["library"] not in DOC["libraries"]]
+    pairs = {f"{e['previous']}->{e['release']}" for e in libs}
+    assert {"12.0->12.1", "12.3->12.4", "12.9->13.0", "13.0->13.1", "13.3->13.4"} <= pairs
+    assert set(DOC["library_wheels"]) == {r["version"] for r in DOC["releases"]} - {"11.7"}  # 11.7: no metapackage
+    assert DOC["library_wheels"]["13.5"]["pinned_by"] == "cuda-toolkit==13.5.0"
+    assert DOC["library_wheels"]["13.5"]["cublas"] == "nvidia-cublas==13.10.0.20"  # no -cu13 suffix
+    assert DOC["library_wheels"]["11.8"]["cublas"] == "nvidia-cublas-cu11==11.11.3.6"
+    assert [r.version for r in build.RELEASES if r.version in build.LIBRARY_WHEELS] == list(DOC["library_wheels"])
+    others = dict(DOC, entries=[e for e in libs if (e["previous"], e["release"]) != ("11.8", "12.0")])
+    assert len(others["entries"]) > 1000
+    missing = releases.uncovered(others, inventory.rule_names(ROOT / "rules"), EXCLUSIONS)
+    assert not missing, f"{len(missing)} library entries without a rule or exclusion: {missing[:20]}"
+
+
+def test_library_changes_of_later_pairs_carry_their_release_and_header_line():
+    by = {(e["release"], e["name"], e["status"]): e for e in DOC["entries"]}
+    e = by[("12.1", "cusparseSetColorAlgs", "removed")]
+    assert e["previous"] == "12.0" and e["old_header"] == "cusparse.h:429"
+    assert e["source"] == "nvidia-cusparse-cu12==12.0.1.140"
+    assert by[("13.1", "cusparseSbsrmv", "deprecated")]["message"] == "The routine will be removed in the next major release"
+    e = by[("12.4", "nppsAbs_16s_Ctx", "signature")]  # int nLength -> size_t nLength: old calls still compile
+    assert e["compatible"].startswith("by-value integer parameters changed type (int -> size_t)")
+    assert "compatible" not in by[("12.4", "nppiAverageErrorGetBufferHostSize_16s_C1R", "signature")]  # int * -> size_t *
+    # nvJitLink's versioned implementation names (__nvJitLinkCreate_12_0 -> _12_1) behind its inline wrappers
+    assert not [e for e in DOC["entries"] if e["name"].startswith("__nvJitLink")]
+
+
+COLOR = ("#include <cusparse.h>\n"
+         "cusparseStatus_t pick(cusparseColorInfo_t info) { return cusparseSetColorAlgs(info, CUSPARSE_COLOR_ALG0); }\n")
+
+
+def _color(target: tuple[int, int], since: tuple[int, int] | None = None) -> list[str]:
+    res = Engine(all_rules(), Options(target=target, from_version=since)).scan_bytes(Path("c.cu"), COLOR.encode())
+    assert not res.errors, res.errors
+    return [f.message for f in res.findings if "cusparseSetColorAlgs" in f.message]
+
+
+def test_a_library_removal_of_a_pair_not_read_before_is_reported_with_its_release_and_header_line():
+    """cuSPARSE 12.1 (CUDA 12.1) removed cusparseSetColorAlgs, declared at cusparse.h:429 of the 12.0 wheel: a scan
+    for any later target reports it as removed in 12.1, with that line; code already on 12.1 cannot use it."""
+    (msg,) = _color((13, 0))
+    assert "removed in CUDA 12.1" in msg
+    assert "cusparse.h:429 of nvidia-cusparse-cu12==12.0.1.140" in msg
+    assert "not declared by the CUDA 12.1 headers of nvidia-cusparse-cu12==12.1.0.106" in msg
+    assert _color((12, 4)) == [msg]
+    assert _color((13, 0), since=(12, 1)) == []  # removed before the code's toolkit: it cannot be in code that builds
+
+
 def test_exclusions_name_entries_the_file_has():
     keys = {releases.entry_key(e) for e in DOC["entries"]}
     assert not sorted(set(EXCLUSIONS) - keys)
@@ -75,7 +126,8 @@ def test_changes_older_than_12_and_after_13_0_are_recorded_with_their_release_an
     e = by[("12.0", "CUSPARSE_CSRMV_ALG1", "removed")]
     assert e["library"] == "cusparse" and e["source"] == "nvidia-cusparse-cu11==11.7.5.86"
     assert by[("12.0", "cublasLt3mMode_t", "removed")]["old_header"] == "cublasLt.h:1066"
-    assert set(DOC["library_pairs"]["11.8->12.0"]) == {"cublas", "cufft", "curand", "cusolver", "cusparse", "npp", "nvjpeg"}
+    assert set(DOC["library_wheels"]["12.0"]) == {"pinned_by", "cublas", "cufft", "curand", "cusolver", "cusparse", "npp",
+                                                  "nvjpeg", "nvjitlink"}
     # 11.8 moved cudaTextureDesc::seamlessCubemap to cudaTextureDesc_v2; 12.0 declares it again
     assert by[("11.8", "cudaTextureDesc::seamlessCubemap", "removed")]["restored"] == "12.0"
 

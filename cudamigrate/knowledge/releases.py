@@ -52,11 +52,13 @@ def exclusions(path: Path = EXCLUSIONS) -> dict[str, Exclusion]:
 def uncovered(doc: dict, reported: set[str], excluded: dict[str, Exclusion]) -> list[str]:
     """Entries (and the alias macros naming them) that no rule reports and no exclusion explains.
 
-    Two kinds need neither, by what the headers say: a removal that a later release declares again
-    (`restored`: code targeting that release compiles), and a field of a type the same release removed as a
-    whole (the type's own entry is the finding, where the variable is declared), when that type is covered."""
+    Three kinds need neither, by what the headers say: a removal that a later release declares again
+    (`restored`: code targeting that release compiles), a prototype change that every old call still compiles
+    against (`compatible`: only by-value integer parameters changed type, NPP 12.4's `int nLength` -> `size_t`),
+    and a field of a type the same release removed as a whole (the type's own entry is the finding, where the
+    variable is declared), when that type is covered."""
     def covered(e: dict) -> bool:
-        if entry_key(e) in excluded or e.get("restored"):
+        if entry_key(e) in excluded or e.get("restored") or e.get("compatible"):
             return True
         return all(n in reported for n in [e["name"], *e.get("aliases", [])])
 
@@ -70,3 +72,73 @@ def uncovered(doc: dict, reported: set[str], excluded: dict[str, Exclusion]) -> 
         if not covered(e):
             out.append(f"{entry_key(e)} ({e['status']}, {e.get('header') or e.get('old_header')})")
     return out
+
+
+def catalog_rows(doc: dict, known: set[str], excluded: dict[str, Exclusion]) -> list[dict]:
+    """Catalog rows (scripts/gen_catalog_rules.py turns them into generated rules) for the math-library
+    entries (cuBLAS ... nvJitLink: not `doc["libraries"]`, the runtime's, which hand-written rules and reviewed
+    exclusions cover) that no CSV row or rule reports (`known`), with the release that made the change as the
+    row's version: removed -> removed_in, deprecated -> deprecated_in, a prototype whose old argument count no
+    longer fits -> a rule for calls with that count. The row's `source` names the header:line of the release
+    before and the wheels of both (one part: the generator quotes a row's first `;`-separated source), which each
+    finding quotes. A prototype change that old calls cannot be told from by their count gets no row (a
+    hand-written rule or a reviewed exclusion covers it), nor does a field of a type the same release removed."""
+    from .inventory import KINDS
+
+    wheels = doc.get("library_wheels", {})
+    seen = set(known)
+    rows: list[dict] = []
+    removed_types = {(e["release"], e["library"], e["name"]) for e in doc["entries"]
+                     if e["status"] == "removed" and e["kind"] == "type"}
+    for e in doc["entries"]:
+        if (e["library"] in doc["libraries"] or e["status"] == "announced" or e["name"] in seen
+                or entry_key(e) in excluded or e.get("restored") or e.get("compatible")):
+            continue
+        if e["kind"] == "field" and (e["release"], e["library"], e["name"].rpartition("::")[0]) in removed_types:
+            continue  # the type's own row (or rule) reports the variable's declaration
+        rel, prev, status = e["release"], e["previous"], e["status"]
+        new_wheel = wheels.get(rel, {}).get(e["library"], "")
+        old_wheel = wheels.get(prev, {}).get(e["library"], "")
+        message, repl = e.get("message", ""), e.get("replacement", "")
+        row = {"api": e["name"], "kind": KINDS[e["kind"]], "library": e["library"], "deprecated_in": "",
+               "removed_in": "", "replacement": "", "fix_kind": "manual", "notes": "", "source": "",
+               "origin": "releases"}
+        if status in ("deprecated", "unavailable"):
+            row["deprecated_in"] = rel
+            if status == "unavailable":
+                row["removed_in"] = rel
+            row["source"] = (f"CUDA {rel} {e['header']} of {new_wheel}"
+                             + (f' (deprecated: "{message}")' if message else " (deprecated)")
+                             + f", not deprecated at CUDA {prev} {e['old_header']} of {old_wheel}")
+        elif status == "removed":
+            row["removed_in"] = rel
+            row["source"] = (f"CUDA {prev} {e['old_header']} of {old_wheel}, "
+                             f"not declared by the CUDA {rel} headers of {new_wheel}")
+        elif status == "signature":
+            old, new, lo = e["old_args"], e["new_args"], e["new_min_args"]
+            if lo <= old <= new:
+                continue
+            sig = e["new_signature"]
+            row.update(kind="signature_change", removed_in=rel, where={"argc": old},
+                       replacement=f"{e['name']}{sig[sig.index('('):]}",
+                       source=f"CUDA {rel} {e['header']} of {new_wheel}, was CUDA {prev} {e['old_header']} of {old_wheel}",
+                       notes=(f"the CUDA {prev} prototype {e['old_signature']} took {old} arguments; "
+                              f"CUDA {rel} takes {new}"))
+            rows.append(row)
+            seen.add(e["name"])
+            continue
+        else:
+            continue
+        if repl:
+            row["replacement"] = f'{repl} (the header\'s message: "{message}")' if message else repl
+        elif message:
+            row["notes"] = f'the header\'s message: "{message}"'
+        else:
+            row["notes"] = "the header names no replacement"
+        rows.append(row)
+        seen.add(e["name"])
+        for alias in e.get("aliases", []):
+            if alias not in seen:
+                rows.append(dict(row, api=alias, notes=f"{row['notes']} (the header's alias macro of {e['name']})"))
+                seen.add(alias)
+    return rows
