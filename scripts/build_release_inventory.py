@@ -71,6 +71,7 @@ import shutil
 import sys
 import tempfile
 import time
+import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -286,6 +287,52 @@ LIBRARY_WHEELS: dict[str, tuple[str, dict[str, str]]] = {
         "nvjitlink": "nvidia-nvjitlink==13.5.37",
         "nvfatbin": "nvidia-nvfatbin==13.5.37"}),
 }
+
+
+_PIN = re.compile(r"\s*([\w.-]+)\s*\(?\s*(?:==\s*([\w.]+?)(?:\.\*)?|<\d+\s*,\s*>=\s*([\w.]+))\s*\)?\s*")
+
+
+def parse_pins(metadata: str) -> dict[str, str]:
+    """library -> "distribution==version" from a cuda-toolkit wheel's METADATA: the Requires-Dist lines for
+    Linux (or without a marker) that pin an nvidia-<library>[-cuNN] wheel with `==` (`X.*` taken as X),
+    or give it a `<major,>=X` range (nvJitLink from 12.8.2 on: X, the release's own version)."""
+    libs = [lib.name for lib in inv.LIBRARIES if lib.name not in READ]
+    out: dict[str, str] = {}
+    for line in metadata.splitlines():
+        if not line.startswith("Requires-Dist:"):
+            continue
+        req, _, marker = line.removeprefix("Requires-Dist:").partition(";")
+        if marker and "linux" not in marker:  # 12.x: "sys_platform == 'linux' or ..."; 13.x names the machine too
+            continue
+        m = _PIN.fullmatch(req)
+        if m is None:
+            continue
+        name = m.group(1).lower().replace("_", "-")
+        lib = next((lb for lb in libs if re.fullmatch(rf"nvidia-{lb}(-cu\d+)?", name)), None)
+        if lib is not None:
+            out.setdefault(lib, f"{name}=={m.group(2) or m.group(3)}")
+    return out
+
+
+def metapackage_pins(pin: str) -> dict[str, str]:
+    """What `cuda-toolkit==X` pins (parse_pins of its wheel's METADATA, read with range requests)."""
+    name, _, version = pin.partition("==")
+    doc, url = lazy_wheel.index_document(name)
+    wheel = lazy_wheel.pick_wheel(doc, url, version, "none-any")
+    fetch, size = lazy_wheel.http_fetch(wheel.url)
+    with zipfile.ZipFile(lazy_wheel.RangeFile(fetch, size)) as z:
+        meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        return parse_pins(z.read(meta).decode("utf-8"))
+
+
+def check_pins() -> list[str]:
+    """LIBRARY_WHEELS against what each release's cuda-toolkit metapackage pins now (one small wheel each)."""
+    bad = []
+    for release, (pin, wheels) in LIBRARY_WHEELS.items():
+        got = metapackage_pins(pin)
+        if got != wheels:
+            bad.append(f"{release} ({pin}): table {wheels} != index {got}")
+    return bad
 
 
 def wheel_dir(cache: Path, spec: str) -> Path:
@@ -662,7 +709,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if the data file differs from what would be written")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--timing", action="store_true", help="print each release's parse time")
+    ap.add_argument("--check-pins", action="store_true",
+                    help="compare LIBRARY_WHEELS with the cuda-toolkit metapackages on the index, and stop")
     args = ap.parse_args(argv)
+    if args.check_pins:
+        bad = check_pins()
+        print("\n".join(bad) or f"LIBRARY_WHEELS: the {len(LIBRARY_WHEELS)} releases match their cuda-toolkit pins")
+        return 1 if bad else 0
     if args.fetch or args.fetch_only:
         got, full, secs = fetch()
         print(f"downloaded {got / 1e6:.1f} MB (the headers of wheels of {full / 1e6:.0f} MB) in {secs:.0f}s",

@@ -2,7 +2,7 @@
 is compared with the one before it, every change it lists has a rule or a reviewed exclusion, and the
 announced deprecations (CUDA 13.5's per-node-type graph calls) are a family of their own, off by default.
 
-CI does not download the 40-odd wheels the file is built from: the regeneration check runs only where
+CI does not download the 201 wheels the file is built from: the regeneration check runs only where
 `python scripts/build_release_inventory.py --fetch` filled the header cache."""
 
 from __future__ import annotations
@@ -165,7 +165,8 @@ def test_announced_rule_is_what_the_generator_writes_from_the_shipped_data():
 
 @pytest.mark.skipif(bool(build.missing()), reason="release headers not fetched (scripts/build_release_inventory.py --fetch)")
 def test_data_file_is_what_the_script_generates():
-    """Reads the headers of 17 releases (about 40 s)."""
+    """Reads the headers of 17 releases and their library wheels (about 3.5 min on the shared 2 cores; runs only
+    where the 201 wheels' headers were fetched)."""
     assert build.render(build.build()) == build.OUT.read_bytes(), (
         "cudamigrate/data/api_releases.json.gz is stale: run python scripts/build_release_inventory.py")
     from cudamigrate.match.migrations import unknown_names
@@ -241,3 +242,31 @@ def test_unknown_cuda_name_asks_for_a_suggestion_once_per_name_not_per_use(monke
     assert len(found) == 3 and len({f.message for f in found}) == 1
     assert "cudaStreamSynchronize" in found[0].message  # the suggestion
     assert asked.count("cudaStreamSynchronizeQ3") == 1
+
+
+def test_the_release_list_is_read_without_parsing_the_entries(monkeypatch, tmp_path):
+    """Every run asks for the default target: the release list comes from the start of the stream, not from the
+    3.6 MB document of every release's library entries (about 60 ms to parse)."""
+    expected = releases.versions(DOC)
+    assert expected[0] == (11, 7) and expected[-1] == (13, 5)
+    path = tmp_path / "copy.json.gz"
+    path.write_bytes(releases.RELEASES.read_bytes())
+    monkeypatch.setattr(releases, "load", lambda *a, **k: pytest.fail("parsed the whole document"))
+    assert releases._release_list(path) == DOC["releases"]
+    assert releases.versions() == expected
+
+
+def test_library_pins_are_read_from_the_metapackage_metadata():
+    """scripts/build_release_inventory.py --check-pins compares LIBRARY_WHEELS with what each release's
+    cuda-toolkit wheel requires; the parsing, on METADATA lines as the 12.x and 13.x metapackages write them."""
+    meta = "\n".join([
+        "Name: cuda-toolkit", "Version: 13.0.3",
+        "Requires-Dist: nvidia-cublas==13.1.1.3.*; (sys_platform == 'linux' and platform_machine == 'x86_64') and extra == 'all'",
+        "Requires-Dist: nvidia-nvjitlink<14,>=13.0.88; (sys_platform == 'linux' and platform_machine == 'x86_64') and extra == 'all'",
+        "Requires-Dist: nvidia-cusparselt-cu12==0.6.3; sys_platform == 'linux' and extra == 'all'",  # not cuSPARSE
+        "Requires-Dist: nvidia-npp-cu12==12.0.1.104.*; (sys_platform == 'linux' or sys_platform == 'win32') and extra == 'npp'",
+        "Requires-Dist: nvidia-cufft==11.0.0.0; sys_platform == 'win32' and extra == 'cufft'",  # Windows only
+        "Requires-Dist: nvidia-cuda-runtime==13.0.96.*; sys_platform == 'linux' and extra == 'cudart'",  # read per release
+    ])
+    assert build.parse_pins(meta) == {"cublas": "nvidia-cublas==13.1.1.3", "nvjitlink": "nvidia-nvjitlink==13.0.88",
+                                      "npp": "nvidia-npp-cu12==12.0.1.104"}
