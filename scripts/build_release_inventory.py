@@ -31,6 +31,10 @@ Every CUDA release with wheels on the package index: 11.7, 11.8, 12.0-12.6, 12.8
   toolkit's include last (CCCL's <nv/target>, which 13.x's cuda_fp16.h includes: macros only);
 * for names only (data/cuda_names.json.gz, CM583): the Windows runtime wheel of each release (Direct3D interop).
 
+Each library's header set is compared too (`removed_headers`: a header its wheel no longer ships is an entry of
+kind `header`): between 11.8 and 13.5 no library dropped a header; cuFFT 13.1 added cufft_device.h (device-side,
+not read, as below).
+
 How the headers are fetched: lazy_wheel.py reads each pinned wheel's zip central directory with HTTP range
 requests and then only its include/ members (one request per run of headers), never the whole wheel. On this
 machine (2026-12-06): all 201 wheels, 20.96 GB as wheels, took 51.4 MB of downloads in 59 s; the 138 library
@@ -535,6 +539,21 @@ def pair_entries(lib: str, prev: Release, rel: Release, old: dict, new: dict,
     return out
 
 
+def header_files(include: Path) -> set[str]:
+    """The headers a wheel's include/ ships (relative paths; the packaging's __init__.py left out)."""
+    return {p.relative_to(include).as_posix() for p in include.rglob("*")
+            if p.is_file() and p.name != "__init__.py"}
+
+
+def removed_headers(lib: str, prev: Release, rel: Release, old_wheel: str, wheel: str, cache: Path) -> list[inv.Entry]:
+    """A whole header the library's wheel of `prev` shipped and that of `rel` does not (`#include` of it fails:
+    a build break before any declaration is read). None between 11.8 and 13.5 (2026-12-06): the libraries only
+    added headers (cuFFT 13.1's device-side cufft_device.h)."""
+    gone = sorted(header_files(include_of(cache, old_wheel)) - header_files(include_of(cache, wheel)))
+    return [inv.Entry(lib, h, "header", "removed", old_header=h, source=old_wheel, release=rel.version,
+                      previous=prev.version) for h in gone]
+
+
 def read_libraries(rel: Release, cache: Path) -> dict[str, dict]:
     """The declarations of each library wheel of the release (LIBRARY_WHEELS), each read with the release's own
     runtime headers; the other libraries of the same release (cusolver includes cublas_api.h and cusparse.h)
@@ -576,6 +595,7 @@ def build(cache: Path = CACHE, timing: bool = False) -> dict:
             wheels = LIBRARY_WHEELS.get(rel.version, ("", {}))[1]
             for name in sorted(set(wheels_prev) & set(wheels)):
                 got += pair_entries(name, prev, rel, prev_decls[name], decls[name], (wheels_prev[name], wheels[name]))
+                got += removed_headers(name, prev, rel, wheels_prev[name], wheels[name], cache)
             entries += got
             counts[f"{prev.version}->{rel.version}"] = {
                 s: sum(1 for e in got if e.status == s)

@@ -270,3 +270,17 @@ def test_library_pins_are_read_from_the_metapackage_metadata():
     ])
     assert build.parse_pins(meta) == {"cublas": "nvidia-cublas==13.1.1.3", "nvjitlink": "nvidia-nvjitlink==13.0.88",
                                       "npp": "nvidia-npp-cu12==12.0.1.104"}
+
+
+def test_a_header_the_next_wheel_no_longer_ships_is_an_entry(tmp_path, monkeypatch):
+    """A whole header dropped between two releases' wheels is a `header` entry of the later release; the
+    packaging's __init__.py is not a header (12.9's wheels dropped it)."""
+    for spec, files in (("nvidia-x==1", ["old.h", "kept.h", "__init__.py"]), ("nvidia-x==2", ["kept.h", "new.h"])):
+        inc = build.wheel_dir(tmp_path, spec) / "nvidia" / "x" / "include"
+        inc.mkdir(parents=True)
+        for f in files:
+            (inc / f).write_text("")
+    prev, rel = build.RELEASES[9], build.RELEASES[10]
+    (e,) = build.removed_headers("x", prev, rel, "nvidia-x==1", "nvidia-x==2", tmp_path)
+    assert (e.name, e.kind, e.status, e.release, e.previous, e.source) == (
+        "old.h", "header", "removed", "12.9", "12.8", "nvidia-x==1")

@@ -105,7 +105,8 @@ def catalog_rows(doc: dict, known: set[str], excluded: dict[str, Exclusion]) -> 
     longer fits -> a rule for calls with that count. The row's `source` names the header:line of the release
     before and the wheels of both (one part: the generator quotes a row's first `;`-separated source), which each
     finding quotes. A prototype change that old calls cannot be told from by their count gets no row (a
-    hand-written rule or a reviewed exclusion covers it), nor does a field of a type the same release removed."""
+    hand-written rule or a reviewed exclusion covers it), nor does a field of a type the same release removed, nor
+    a removed whole header (an include rule is hand-written: CM582's NVTX 2 headers)."""
     from .inventory import KINDS
 
     wheels = doc.get("library_wheels", {})
@@ -114,7 +115,7 @@ def catalog_rows(doc: dict, known: set[str], excluded: dict[str, Exclusion]) -> 
     removed_types = {(e["release"], e["library"], e["name"]) for e in doc["entries"]
                      if e["status"] == "removed" and e["kind"] == "type"}
     for e in doc["entries"]:
-        if (e["library"] in doc["libraries"] or e["status"] == "announced" or e["name"] in seen
+        if (e["library"] in doc["libraries"] or e["status"] == "announced" or e["kind"] == "header" or e["name"] in seen
                 or entry_key(e) in excluded or e.get("restored") or e.get("compatible")):
             continue
         if e["kind"] == "field" and (e["release"], e["library"], e["name"].rpartition("::")[0]) in removed_types:
