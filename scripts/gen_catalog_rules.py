@@ -548,6 +548,7 @@ def load_rows(rules_dir: Path = RULES) -> list[dict]:
         rows = list(csv.DictReader(fh))
     if not inventory.INVENTORY.is_file():
         return rows
+    releases.earlier_removals(releases.load(), rows)  # a library row's removal as the headers date it
     handwritten = inventory.rule_names(rules_dir, skip_dir=rules_dir / "catalog")
     known = set(handwritten)
     versioned: set[str] = set()

@@ -284,3 +284,19 @@ def test_a_header_the_next_wheel_no_longer_ships_is_an_entry(tmp_path, monkeypat
     (e,) = build.removed_headers("x", prev, rel, "nvidia-x==1", "nvidia-x==2", tmp_path)
     assert (e.name, e.kind, e.status, e.release, e.previous, e.source) == (
         "old.h", "header", "removed", "12.9", "12.8", "nvidia-x==1")
+
+
+def test_a_catalog_row_dated_later_than_the_headers_is_reported_with_the_headers_release():
+    """The hand catalog says CUDA 13.0 removed cufftXtSetDistribution and cufftBox3d; cuFFT's own wheels show
+    12.4 (absent from 11.2.1.3, declared at cufftXt.h:258 of 11.0.12.1) and 12.1 (cufftXt.h:259 of 11.0.1.95)."""
+    src = ("#include <cufftXt.h>\n"
+           "void f(cufftHandle p, cufftBox3d *box) { cufftXtSetDistribution(p, 3, 0, 0, 0, 0, 0, 0); }\n")
+    res = Engine(all_rules(), Options(target=(13, 0))).scan_bytes(Path("x.cu"), src.encode())
+    got = {f.message.split("`")[1]: f.message for f in res.findings}
+    assert "removed in CUDA 12.4" in got["cufftXtSetDistribution"]
+    assert "cufftXt.h:258 of nvidia-cufft-cu12==11.0.12.1 (CUDA 12.3)" in got["cufftXtSetDistribution"]
+    assert "removed in CUDA 12.1" in got["cufftBox3d"] and "cufftXt.h:259" in got["cufftBox3d"]
+    rows = [{"library": "cufft", "api": "cufftBox3d", "removed_in": "13.0", "notes": ""},
+            {"library": "cufft", "api": "cufftResult", "removed_in": "13.0", "notes": ""}]
+    assert releases.earlier_removals(DOC, rows) == ["cufft:cufftBox3d"]
+    assert rows[0]["removed_in"] == "12.1" and rows[1]["removed_in"] == "13.0"

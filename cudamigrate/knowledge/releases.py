@@ -166,3 +166,31 @@ def catalog_rows(doc: dict, known: set[str], excluded: dict[str, Exclusion]) -> 
                 rows.append(dict(row, api=alias, notes=f"{row['notes']} (the header's alias macro of {e['name']})"))
                 seen.add(alias)
     return rows
+
+
+def earlier_removals(doc: dict, rows: list[dict]) -> list[str]:
+    """Correct, in place, the catalog rows (CSV) of a math library whose `removed_in` is later than the release
+    whose headers removed the name (cuFFT: the catalog says 13.0 for cufftBox3d, removed by CUDA 12.1's cuFFT
+    11.0.2.54, and cufftXtSetDistribution, removed by 12.4's 11.2.1.3): the finding must name the release that
+    made the change. The row's `notes` keep what the catalog said and cite the headers. Returns `library:api`
+    of the rows changed."""
+    wheels = doc.get("library_wheels", {})
+    first: dict[tuple[str, str], dict] = {}
+    for e in doc["entries"]:
+        if e["status"] == "removed" and e["library"] not in doc["libraries"] and not e.get("restored"):
+            first.setdefault((e["library"], e["name"]), e)
+    changed = []
+    for r in rows:
+        e = first.get((r["library"], r["api"]))
+        was = r["removed_in"].strip()
+        if e is None or not re.fullmatch(r"\d+\.\d+", was):
+            continue
+        if tuple(map(int, e["release"].split("."))) >= tuple(map(int, was.split("."))):
+            continue
+        r["removed_in"] = e["release"]
+        note = (f"removed in CUDA {e['release']}, not {was} as the catalog had it: declared at {e['old_header']} of "
+                f"{wheels.get(e['previous'], {}).get(e['library'], e.get('source', ''))} (CUDA {e['previous']}), not by "
+                f"{wheels.get(e['release'], {}).get(e['library'], '')} (CUDA {e['release']})")
+        r["notes"] = f"{r['notes']}; {note}" if r["notes"].strip() else note
+        changed.append(f"{r['library']}:{r['api']}")
+    return changed
