@@ -174,6 +174,7 @@ class Entry:
     release: str = ""  # --releases: the release whose headers made the change
     previous: str = ""  # --releases: the release compared against
     restored: str = ""  # --releases: a later release that declares a removed name again
+    compatible: str = ""  # --releases: why a changed prototype still accepts every old call (by-value widening)
 
 
 # --------------------------------------------------------------------------------------------- libclang

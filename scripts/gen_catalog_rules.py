@@ -69,7 +69,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from cudamigrate.knowledge import inventory  # noqa: E402
+from cudamigrate.knowledge import inventory, releases  # noqa: E402
 
 CSV_PATH = ROOT / "cudamigrate" / "data" / "cuda_api_changes.csv"
 RULES = ROOT / "rules"
@@ -548,10 +548,21 @@ def load_rows(rules_dir: Path = RULES) -> list[dict]:
         rows = list(csv.DictReader(fh))
     if not inventory.INVENTORY.is_file():
         return rows
-    known = inventory.rule_names(rules_dir, skip_dir=rules_dir / "catalog")
+    releases.earlier_removals(releases.load(), rows)  # a library row's removal as the headers date it
+    handwritten = inventory.rule_names(rules_dir, skip_dir=rules_dir / "catalog")
+    known = set(handwritten)
+    versioned: set[str] = set()
     for r in rows:
-        known.update(api_names(r) if r["kind"] != "header" else [r["api"]])
-    return rows + inventory.inventory_rows(inventory.load_inventory(), known, inventory.load_exclusions())
+        names = api_names(r) if r["kind"] != "header" else [r["api"]]
+        known.update(names)
+        if r["deprecated_in"].strip() or r["removed_in"].strip():
+            versioned.update(names)
+    inv_rows = inventory.inventory_rows(inventory.load_inventory(), known, inventory.load_exclusions())
+    # the math libraries' changes of every release pair (data/api_releases.json.gz), each with the release that
+    # made it; a CSV row without a version (no migration as of 13.0: cuSPARSE's Generic API) does not hide a later
+    # release's deprecation of the same name (13.2: cusparseSpGEMMreuse_*)
+    rel_known = handwritten | versioned | {r["api"] for r in inv_rows}
+    return rows + inv_rows + releases.catalog_rows(releases.load(), rel_known, releases.exclusions())
 
 
 def handwritten_keys(rules_dir: Path) -> set[str]:
@@ -601,6 +612,8 @@ RELEASE_NOTES = "CUDA Toolkit release notes: https://docs.nvidia.com/cuda/cuda-t
 SHIPPED_CSV = "cudamigrate/data/cuda_api_changes.csv (ships with cudamigrate)"
 SHIPPED_INVENTORY = ("cudamigrate/data/api_inventory.json (ships with cudamigrate; written from the CUDA 13.0 and "
                      "12.x headers by scripts/build_api_inventory.py)")
+SHIPPED_RELEASES = ("cudamigrate/data/api_releases.json.gz (ships with cudamigrate; written from the headers of every "
+                    "release with wheels by scripts/build_release_inventory.py)")
 MAX_HEADER_REFS = 6
 
 
@@ -657,11 +670,12 @@ def references(rows: list[dict]) -> list[str]:
     refs += [NVIDIA_DOCS[lib] for lib in libs if lib in NVIDIA_DOCS]
     if any(r["removed_in"].strip() or r["deprecated_in"].strip() for r in rows):
         refs.append(RELEASE_NOTES)
-    for shipped, part in ((SHIPPED_CSV, [r for r in rows if r.get("origin") != "inventory"]),
-                          (SHIPPED_INVENTORY, [r for r in rows if r.get("origin") == "inventory"])):
+    for shipped, part in ((SHIPPED_CSV, [r for r in rows if r.get("origin") not in ("inventory", "releases")]),
+                          (SHIPPED_INVENTORY, [r for r in rows if r.get("origin") == "inventory"]),
+                          (SHIPPED_RELEASES, [r for r in rows if r.get("origin") == "releases"])):
         names = [f"{r['library']}:{r['api']}" for r in part]
         if names:
-            refs.append(f"{shipped}, {'entries' if shipped is SHIPPED_INVENTORY else 'rows'} " + ", ".join(names[:8])
+            refs.append(f"{shipped}, {'rows' if shipped is SHIPPED_CSV else 'entries'} " + ", ".join(names[:8])
                         + (f" and {len(names) - 8} more" if len(names) > 8 else ""))
     return refs
 
@@ -968,6 +982,7 @@ def render_rule(g: Group, rid: str) -> tuple[str, str]:
     title, name_slug = group_title(g)
     lt = LIBRARY_TITLES.get(g.library, g.library)
     origin = ("cudamigrate/data/api_inventory.json" if all(r.get("origin") == "inventory" for r in g.rows)
+              else "cudamigrate/data/api_releases.json.gz" if all(r.get("origin") == "releases" for r in g.rows)
               else "cudamigrate/data/cuda_api_changes.csv")
     severity = "error" if g.rem else ("warning" if g.dep else "info")
     impact = "build-break" if g.rem else ("deprecated" if g.dep else "hygiene")

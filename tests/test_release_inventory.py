@@ -2,7 +2,7 @@
 is compared with the one before it, every change it lists has a rule or a reviewed exclusion, and the
 announced deprecations (CUDA 13.5's per-node-type graph calls) are a family of their own, off by default.
 
-CI does not download the 40-odd wheels the file is built from: the regeneration check runs only where
+CI does not download the 201 wheels the file is built from: the regeneration check runs only where
 `python scripts/build_release_inventory.py --fetch` filled the header cache."""
 
 from __future__ import annotations
@@ -54,6 +54,57 @@ def test_an_uncovered_entry_fails_and_a_field_follows_its_removed_type():
     assert releases.uncovered(doc, names, excl) == []  # the field follows its type's reviewed exclusion
 
 
+def test_library_entries_of_every_release_pair_are_read_and_covered():
+    """The math libraries were read for 11.8 -> 12.0 only; now for every release with a cuda-toolkit metapackage
+    (11.8 on), each wheel as that metapackage pins it, and each of their entries has a rule or an exclusion."""
+    libs = [e for e in DOC["entries"] if e["library"] not in DOC["libraries"]]
+    pairs = {f"{e['previous']}->{e['release']}" for e in libs}
+    assert {"12.0->12.1", "12.3->12.4", "12.9->13.0", "13.0->13.1", "13.3->13.4"} <= pairs
+    assert set(DOC["library_wheels"]) == {r["version"] for r in DOC["releases"]} - {"11.7"}  # 11.7: no metapackage
+    assert DOC["library_wheels"]["13.5"]["pinned_by"] == "cuda-toolkit==13.5.0"
+    assert DOC["library_wheels"]["13.5"]["cublas"] == "nvidia-cublas==13.10.0.20"  # no -cu13 suffix
+    assert DOC["library_wheels"]["11.8"]["cublas"] == "nvidia-cublas-cu11==11.11.3.6"
+    assert [r.version for r in build.RELEASES if r.version in build.LIBRARY_WHEELS] == list(DOC["library_wheels"])
+    others = dict(DOC, entries=[e for e in libs if (e["previous"], e["release"]) != ("11.8", "12.0")])
+    assert len(others["entries"]) > 1000
+    missing = releases.uncovered(others, inventory.rule_names(ROOT / "rules"), EXCLUSIONS)
+    assert not missing, f"{len(missing)} library entries without a rule or exclusion: {missing[:20]}"
+
+
+def test_library_changes_of_later_pairs_carry_their_release_and_header_line():
+    by = {(e["release"], e["name"], e["status"]): e for e in DOC["entries"]}
+    e = by[("12.1", "cusparseSetColorAlgs", "removed")]
+    assert e["previous"] == "12.0" and e["old_header"] == "cusparse.h:429"
+    assert e["source"] == "nvidia-cusparse-cu12==12.0.1.140"
+    assert by[("13.1", "cusparseSbsrmv", "deprecated")]["message"] == "The routine will be removed in the next major release"
+    e = by[("12.4", "nppsAbs_16s_Ctx", "signature")]  # int nLength -> size_t nLength: old calls still compile
+    assert e["compatible"].startswith("by-value integer parameters changed type (int -> size_t)")
+    assert "compatible" not in by[("12.4", "nppiAverageErrorGetBufferHostSize_16s_C1R", "signature")]  # int * -> size_t *
+    # nvJitLink's versioned implementation names (__nvJitLinkCreate_12_0 -> _12_1) behind its inline wrappers
+    assert not [e for e in DOC["entries"] if e["name"].startswith("__nvJitLink")]
+
+
+COLOR = ("#include <cusparse.h>\n"
+         "cusparseStatus_t pick(cusparseColorInfo_t info) { return cusparseSetColorAlgs(info, CUSPARSE_COLOR_ALG0); }\n")
+
+
+def _color(target: tuple[int, int], since: tuple[int, int] | None = None) -> list[str]:
+    res = Engine(all_rules(), Options(target=target, from_version=since)).scan_bytes(Path("c.cu"), COLOR.encode())
+    assert not res.errors, res.errors
+    return [f.message for f in res.findings if "cusparseSetColorAlgs" in f.message]
+
+
+def test_a_library_removal_of_a_pair_not_read_before_is_reported_with_its_release_and_header_line():
+    """cuSPARSE 12.1 (CUDA 12.1) removed cusparseSetColorAlgs, declared at cusparse.h:429 of the 12.0 wheel: a scan
+    for any later target reports it as removed in 12.1, with that line; code already on 12.1 cannot use it."""
+    (msg,) = _color((13, 0))
+    assert "removed in CUDA 12.1" in msg
+    assert "cusparse.h:429 of nvidia-cusparse-cu12==12.0.1.140" in msg
+    assert "not declared by the CUDA 12.1 headers of nvidia-cusparse-cu12==12.1.0.106" in msg
+    assert _color((12, 4)) == [msg]
+    assert _color((13, 0), since=(12, 1)) == []  # removed before the code's toolkit: it cannot be in code that builds
+
+
 def test_exclusions_name_entries_the_file_has():
     keys = {releases.entry_key(e) for e in DOC["entries"]}
     assert not sorted(set(EXCLUSIONS) - keys)
@@ -75,7 +126,8 @@ def test_changes_older_than_12_and_after_13_0_are_recorded_with_their_release_an
     e = by[("12.0", "CUSPARSE_CSRMV_ALG1", "removed")]
     assert e["library"] == "cusparse" and e["source"] == "nvidia-cusparse-cu11==11.7.5.86"
     assert by[("12.0", "cublasLt3mMode_t", "removed")]["old_header"] == "cublasLt.h:1066"
-    assert set(DOC["library_pairs"]["11.8->12.0"]) == {"cublas", "cufft", "curand", "cusolver", "cusparse", "npp", "nvjpeg"}
+    assert set(DOC["library_wheels"]["12.0"]) == {"pinned_by", "cublas", "cufft", "curand", "cusolver", "cusparse", "npp",
+                                                  "nvjpeg", "nvjitlink"}
     # 11.8 moved cudaTextureDesc::seamlessCubemap to cudaTextureDesc_v2; 12.0 declares it again
     assert by[("11.8", "cudaTextureDesc::seamlessCubemap", "removed")]["restored"] == "12.0"
 
@@ -113,7 +165,8 @@ def test_announced_rule_is_what_the_generator_writes_from_the_shipped_data():
 
 @pytest.mark.skipif(bool(build.missing()), reason="release headers not fetched (scripts/build_release_inventory.py --fetch)")
 def test_data_file_is_what_the_script_generates():
-    """Reads the headers of 17 releases (about 40 s)."""
+    """Reads the headers of 17 releases and their library wheels (about 3.5 min on the shared 2 cores; runs only
+    where the 201 wheels' headers were fetched)."""
     assert build.render(build.build()) == build.OUT.read_bytes(), (
         "cudamigrate/data/api_releases.json.gz is stale: run python scripts/build_release_inventory.py")
     from cudamigrate.match.migrations import unknown_names
@@ -189,3 +242,61 @@ def test_unknown_cuda_name_asks_for_a_suggestion_once_per_name_not_per_use(monke
     assert len(found) == 3 and len({f.message for f in found}) == 1
     assert "cudaStreamSynchronize" in found[0].message  # the suggestion
     assert asked.count("cudaStreamSynchronizeQ3") == 1
+
+
+def test_the_release_list_is_read_without_parsing_the_entries(monkeypatch, tmp_path):
+    """Every run asks for the default target: the release list comes from the start of the stream, not from the
+    3.6 MB document of every release's library entries (about 60 ms to parse)."""
+    expected = releases.versions(DOC)
+    assert expected[0] == (11, 7) and expected[-1] == (13, 5)
+    path = tmp_path / "copy.json.gz"
+    path.write_bytes(releases.RELEASES.read_bytes())
+    monkeypatch.setattr(releases, "load", lambda *a, **k: pytest.fail("parsed the whole document"))
+    assert releases._release_list(path) == DOC["releases"]
+    assert releases.versions() == expected
+
+
+def test_library_pins_are_read_from_the_metapackage_metadata():
+    """scripts/build_release_inventory.py --check-pins compares LIBRARY_WHEELS with what each release's
+    cuda-toolkit wheel requires; the parsing, on METADATA lines as the 12.x and 13.x metapackages write them."""
+    meta = "\n".join([
+        "Name: cuda-toolkit", "Version: 13.0.3",
+        "Requires-Dist: nvidia-cublas==13.1.1.3.*; (sys_platform == 'linux' and platform_machine == 'x86_64') and extra == 'all'",
+        "Requires-Dist: nvidia-nvjitlink<14,>=13.0.88; (sys_platform == 'linux' and platform_machine == 'x86_64') and extra == 'all'",
+        "Requires-Dist: nvidia-cusparselt-cu12==0.6.3; sys_platform == 'linux' and extra == 'all'",  # not cuSPARSE
+        "Requires-Dist: nvidia-npp-cu12==12.0.1.104.*; (sys_platform == 'linux' or sys_platform == 'win32') and extra == 'npp'",
+        "Requires-Dist: nvidia-cufft==11.0.0.0; sys_platform == 'win32' and extra == 'cufft'",  # Windows only
+        "Requires-Dist: nvidia-cuda-runtime==13.0.96.*; sys_platform == 'linux' and extra == 'cudart'",  # read per release
+    ])
+    assert build.parse_pins(meta) == {"cublas": "nvidia-cublas==13.1.1.3", "nvjitlink": "nvidia-nvjitlink==13.0.88",
+                                      "npp": "nvidia-npp-cu12==12.0.1.104"}
+
+
+def test_a_header_the_next_wheel_no_longer_ships_is_an_entry(tmp_path, monkeypatch):
+    """A whole header dropped between two releases' wheels is a `header` entry of the later release; the
+    packaging's __init__.py is not a header (12.9's wheels dropped it)."""
+    for spec, files in (("nvidia-x==1", ["old.h", "kept.h", "__init__.py"]), ("nvidia-x==2", ["kept.h", "new.h"])):
+        inc = build.wheel_dir(tmp_path, spec) / "nvidia" / "x" / "include"
+        inc.mkdir(parents=True)
+        for f in files:
+            (inc / f).write_text("")
+    prev, rel = build.RELEASES[9], build.RELEASES[10]
+    (e,) = build.removed_headers("x", prev, rel, "nvidia-x==1", "nvidia-x==2", tmp_path)
+    assert (e.name, e.kind, e.status, e.release, e.previous, e.source) == (
+        "old.h", "header", "removed", "12.9", "12.8", "nvidia-x==1")
+
+
+def test_a_catalog_row_dated_later_than_the_headers_is_reported_with_the_headers_release():
+    """The hand catalog says CUDA 13.0 removed cufftXtSetDistribution and cufftBox3d; cuFFT's own wheels show
+    12.4 (absent from 11.2.1.3, declared at cufftXt.h:258 of 11.0.12.1) and 12.1 (cufftXt.h:259 of 11.0.1.95)."""
+    src = ("#include <cufftXt.h>\n"
+           "void f(cufftHandle p, cufftBox3d *box) { cufftXtSetDistribution(p, 3, 0, 0, 0, 0, 0, 0); }\n")
+    res = Engine(all_rules(), Options(target=(13, 0))).scan_bytes(Path("x.cu"), src.encode())
+    got = {f.message.split("`")[1]: f.message for f in res.findings}
+    assert "removed in CUDA 12.4" in got["cufftXtSetDistribution"]
+    assert "cufftXt.h:258 of nvidia-cufft-cu12==11.0.12.1 (CUDA 12.3)" in got["cufftXtSetDistribution"]
+    assert "removed in CUDA 12.1" in got["cufftBox3d"] and "cufftXt.h:259" in got["cufftBox3d"]
+    rows = [{"library": "cufft", "api": "cufftBox3d", "removed_in": "13.0", "notes": ""},
+            {"library": "cufft", "api": "cufftResult", "removed_in": "13.0", "notes": ""}]
+    assert releases.earlier_removals(DOC, rows) == ["cufft:cufftBox3d"]
+    assert rows[0]["removed_in"] == "12.1" and rows[1]["removed_in"] == "13.0"

@@ -36,12 +36,16 @@ class Coverage:
 
 
 def inventory_keys() -> set[str]:
-    """`library:name` of every entry of the header inventory shipped beside the catalog (empty without it)."""
-    from . import inventory
+    """`library:name` of every entry of the header inventories shipped beside the catalog (empty without them):
+    the 12.9 -> 13.0 one, and the per-release one whose math-library entries become generated rules too."""
+    from . import inventory, releases
 
-    if not inventory.INVENTORY.is_file():
-        return set()
-    return {k for e in inventory.load_inventory()["entries"] for k in inventory.entry_keys(e)}
+    keys: set[str] = set()
+    if inventory.INVENTORY.is_file():
+        keys |= {k for e in inventory.load_inventory()["entries"] for k in inventory.entry_keys(e)}
+    if releases.RELEASES.is_file():
+        keys |= {k for e in releases.load()["entries"] for k in inventory.entry_keys(e)}
+    return keys
 
 
 def read_catalog(path: Path = CATALOG) -> list[dict[str, str]]:

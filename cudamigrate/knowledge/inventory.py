@@ -30,7 +30,8 @@ KINDS = {"function": "function", "type": "type", "enumerator": "enum", "macro": 
 LAST_12 = "12.9"
 
 # hand-written rules whose builtin matcher reads a name list instead of listing names in the YAML
-BUILTIN_NAME_LISTS = {"npp_non_ctx": DATA / "npp_removed_non_ctx.txt"}
+BUILTIN_NAME_LISTS = {"npp_non_ctx": DATA / "npp_removed_non_ctx.txt",
+                      "npp_size_t_out_param": DATA / "npp_size_t_out_params.txt"}
 
 
 @dataclass(frozen=True)
