@@ -15,8 +15,7 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ...parse.walk import captured
-from ...parse.treesitter import query
+from ...parse.walk import typed_nodes
 from ...rules.schema import Rule
 from ...core.registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
@@ -88,6 +87,7 @@ def dead_for_every_arch(node: ts.Node) -> bool:
     return False
 
 
+STRING_LITERAL = frozenset({"string_literal"})  # walked, not queried: a query costs 10-20 ms to compile per process
 BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
 
 
@@ -95,9 +95,8 @@ BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the o
     "`shfl`/`vote` without `.sync` in `asm` templates (`cudamigrate/match/migrations/inline_ptx.py`)."))
 def inline_ptx_unsynced_warp_op(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     out: list[Match] = []
-    q = query("(string_literal) @s")
     for unit in ctx.units:
-        for node in captured(q, unit.root, "s"):
+        for node in typed_nodes(unit.root, STRING_LITERAL):
             if not _is_asm_template(node):
                 continue
             text = (node.text or b"").decode("utf-8", "surrogateescape")
