@@ -20,6 +20,7 @@ import tree_sitter as ts
 
 import cudamigrate.scan.engine as engine_mod
 import cudamigrate.match.migrations.deviceprop as deviceprop_mod
+import cudamigrate.match.migrations.inline_ptx as inline_ptx_mod
 import cudamigrate.match.matchers as matchers_mod
 import cudamigrate.match.ppenv as ppenv_mod
 import cudamigrate.match.precheck as precheck_mod
@@ -90,6 +91,7 @@ def _slow(monkeypatch) -> None:
     monkeypatch.setattr(texture_uses_mod, "identifier_nodes", _query_nodes)
     monkeypatch.setattr(engine_mod.Engine, "_narrow", lambda self, candidates, *a: candidates)
     monkeypatch.setattr(engine_mod, "define_regions", lambda data: [data])
+    monkeypatch.setattr(inline_ptx_mod, "may_hold", lambda text: True)  # every unit's strings walked
 
 
 def _findings(files: list[Path]) -> str:
@@ -737,3 +739,18 @@ def test_npp_deviceprop_and_inline_ptx_builtins_compile_no_query(monkeypatch):
     grammar.query.cache_clear()  # the recording queries go with this test
     assert found == {"CM540", "CM542", "CM530", "CM503"} and len(files) == 4
     assert compiled == []
+
+
+def test_inline_ptx_pre_test_never_skips_a_unit_whose_strings_hold_an_unsynced_op():
+    from cudamigrate.match.migrations.inline_ptx import UNSYNCED, may_hold
+
+    texts = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*"))
+             if p.suffix in EXTS and p.is_file()]
+    texts += [b'asm("shfl.up.b32 %0;")', b'asm("\xc3\xa9shfl.up")', b'asm("\xffvote.all.pred")', b"x.shfl.up",
+              "asm(\"\u00e9 vote.ballot.b32\")".encode(), b'asm("%shfl.idx")', b"shfl.sync.up"]
+    held = 0
+    for text in texts:
+        if UNSYNCED.search(text.decode("utf-8", "surrogateescape")):
+            assert may_hold(text), text[:80]
+            held += 1
+    assert held > 5 and not may_hold(b"int main() { return 0; }")
