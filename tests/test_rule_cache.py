@@ -150,6 +150,39 @@ def test_a_tree_sitter_scan_imports_neither_yaml_nor_semantic_mode(cache_dir, tm
     assert [ln for ln in p.stderr.splitlines() if ln.startswith("LOADED=")] == ["LOADED="], p.stderr
 
 
+@pytest.mark.parametrize("args", [["--version"], ["scan", "--no-semantic", "--format", "json", "SRC"]])
+def test_a_command_imports_no_other_commands_module(args, cache_dir, tmp_path):
+    """The group imports a command's module when the command is asked for (cli/app.py: LazyGroup): `--version`
+    imports none, a scan only its own, not fix's, doctor's, calibrate's... (~25 ms of a one-file scan here)."""
+    from cudamigrate.cli.app import COMMAND_MODULES
+
+    src = tmp_path / "a.cu"
+    src.write_text("void f() { cudaThreadSynchronize(); }\n")
+    code = ("import sys\nfrom cudamigrate.entry.command import console\nsys.argv = ['cudamigrate'] + sys.argv[1:]\n"
+            "try:\n    console()\nexcept SystemExit:\n    pass\n"
+            "print('CLI=' + ','.join(sorted(m for m in sys.modules if m.startswith('cudamigrate.cli.'))), file=sys.stderr)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{cache.CACHE_DIR_ENV: str(cache_dir)})
+    p = subprocess.run([sys.executable, "-c", code, *[str(src) if a == "SRC" else a for a in args]], env=env,
+                       capture_output=True, text=True)
+    assert p.stdout.strip(), p.stderr
+    loaded = {m.rsplit(".", 1)[1] for ln in p.stderr.splitlines() if ln.startswith("CLI=") for m in ln[4:].split(",") if m}
+    others = set(COMMAND_MODULES.values()) - {COMMAND_MODULES.get(args[0], "")}
+    assert loaded and not loaded & others, loaded
+
+
+def test_every_command_is_listed_and_runs_its_help(cache_dir):
+    from click.testing import CliRunner
+
+    from cudamigrate.cli.app import COMMAND_MODULES
+    from cudamigrate.entry.command import main
+
+    listed = CliRunner().invoke(main, ["--help"]).output
+    for name in [*COMMAND_MODULES, "server"]:
+        assert f"  {name} " in listed
+        got = CliRunner().invoke(main, [name, "--help"])
+        assert got.exit_code == 0 and "Usage:" in got.output, (name, got.output)
+
+
 def test_timings_show_wall_and_cpu_per_phase(tmp_path, cache_dir):
     src = tmp_path / "a.cu"
     src.write_text("int main() { cudaThreadSynchronize(); return 0; }\n")
