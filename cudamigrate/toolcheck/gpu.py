@@ -71,8 +71,8 @@ def gpu_available() -> bool:
 def first_gpu_name() -> str | None:
     """The first GPU's name, asked once per process (the calibration lookup runs per scan), and kept in the
     user's cache directory for the next processes while what it depends on is unchanged (`_gpu_fingerprint`):
-    nvidia-smi takes tens of milliseconds to answer, a large part of a one-file scan (an editor's save, a
-    pre-commit hook)."""
+    nvidia-smi starts the driver's management library for one line, a process every one-file scan (an editor's
+    save, a pre-commit hook) ran again (scripts/device_speed.sh times it on the GPU machine)."""
     if os.environ.get(NO_GPU_ENV):
         return None
     exe = shutil.which("nvidia-smi")
