@@ -16,9 +16,11 @@ then 10 edits back to back, timed from the last one to the one publication that 
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,9 +47,15 @@ def main(argv: list[str]) -> None:
               f"{statistics.median(times):.1f} ms, max {max(times):.1f} ms")
 
 
+def server_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The server subprocess's environment: the caller's, with this checkout put first on PYTHONPATH and the
+    caller's entries kept after it (scripts/device_run.sh puts the carried wheels, re2 among them, there:
+    replacing PYTHONPATH left the GPU machine's server unable to import them)."""
+    return {**environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), environ.get("PYTHONPATH")]))}
+
+
 def through_server(path: Path) -> None:
     import json
-    import os
     import subprocess
     import threading
 
@@ -55,7 +63,7 @@ def through_server(path: Path) -> None:
     from cudamigrate.server.lsp import DEBOUNCE_S
 
     proc = subprocess.Popen([sys.executable, "-m", "cudamigrate", "server"], cwd=ROOT, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                            stdout=subprocess.PIPE, env=server_env(os.environ))
     published: dict[int, float] = {}
 
     def read() -> None:

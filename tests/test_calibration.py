@@ -4,6 +4,7 @@ measured figure in findings, JSON and `cudamigrate explain`."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -199,3 +200,43 @@ def test_calibrate_cli_writes_and_merges(tmp_path, monkeypatch):
     out2 = tmp_path / "c2.json"
     res = CliRunner().invoke(main, ["calibrate", "--out", str(out2), "--bench-dir", str(tmp_path)])
     assert res.exit_code == 1 and not out2.exists()
+
+
+def test_the_gpu_name_is_kept_while_driver_gpus_and_nvidia_smi_are_unchanged(tmp_path, monkeypatch):
+    """nvidia-smi is asked once; later processes (here: the per-process memo cleared) read the kept name while the
+    driver's procfs (version, each GPU's information), the visible device nodes and nvidia-smi are unchanged, and
+    ask again when one changes or the procfs cannot be read."""
+    from cudamigrate.toolcheck import gpu
+
+    calls = tmp_path / "calls"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    smi = bin_dir / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\necho x >> {calls}\necho 'NVIDIA H100 80GB HBM3'\n")
+    smi.chmod(0o755)
+    proc = tmp_path / "proc"
+    (proc / "gpus" / "0000:01:00.0").mkdir(parents=True)
+    (proc / "version").write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.0\n")
+    info = proc / "gpus" / "0000:01:00.0" / "information"
+    info.write_text("Model: \t\t NVIDIA H100 80GB HBM3\nBus Location: \t 0000:01:00.0\n")
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CUDAMIGRATE_CACHE_DIR", str(tmp_path / "cache"))
+    for var in ("CUDAMIGRATE_NO_GPU", "CUDAMIGRATE_NO_CACHE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(gpu, "PROC_NVIDIA", str(proc))
+
+    def asked() -> tuple[str | None, int]:
+        gpu.first_gpu_name.cache_clear()
+        name = gpu.first_gpu_name()
+        return name, len(calls.read_text().splitlines()) if calls.exists() else 0
+
+    try:
+        assert asked() == ("NVIDIA H100 80GB HBM3", 1)
+        assert asked() == ("NVIDIA H100 80GB HBM3", 1)  # kept: nvidia-smi not run
+        info.write_text("Model: \t\t NVIDIA H200\nBus Location: \t 0000:01:00.0\n")  # another GPU in that slot
+        assert asked() == ("NVIDIA H100 80GB HBM3", 2)  # (the fake nvidia-smi's answer) asked again
+        assert asked()[1] == 2
+        monkeypatch.setattr(gpu, "PROC_NVIDIA", str(tmp_path / "missing"))
+        assert asked()[1] == 3 and asked()[1] == 4  # no procfs: asked at every run, as before
+    finally:
+        gpu.first_gpu_name.cache_clear()

@@ -153,6 +153,39 @@ def test_a_tree_sitter_scan_imports_neither_yaml_nor_semantic_mode(cache_dir, tm
     assert [ln for ln in p.stderr.splitlines() if ln.startswith("LOADED=")] == ["LOADED="], p.stderr
 
 
+@pytest.mark.parametrize("args", [["--version"], ["scan", "--no-semantic", "--format", "json", "SRC"]])
+def test_a_command_imports_no_other_commands_module(args, cache_dir, tmp_path):
+    """The group imports a command's module when the command is asked for (cli/app.py: LazyGroup): `--version`
+    imports none, a scan only its own, not fix's, doctor's, calibrate's... (~25 ms of a one-file scan here)."""
+    from cudamigrate.cli.app import COMMAND_MODULES
+
+    src = tmp_path / "a.cu"
+    src.write_text("void f() { cudaThreadSynchronize(); }\n")
+    code = ("import sys\nfrom cudamigrate.entry.command import console\nsys.argv = ['cudamigrate'] + sys.argv[1:]\n"
+            "try:\n    console()\nexcept SystemExit:\n    pass\n"
+            "print('CLI=' + ','.join(sorted(m for m in sys.modules if m.startswith('cudamigrate.cli.'))), file=sys.stderr)\n")
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **{cache.CACHE_DIR_ENV: str(cache_dir)})
+    p = subprocess.run([sys.executable, "-c", code, *[str(src) if a == "SRC" else a for a in args]], env=env,
+                       capture_output=True, text=True)
+    assert p.stdout.strip(), p.stderr
+    loaded = {m.rsplit(".", 1)[1] for ln in p.stderr.splitlines() if ln.startswith("CLI=") for m in ln[4:].split(",") if m}
+    others = set(COMMAND_MODULES.values()) - {COMMAND_MODULES.get(args[0], "")}
+    assert loaded and not loaded & others, loaded
+
+
+def test_every_command_is_listed_and_runs_its_help(cache_dir):
+    from click.testing import CliRunner
+
+    from cudamigrate.cli.app import COMMAND_MODULES
+    from cudamigrate.entry.command import main
+
+    listed = CliRunner().invoke(main, ["--help"]).output
+    for name in [*COMMAND_MODULES, "server"]:
+        assert f"  {name} " in listed
+        got = CliRunner().invoke(main, [name, "--help"])
+        assert got.exit_code == 0 and "Usage:" in got.output, (name, got.output)
+
+
 def test_timings_show_wall_and_cpu_per_phase(tmp_path, cache_dir):
     src = tmp_path / "a.cu"
     src.write_text("int main() { cudaThreadSynchronize(); return 0; }\n")
@@ -163,3 +196,64 @@ def test_timings_show_wall_and_cpu_per_phase(tmp_path, cache_dir):
     assert json.loads(p.stdout)["findings"]
     line = next(ln for ln in p.stderr.splitlines() if "timings:" in ln)
     assert "scan " in line and " wall " in line and " cpu" in line and "total " in line
+
+
+def _fresh_template_state(monkeypatch) -> None:
+    """What a new process has: no template compiled, none preloaded, no render remembered."""
+    from cudamigrate.rules import jinja_sandbox, template_code
+
+    monkeypatch.setattr(template_code, "_PRECOMPILED", {})
+    monkeypatch.setattr(jinja_sandbox, "_RESULTS", {})
+    for f in (jinja_sandbox._code, jinja_sandbox._compile, jinja_sandbox._names):
+        f.cache_clear()
+
+
+def test_a_cached_rule_set_renders_its_templates_without_compiling_them(cache_dir, tmp_path, monkeypatch):
+    """The rule cache keeps Jinja's compiled code of the rules' templates: a process that loads the rules
+    from it renders them without Jinja's lexer, parser or code generator (1-5 ms a template, paid again in
+    every worker of a parallel run and in every one-file run)."""
+    from cudamigrate.rules import jinja_sandbox, templates
+
+    d = _rules_dir(tmp_path)
+    load_rules([d])  # builds the cache
+    _fresh_template_state(monkeypatch)
+    rs = load_rules([d])  # from the cache, as a later process loads it
+    assert list(rs.templates) == ["`{{ name }}` is old"]
+
+    def refused(*a, **k):  # type: ignore[no-untyped-def]
+        raise AssertionError("a template was compiled")
+
+    env = jinja_sandbox._env()
+    for name in ("compile", "parse", "_parse", "from_string"):
+        monkeypatch.setattr(env, name, refused)
+    assert templates.render(rs.rules[0].message, {"name": "foo_api"}) == "`foo_api` is old"
+    jinja_sandbox._code.cache_clear()  # the code objects the test made go with it
+    jinja_sandbox._compile.cache_clear()
+
+
+def test_precompiled_templates_render_as_freshly_compiled_ones(monkeypatch):
+    from cudamigrate.rules import jinja_sandbox, templates
+
+    texts = ["{% if a %}A={{ a|upper }}{% endif %} {{ b.c }} {{ n * 2 }}{% for x in xs %}[{{ loop.index }}:{{ x }}]{% endfor %}",
+             "plain `{{ name }}`\n", "{{ missing }}"]
+    ctxs = [{"a": "yes", "b": {"c": "d"}, "n": 21, "xs": ["p", "q"]}, {"name": "cudaFoo"}, {}]
+    _fresh_template_state(monkeypatch)
+    fresh = []
+    for t, c in zip(texts, ctxs):
+        try:
+            fresh.append(templates.render(t, c))
+        except templates.TemplateError as exc:
+            fresh.append(f"error: {exc}")
+    code = templates.precompile(texts)
+    assert sorted(code) == sorted(texts)
+    _fresh_template_state(monkeypatch)
+    templates.preload(code)
+    got = []
+    for t, c in zip(texts, ctxs):
+        try:
+            got.append(templates.render(t, c))
+        except templates.TemplateError as exc:
+            got.append(f"error: {exc}")
+    assert got == fresh and fresh[0] == "A=YES d 42[1:p][2:q]" and fresh[2].startswith("error: undefined")
+    jinja_sandbox._code.cache_clear()
+    jinja_sandbox._compile.cache_clear()

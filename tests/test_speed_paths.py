@@ -20,6 +20,7 @@ import tree_sitter as ts
 
 import cudamigrate.scan.engine as engine_mod
 import cudamigrate.match.migrations.deviceprop as deviceprop_mod
+import cudamigrate.match.migrations.inline_ptx as inline_ptx_mod
 import cudamigrate.match.matchers as matchers_mod
 import cudamigrate.match.ppenv as ppenv_mod
 import cudamigrate.match.precheck as precheck_mod
@@ -90,6 +91,7 @@ def _slow(monkeypatch) -> None:
     monkeypatch.setattr(texture_uses_mod, "identifier_nodes", _query_nodes)
     monkeypatch.setattr(engine_mod.Engine, "_narrow", lambda self, candidates, *a: candidates)
     monkeypatch.setattr(engine_mod, "define_regions", lambda data: [data])
+    monkeypatch.setattr(inline_ptx_mod, "may_hold", lambda text: True)  # every unit's strings walked
 
 
 def _findings(files: list[Path]) -> str:
@@ -670,3 +672,85 @@ def test_calls_from_one_function_equal_the_files_calls_that_start_in_it():
             assert got == want
             checked += sum(map(len, want.values()))
     assert checked > 500
+
+
+_QUERYLESS_EXTRA = [
+    b"void f(NppiSize s) { nppiFoo_8u(a, s); x.nppiBar = 1; my_nppiX(); nppsY(); nppGetStream(); npp(); }\n"
+    b"/* nppiInComment() */ const char *s = \"nppiInString\"; \n#define M nppiInMacro(1)\nint nppi; int npps_;\n"
+    b"nppiA::nppsB(); auto l = [] { return nppiC(nppsD()); };\n",
+    b"void g() { CHECK(cudaFree(p)); CHECK(/*c*/ cudaMalloc(&p, 4)); CHECK(cudaMemset(p, 0, 4) /*c*/);\n"
+    b"  CHECK(cudaFoo(), 1); CHECK((cudaBar())); a.b(cudaBaz()); CHECK(ns::cudaQux()); CHECK(f()(1));\n"
+    b"  CHECK(cudaOuter(cudaInner())); CHECK(); CHECK(x->cudaMember()); CHECK(tmpl<int>(1));\n"
+    b"  asm(\"shfl.up.b32 %0, %1, 1, 0;\" : \"=r\"(x) : \"r\"(y)); const char *t = u8\"a\" \"b\" R\"(raw)\";\n"
+    b"  CHECK(cudaBroken(; }\n",
+]
+
+
+def test_the_walks_of_builtins_find_what_their_former_queries_found():
+    """NPP's identifiers (`^npp[is]`) found where the prefixes occur, a block's identifiers and the string
+    literals of inline PTX walked, deviceprop's `W(cudaF(...))` calls read from the call index: the captures
+    of the queries they replaced (which cost 10-20 ms each to compile in every worker process), in document
+    order, on every fixture and example file, their subtrees and code written to tell them apart."""
+    from cudamigrate.match.migrations.deviceprop import error_wrapped_calls
+    from cudamigrate.match.migrations.npp import NPP_PREFIXES
+
+    roots = _corpus_roots() + [parse(d).root_node for d in _QUERYLESS_EXTRA]
+    roots += [c for r in roots for c in r.named_children[:3]]  # subtrees too (a function's body)
+    npp = query('((identifier) @id (#match? @id "^npp[is]"))')
+    wrapped = query("(call_expression function: (identifier) @w arguments: (argument_list . "
+                    "(call_expression function: (_) @in) .)) @c")
+    seen = {"npp": 0, "identifier": 0, "string_literal": 0, "wrapped": 0}
+    for root in roots:
+        want = sorted(_spans(ts.QueryCursor(npp).captures(root).get("id", [])), key=lambda s: (s[1], -s[2]))
+        assert _spans(walk_mod.identifiers_starting(root, NPP_PREFIXES)) == want
+        seen["npp"] += len(want)
+        for t in ("identifier", "string_literal"):
+            want = sorted(_spans(ts.QueryCursor(query(f"({t}) @n")).captures(root).get("n", [])),
+                          key=lambda s: (s[1], -s[2]))
+            assert _spans(walk_mod.typed_nodes(root, frozenset({t}))) == want, t
+            seen[t] += len(want)
+        want = sorted(tuple(_spans((c["c"][0], c["w"][0], c["in"][0]))) for _, c in ts.QueryCursor(wrapped).matches(root))
+        assert sorted(tuple(_spans(m)) for m in error_wrapped_calls(root)) == want
+        seen["wrapped"] += len(want)
+    assert min(seen.values()) > 5, seen  # not vacuous
+
+
+def test_npp_deviceprop_and_inline_ptx_builtins_compile_no_query(monkeypatch):
+    """Their fixtures' findings come without compiling a tree-sitter query (10-20 ms each against the CUDA
+    grammar, paid again in every worker of a parallel run that meets an NPP name, a property read or an
+    `asm` string)."""
+    from cudamigrate.parse import grammar
+
+    compiled = []
+    real = grammar.ts.Query
+
+    def recording(lang, pattern):  # type: ignore[no-untyped-def]
+        compiled.append(pattern)
+        return real(lang, pattern)
+
+    grammar.query.cache_clear()
+    monkeypatch.setattr(grammar.ts, "Query", recording)
+    files = sorted(p for d in ("npp/CM540-npp-non-ctx-removed", "npp/CM542-npp-buffer-size-size-t",
+                               "removals/CM530-inline-ptx-warp-sync", "removals/CM503-deviceprop-removed-fields")
+                   for p in (ROOT / "fixtures" / d).glob("before.*"))
+    rules = [r for r in all_rules() if r.id in ("CM540", "CM542", "CM530", "CM503")]
+    eng = Engine(rules, Options(select=[r.id for r in rules]), project=ProjectIndex(files=files))
+    found = {f.rule_id for p in files for f in eng.scan_path(p).findings}
+    grammar.query.cache_clear()  # the recording queries go with this test
+    assert found == {"CM540", "CM542", "CM530", "CM503"} and len(files) == 4
+    assert compiled == []
+
+
+def test_inline_ptx_pre_test_never_skips_a_unit_whose_strings_hold_an_unsynced_op():
+    from cudamigrate.match.migrations.inline_ptx import UNSYNCED, may_hold
+
+    texts = [p.read_bytes() for t in ("fixtures", "examples") for p in sorted((ROOT / t).rglob("*"))
+             if p.suffix in EXTS and p.is_file()]
+    texts += [b'asm("shfl.up.b32 %0;")', b'asm("\xc3\xa9shfl.up")', b'asm("\xffvote.all.pred")', b"x.shfl.up",
+              "asm(\"\u00e9 vote.ballot.b32\")".encode(), b'asm("%shfl.idx")', b"shfl.sync.up"]
+    held = 0
+    for text in texts:
+        if UNSYNCED.search(text.decode("utf-8", "surrogateescape")):
+            assert may_hold(text), text[:80]
+            held += 1
+    assert held > 5 and not may_hold(b"int main() { return 0; }")

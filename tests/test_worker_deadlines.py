@@ -104,3 +104,25 @@ def test_workers_die_with_their_parent():
             break
         time.sleep(0.05)
     assert not any(_alive(w) for w in workers)
+
+
+def _staggered(x):
+    time.sleep(0.002 * (x % 4))  # workers answer at different times: at each answer others are still busy
+    return x
+
+
+def test_busy_workers_deadlines_are_polled_not_read_at_every_answer(monkeypatch):
+    """The parent reads a worker's CPU time once when it hands it a file and then only at each poll
+    (`CPU_POLL_S`): read at every answer for every busy worker, the parent's CPU grew with workers x files
+    (at -j 16 on cuda-samples' 791 files, ~12,000 reads of /proc)."""
+    from cudamigrate.pipeline import workers
+
+    reads = []
+    real = workers.cpu_seconds
+    monkeypatch.setattr(workers, "cpu_seconds", lambda pid: reads.append(pid) or real(pid))
+    monkeypatch.setattr(workers, "CPU_POLL_S", 60.0)  # no poll falls due within this test
+    items = list(range(120))
+    out = list(deadline_map(_staggered, items, 4, 60.0, failed=lambda it, exc: ("failed", it),
+                            timed_out=lambda it, s: ("timeout", it)))
+    assert out == items
+    assert len(reads) == len(items)  # one per file handed out; none per answer

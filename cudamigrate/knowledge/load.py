@@ -10,6 +10,7 @@ from pathlib import Path
 from ..core.textsafe import one_line
 from ..rules import safety
 from ..rules.schema import Rule, RuleError, validate
+from ..rules.templates import Precompiled, precompile, preload
 from .environment import missing_dependency
 
 
@@ -26,6 +27,7 @@ class RuleSet:
     rules: list[Rule] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     environment: str | None = None  # a package rule loading needs is missing: the one error, no rule loaded
+    templates: Precompiled = field(default_factory=dict)  # the rules' templates compiled (rules/templates.py)
 
     def by_id(self) -> dict[str, Rule]:
         return {r.id: r for r in self.rules}
@@ -101,7 +103,9 @@ def load_rules(dirs: list[Path] | None = None, use_cache: bool = True) -> RuleSe
         return load_rules_uncached(dirs)
     from .rule_cache import cached
 
-    return cached(dirs, load_rules_uncached)
+    rs = cached(dirs, load_rules_uncached)
+    preload(getattr(rs, "templates", None) or {})
+    return rs
 
 
 def load_rules_uncached(dirs: list[Path] | None = None) -> RuleSet:
@@ -125,4 +129,5 @@ def load_rules_uncached(dirs: list[Path] | None = None) -> RuleSet:
             seen[rule.id] = path
             rs.rules.append(rule)
     rs.rules.sort(key=lambda r: r.id)
+    rs.templates = precompile(t for r in rs.rules for _, t in _templates(r))
     return rs

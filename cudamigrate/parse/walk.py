@@ -211,6 +211,29 @@ def leaves_named(root: ts.Node, names: Iterable[str]) -> list[ts.Node]:
     return out
 
 
+def identifiers_starting(root: ts.Node, prefixes: Iterable[str]) -> list[ts.Node]:
+    """The `identifier` nodes under `root` whose text starts with one of `prefixes`, in document order: what
+    `((identifier) @id (#match? @id "^(p1|p2)"))` captures, found where the prefixes occur in the text (the node
+    starting exactly there, `descendant_for_byte_range`) instead of by that query, which costs 10-20 ms to
+    compile against the CUDA grammar in every process that meets an NPP name (each worker of a parallel run)."""
+    text = root.text or b""
+    base = root.start_byte
+    spots: set[tuple[int, int]] = set()
+    for w in {p.encode() for p in prefixes if p}:
+        i = text.find(w)
+        while i >= 0:
+            spots.add((base + i, base + i + len(w)))
+            i = text.find(w, i + 1)
+    out: list[ts.Node] = []
+    last = -1
+    for start, end in sorted(spots):
+        node = root.descendant_for_byte_range(start, end)
+        if node is not None and node.start_byte == start and node.type == "identifier" and start != last:
+            out.append(node)
+            last = start  # two prefixes of one identifier ("npp", "nppi"): the node once
+    return out
+
+
 # Limits of `holders`: past them a caller indexes the whole tree instead (the same answer, at a known cost)
 HOLDERS_MAX_LEAVES = 64  # occurrences of the name
 HOLDERS_MAX_DEPTH = 256  # ancestors climbed from one occurrence (`Node.parent` costs the depth itself)

@@ -4,6 +4,7 @@ template holding `{` is compiled or checked: see templates.py)."""
 from __future__ import annotations
 
 import functools
+import marshal
 from functools import lru_cache
 from typing import Any
 
@@ -14,6 +15,7 @@ import jinja2.sandbox
 from jinja2.sandbox import SandboxedEnvironment
 
 from .schema import TemplateError
+from .template_code import precompiled
 
 
 MAX_RANGE = 10_000  # items a template's range() may produce
@@ -90,8 +92,22 @@ def _loop_depth(node: jinja2.nodes.Node, depth: int = 0) -> int:
 
 
 @lru_cache(maxsize=4096)
+def _code(text: str) -> Any:
+    """Jinja's compiled code of `text`: from the rule cache's (templates.preload), else compiled here."""
+    got = precompiled(text)
+    return marshal.loads(got[0]) if got is not None else _env().compile(text)
+
+
+@lru_cache(maxsize=4096)
 def _compile(text: str) -> jinja2.Template:
-    return _env().from_string(text)
+    env = _env()  # as Environment.from_string builds it, from the code
+    return env.template_class.from_code(env, _code(text), env.make_globals(None), None)
+
+
+def compiled_code(text: str) -> tuple[bytes, tuple[str, ...]]:
+    """What the rule cache keeps of a template (templates.precompile): its code, marshalled (the cache's key
+    holds the Python and Jinja versions), and the variables it reads."""
+    return marshal.dumps(_code(text)), _names(text)
 
 
 def check_template(text: str) -> None:
@@ -113,6 +129,9 @@ _RESULTS: dict[tuple, tuple[str, list]] = {}
 
 @lru_cache(maxsize=4096)
 def _names(text: str) -> tuple[str, ...]:
+    got = precompiled(text)
+    if got is not None:
+        return got[1]
     return tuple(sorted(jinja2.meta.find_undeclared_variables(_env().parse(text))))
 
 

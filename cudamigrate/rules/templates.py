@@ -6,9 +6,11 @@ This module is the light front: `TemplateError`, and `render`/`check_template`, 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from .schema import TemplateError as TemplateError  # raised here and by the sandbox
+from .template_code import Precompiled, preload as preload  # the rule cache's compiled templates
 
 
 def check_template(text: str) -> None:
@@ -18,6 +20,23 @@ def check_template(text: str) -> None:
     from .jinja_sandbox import check_template as check
 
     check(text)
+
+
+def precompile(texts: Iterable[str]) -> Precompiled:
+    """The compiled code of each template among `texts` (those holding `{`), for the rule cache; a template
+    the sandbox cannot compile is left out (its rule was refused; rendering would report it as before)."""
+    texts = sorted({t for t in texts if "{" in t})
+    if not texts:
+        return {}
+    from .jinja_sandbox import compiled_code
+
+    out: Precompiled = {}
+    for t in texts:
+        try:
+            out[t] = compiled_code(t)
+        except Exception:  # noqa: BLE001 - only a speed-up: render compiles it (and reports what is wrong)
+            continue
+    return out
 
 
 def render(text: str, ctx: dict[str, Any]) -> str:

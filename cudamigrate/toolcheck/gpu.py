@@ -69,12 +69,93 @@ def gpu_available() -> bool:
 
 @lru_cache(maxsize=1)
 def first_gpu_name() -> str | None:
-    """The first GPU's name, asked once per process (the calibration lookup runs per scan)."""
+    """The first GPU's name, asked once per process (the calibration lookup runs per scan), and kept in the
+    user's cache directory for the next processes while what it depends on is unchanged (`_gpu_fingerprint`):
+    nvidia-smi starts the driver's management library for one line, a process every one-file scan (an editor's
+    save, a pre-commit hook) ran again (scripts/device_speed.sh times it on the GPU machine)."""
     if os.environ.get(NO_GPU_ENV):
         return None
+    exe = shutil.which("nvidia-smi")
+    key = _gpu_fingerprint(exe) if exe is not None else None
+    kept = _kept_gpu_name(key) if key is not None else None
+    if kept is not None:
+        return kept
     out = smi("--query-gpu=name", "--format=csv,noheader")
     names = [x.strip() for x in (out or "").splitlines() if x.strip()]
+    if names and key is not None:
+        _keep_gpu_name(key, names[0])  # a failed or empty answer is asked again next time, never kept
     return names[0] if names else None
+
+
+PROC_NVIDIA = "/proc/driver/nvidia"  # the driver's procfs: its version, and a directory per GPU it drives
+GPU_NAME_FILE = "gpu-name.json"
+
+
+def _gpu_fingerprint(exe: str) -> str | None:
+    """What nvidia-smi's list of GPUs depends on, read without running it: nvidia-smi itself, the driver (its
+    procfs `version`), each GPU the driver drives (`gpus/<bus id>/information`) and the GPU device nodes this
+    process sees (`/dev/nvidia*`: a container's). None where the driver's procfs cannot be read: the name is
+    then asked at every run, as before."""
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        st = os.stat(exe)
+        h.update(f"{os.path.realpath(exe)}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ino}\0".encode())
+        with open(os.path.join(PROC_NVIDIA, "version"), "rb") as fh:
+            h.update(fh.read() + b"\0")
+        gpus = sorted(os.listdir(os.path.join(PROC_NVIDIA, "gpus")))
+        for g in gpus:
+            with open(os.path.join(PROC_NVIDIA, "gpus", g, "information"), "rb") as fh:
+                h.update(g.encode("utf-8", "surrogateescape") + b"\0" + fh.read() + b"\0")
+        nodes = sorted(n for n in os.listdir("/dev") if n.startswith("nvidia"))
+    except OSError:
+        return None
+    if not gpus:
+        return None
+    h.update("\0".join(nodes).encode("utf-8", "surrogateescape"))
+    return h.hexdigest()
+
+
+def _gpu_name_path() -> Path | None:
+    from ..knowledge.rule_cache import cache_dir, disabled
+
+    return None if disabled() else cache_dir() / GPU_NAME_FILE
+
+
+def _kept_gpu_name(key: str) -> str | None:
+    import json
+
+    path = _gpu_name_path()
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    if isinstance(doc, dict) and doc.get("key") == key and isinstance(doc.get("name"), str) and doc["name"]:
+        return doc["name"]
+    return None
+
+
+def _keep_gpu_name(key: str, name: str) -> None:
+    import json
+    import tempfile
+
+    path = _gpu_name_path()
+    if path is None:
+        return
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".gpu-name-", suffix=".tmp", dir=path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"key": key, "name": name}, fh)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or this whole one
+    except OSError:  # a read-only or full cache directory only costs speed
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def resolve_arch(arch: str, gpu: GpuInfo | None) -> str:

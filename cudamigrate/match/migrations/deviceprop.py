@@ -22,7 +22,7 @@ import tree_sitter as ts
 
 from ...findings.model import Edit
 from ...parse import walk
-from ...parse.treesitter import Unit, query
+from ...parse.treesitter import Unit
 from ..context import CALL_PATTERNS, FileContext, declaration_of, named_children, node_text, normalize, normalize_name, scope_of, type_aliases
 
 _BLOCKS = {"compound_statement"}
@@ -255,17 +255,38 @@ def error_macro(ctx: FileContext, unit: Unit, fn: ts.Node | None) -> str | None:
     return memo[key]
 
 
+WRAPPER_CALLS = (walk.FieldPattern("call_expression", "function", "identifier"),)
+
+
+def error_wrapped_calls(root: ts.Node) -> list[tuple[ts.Node, ts.Node, ts.Node]]:
+    """(call, wrapper name, inner function) of every `W(f(...))`: a call of an identifier whose one argument
+    is a call, the matches of `(call_expression function: (identifier) @w arguments: (argument_list .
+    (call_expression function: (_) @in) .)) @c`, read from the tree's call index (parse/walk.py) instead of
+    that query, which costs ~20 ms to compile in every process that meets a device-property read."""
+    out = []
+    for _, call, w in walk.field_matches(root, WRAPPER_CALLS):
+        args = call.child_by_field_name("arguments")
+        if args is None or args.type != "argument_list":
+            continue
+        named = args.named_children
+        if len(named) != 1 or named[0].type != "call_expression":
+            continue
+        inner = named[0].child_by_field_name("function")
+        if inner is not None and inner.is_named:
+            out.append((call, w, inner))
+    return out
+
+
 def _error_macro(ctx: FileContext, fn: ts.Node | None) -> str | None:
     counts: dict[str, list[int]] | None = ctx.__dict__.get("_error_macro_counts")
     if counts is None:
         counts = ctx.__dict__["_error_macro_counts"] = {}
-        q = query("(call_expression function: (identifier) @w arguments: (argument_list . (call_expression function: (_) @in) .)) @c")
-        for _, caps in ts.QueryCursor(q).matches(ctx.main.root):
-            w = node_text(caps["w"][0])
-            inner = normalize_name(node_text(caps["in"][0]))
+        for c, wn, innern in error_wrapped_calls(ctx.main.root):
+            w = node_text(wn)
+            inner = normalize_name(node_text(innern))
             if w in _NOT_CHECKS or not _CHECK_NAME.search(w) or not inner.startswith("cuda") or inner.startswith("cudaGetError"):
                 continue
-            counts.setdefault(w, []).append(caps["c"][0].start_byte)
+            counts.setdefault(w, []).append(c.start_byte)
     if not counts:
         return None
     if fn is not None:

@@ -15,8 +15,7 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ...parse.walk import captured
-from ...parse.treesitter import query
+from ...parse.walk import typed_nodes
 from ...rules.schema import Rule
 from ...core.registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
@@ -88,6 +87,18 @@ def dead_for_every_arch(node: ts.Node) -> bool:
     return False
 
 
+# UNSYNCED over bytes, where `\w` is ASCII only: it finds at least every place UNSYNCED finds in decoded text (a
+# character before a match that is no word character of the text is no ASCII word byte either)
+UNSYNCED_BYTES = re.compile(UNSYNCED.pattern.encode())
+
+
+def may_hold(text: bytes) -> bool:
+    """Whether a string literal of `text` can hold an unsynced warp instruction (a literal's matches are matches
+    of the whole text: one opens with its quote or a prefix letter, never with `shfl`/`vote`)."""
+    return UNSYNCED_BYTES.search(text) is not None
+
+
+STRING_LITERAL = frozenset({"string_literal"})  # walked, not queried: a query costs 10-20 ms to compile per process
 BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
 
 
@@ -95,9 +106,10 @@ BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the o
     "`shfl`/`vote` without `.sync` in `asm` templates (`cudamigrate/match/migrations/inline_ptx.py`)."))
 def inline_ptx_unsynced_warp_op(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     out: list[Match] = []
-    q = query("(string_literal) @s")
     for unit in ctx.units:
-        for node in captured(q, unit.root, "s"):
+        if not may_hold(unit.root.text or b""):
+            continue  # no string literal of the unit can hold one: its strings are not walked
+        for node in typed_nodes(unit.root, STRING_LITERAL):
             if not _is_asm_template(node):
                 continue
             text = (node.text or b"").decode("utf-8", "surrogateescape")

@@ -27,8 +27,7 @@ from typing import Any
 import tree_sitter as ts
 
 from ...findings.model import Edit
-from ...parse.walk import captured
-from ...parse.treesitter import query
+from ...parse.walk import identifiers_starting, typed_nodes
 from ...rules.schema import Rule
 from ...core.registry import Registry
 from .builtin_registry import BuiltinFn, builtin_schema
@@ -39,6 +38,8 @@ DATA = Path(__file__).resolve().parent.parent.parent / "data" / "npp_removed_non
 HELPER = "cudamigrateNppStreamContext"
 HELPER_GUARD = "CUDAMIGRATE_NPP_STREAM_CONTEXT"
 LOCAL = "cudamigrateNppCtx"  # the context a function builds once, before its first NPP call
+NPP_PREFIXES = ("nppi", "npps")  # the NPP names the lists hold: `^npp[is]`, image and signal processing
+IDENTIFIER = frozenset({"identifier"})
 # a function that selects another device (or context) between its NPP calls needs a context per call; `goto` may
 # jump over the local's initialisation (an error in C++)
 DEVICE_SWITCH = re.compile(rb"\b(cudaSetDevice|cuCtxSetCurrent|cuCtxPushCurrent(?:_v2)?|cuCtxPopCurrent(?:_v2)?|"
@@ -174,8 +175,7 @@ def _body_plan(ctx: FileContext, unit: Any, body: ts.Node) -> tuple[Edit | int |
         return 1 << 62, "", False
     first = None
     names = removed()
-    q = query('((identifier) @id (#match? @id "^npp[is]"))')
-    for ident in captured(q, body, "id"):
+    for ident in identifiers_starting(body, NPP_PREFIXES):
         if names.get(node_text(ident), "none") != "none" and _role(ident) == "call":
             if first is None or ident.start_byte < first.start_byte:
                 first = ident
@@ -216,9 +216,8 @@ def npp_non_ctx(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[M
     data = ctx.source.data
     stream_state = any(s.encode() in data for s in STREAM_STATE)
     out: list[Match] = []
-    q = query('((identifier) @id (#match? @id "^npp[is]"))')
     for unit in ctx.units:
-        for ident in captured(q, unit.root, "id"):
+        for ident in identifiers_starting(unit.root, NPP_PREFIXES):
             name = node_text(ident)
             if name not in names or name in own:
                 continue
@@ -432,7 +431,7 @@ def _block_identifiers(ctx: FileContext, block: ts.Node) -> dict[str, list[ts.No
     got: dict[str, list[ts.Node]] | None = memo.get(key)
     if got is None:
         got = {}
-        for ident in captured(query("(identifier) @id"), block, "id"):
+        for ident in typed_nodes(block, IDENTIFIER):
             got.setdefault(node_text(ident), []).append(ident)
         memo[key] = got
     return got
@@ -450,10 +449,9 @@ def npp_size_t_out_param(rule: Rule, ctx: FileContext, options: dict[str, Any]) 
     own = ctx.defined_functions
     aliases = type_aliases(ctx.source.data)
     out: list[Match] = []
-    q = query('((identifier) @id (#match? @id "^npp[is]"))')
     for unit in ctx.units:
         index = None
-        for ident in captured(q, unit.root, "id"):
+        for ident in identifiers_starting(unit.root, NPP_PREFIXES):
             name = node_text(ident)
             if name not in sizes or name in own or _role(ident) != "call" or rows[name][2] > ctx.target:
                 continue  # (the target's NPP still declares `int *` there: nothing to change yet)
