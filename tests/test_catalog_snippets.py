@@ -78,7 +78,10 @@ EXPLICIT = {
 
 
 def _engine(rule):
-    return Engine(all_rules(), Options(select=[rule.id], extend_select=[rule.id]))
+    # a rule that applies from a release after the default target (13.0) is checked at that release
+    since = [tuple(int(x) for x in v.split(".")[:2]) for v in (rule.deprecated_in, rule.removed_in) if v]
+    target = max([Options().target, *since])
+    return Engine(all_rules(), Options(select=[rule.id], extend_select=[rule.id], target=target))
 
 
 def _flagged(eng, rule, code: str) -> list:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import random
 import re
@@ -68,6 +69,7 @@ def test_kill_9_at_random_moments_leaves_old_or_new_and_no_leftovers(tmp_path):
     from cudamigrate.knowledge.load import load_rules
 
     load_rules()  # warm the template cache the forked children inherit: kills land in the fix loop
+    importlib.import_module("cudamigrate.cli.fix")  # the CLI imports a command's module on first use: not in the children
     n = 300
     d = tmp_path / "tree"
     d.mkdir()
