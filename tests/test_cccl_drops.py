@@ -107,3 +107,49 @@ def test_the_shipped_file_holds_what_the_wheels_headers_give_for_the_13_3_pair()
                if d["from"] == "13.2"]
     assert strip == shipped
     assert "thrust/iterator/zip_iterator.h" in next(d["headers"] for d in shipped if d["name"] == "thrust::make_tuple")
+
+
+# ----------------------------------------------------------------------------------------------- CM585 in a project
+def _project(tmp_path: Path) -> Path:
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "kernels.cuh").write_text(  # no CCCL include of its own: its includer's count
+        '#pragma once\n#include <cstdio>\n\ntemplate <typename T>\n__host__ __device__ float first(T t) '
+        '{ return thrust::get<0>(t); }\n')
+    (proj / "app.cu").write_text(
+        '#include <thrust/device_vector.h>\n#include "thrust/iterator/zip_iterator.h"\n#include "kernels.cuh"\n\n'
+        'int main() {\n  auto t = thrust::make_tuple(1.0f, 2);\n  return (int)first(t) + thrust::get<1>(t);\n}\n')
+    (proj / "tuples.h").write_text("#pragma once\n#include <thrust/tuple.h>\n")
+    (proj / "fine.cu").write_text(  # reaches the declaring header through a project header
+        '#include <thrust/iterator/zip_iterator.h>\n#include "tuples.h"\n\n'
+        'int g() { return thrust::get<0>(thrust::make_tuple(1)); }\n')
+    return proj
+
+
+def _findings(proj: Path, target: str) -> list[tuple[str, int]]:
+    from .helpers import run_cli
+
+    out = run_cli("scan", "--no-cache", "--format", "json", "--select", "CM585", "--target-cuda", target, proj)
+    doc = json.loads(out.output)
+    return sorted((Path(f["path"]).name, f["line"]) for f in doc["findings"])
+
+
+def test_cm585_follows_project_headers_both_ways_and_the_target(tmp_path):
+    proj = _project(tmp_path)
+    # app.cu: two uses; kernels.cuh: judged by app.cu, its includer; fine.cu: tuples.h includes thrust/tuple.h
+    assert _findings(proj, "13.5") == [("app.cu", 6), ("app.cu", 7), ("kernels.cuh", 5)]
+    assert _findings(proj, "13.2") == []
+
+
+def test_cm585_fix_includes_the_declaring_header_once_per_file_and_converges(tmp_path):
+    from .helpers import run_cli
+
+    proj = _project(tmp_path)
+    res = run_cli("fix", "--no-cache", "--no-verify", "--select", "CM585", "--target-cuda", "13.5", proj)
+    assert res.exit_code in (0, 1), res.output
+    assert (proj / "app.cu").read_text().splitlines()[:4] == [
+        "#include <thrust/device_vector.h>", '#include "thrust/iterator/zip_iterator.h"', "#include <thrust/tuple.h>",
+        '#include "kernels.cuh"']
+    assert (proj / "kernels.cuh").read_text().splitlines()[:3] == [
+        "#pragma once", "#include <cstdio>", "#include <thrust/tuple.h>"]
+    assert _findings(proj, "13.5") == []
