@@ -286,15 +286,15 @@ class Release:
     cuda: str
     tree: Tree
 
-    @lru_cache(maxsize=None)
+    @lru_cache(maxsize=None)  # noqa: B019 (one run of the script: the releases live as long as it does)
     def closure(self, rel: str) -> frozenset[str]:
         return closure(self.tree, rel)
 
-    @lru_cache(maxsize=None)
+    @lru_cache(maxsize=None)  # noqa: B019 (one run of the script: the releases live as long as it does)
     def names(self, rel: str) -> dict[str, int]:
         return declared(self.tree.text(rel))
 
-    @lru_cache(maxsize=None)
+    @lru_cache(maxsize=None)  # noqa: B019 (one run of the script: the releases live as long as it does)
     def closure_names(self, rel: str) -> frozenset[str]:
         return frozenset(n for f in self.closure(rel) for n in self.names(f))
 
@@ -336,7 +336,7 @@ def build(trees: dict[str, Path], releases: tuple[tuple[str, str], ...] | None =
     index = {h: i for i, h in enumerate(headers)}
     entries = []
     dropped: dict[str, str] = {}  # name -> the first release it was dropped in
-    for old, new in zip(rels, rels[1:]):
+    for old, new in zip(rels, rels[1:], strict=False):
         for name, e in sorted(drops(old, new).items()):
             entries.append({"from": old.cuda, "to": new.cuda, "name": name,
                             "headers": [index[h] for h in sorted(e["headers"])],  # type: ignore[call-overload]

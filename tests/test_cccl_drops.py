@@ -79,7 +79,7 @@ def test_names_a_header_no_longer_reaches_are_drops_with_the_declaring_header_an
 def test_check_mode_says_whether_the_file_is_what_the_headers_give(tmp_path, monkeypatch, capsys):
     trees = _pair(tmp_path)
     cache = tmp_path / "cache"
-    for (cuda, cccl), path in zip((("1.0", "a"), ("1.1", "b")), trees.values()):
+    for (_, cccl), path in zip((("1.0", "a"), ("1.1", "b")), trees.values(), strict=True):
         (cache / cccl / "thrust").mkdir(parents=True)
         for f in path.rglob("*"):
             if f.is_file():
@@ -153,3 +153,21 @@ def test_cm585_fix_includes_the_declaring_header_once_per_file_and_converges(tmp
     assert (proj / "kernels.cuh").read_text().splitlines()[:3] == [
         "#pragma once", "#include <cstdio>", "#include <thrust/tuple.h>"]
     assert _findings(proj, "13.5") == []
+
+
+@pytest.mark.nvcc
+def test_cm585_case_fails_with_nvcc_13_5_from_the_wheels_before_the_fix_and_compiles_after(tmp_path):
+    """What the rule claims, asked of the compiler it is about (installed by `cudamigrate.core.pip_toolkit`)."""
+    import subprocess
+
+    from cudamigrate.core import pip_toolkit
+
+    nvcc = pip_toolkit.installed("13.5")
+    if nvcc is None:
+        pytest.skip("nvcc 13.5 from the wheels is not installed (pip_toolkit.install('13.5'))")
+    case = ROOT / "fixtures" / "removals" / "CM585-thrust-include-dropped"
+    run = [str(nvcc), "-std=c++17", "-arch=sm_90", "-Xcompiler", "-fsyntax-only", "-c", "-o", str(tmp_path / "x.o")]
+    before = subprocess.run([*run, str(case / "before.cu")], capture_output=True, text=True)
+    assert before.returncode != 0 and 'namespace "thrust" has no member "get"' in before.stdout + before.stderr
+    after = subprocess.run([*run, str(case / "after.cu")], capture_output=True, text=True)
+    assert after.returncode == 0, after.stdout + after.stderr
