@@ -756,7 +756,8 @@ class UnitResult:
 
 def cuda_include_dirs(extra: list[str]) -> list[str]:
     """Include dirs of the toolkit (nvcc's) and of the 13.0-matched wheels: flag, $CUDAMIGRATE_WHEEL_INCLUDE,
-    nvidia/cu13/include of this interpreter (cudamigrate.toolcheck.build.wheel_root), the oracle's site-packages glob."""
+    nvidia/cu13/include of this interpreter (cudamigrate.toolcheck.build.wheel_root), the oracle's site-packages glob.
+    Absolute (against the invocation's cwd): nvcc runs in each unit's directory, where a relative dir names nothing."""
     dirs = list(extra)
     env = os.environ.get("CUDAMIGRATE_WHEEL_INCLUDE")
     if env:
@@ -770,7 +771,7 @@ def cuda_include_dirs(extra: list[str]) -> list[str]:
         except ImportError:
             pass
         dirs += [p for p in oracle.wheel_includes() if p not in dirs]
-    return [d for d in dict.fromkeys(dirs) if Path(d).is_dir()]
+    return [d for d in dict.fromkeys(os.path.abspath(p) for p in dirs) if Path(d).is_dir()]
 
 
 def toolkit_include_dirs() -> list[str]:
@@ -922,8 +923,10 @@ class RecallCompiler(oracle.Compiler):
 def plan_units(root: Path, only: list[str], db: Path | None, extra_inc: list[str],
                wheel_inc: list[str]) -> tuple[list[str], dict[str, list[str]], dict[str, list[Path]], dict[str, Path]]:
     """The units to compile and, per unit, nvcc flags (paths under the tree written as {ROOT}), the tree
-    dirs to search for its included headers (for the cache key), and its working directory."""
+    dirs to search for its included headers (for the cache key), and its working directory. A relative
+    `extra_inc` dir is taken against the invocation's cwd (nvcc runs in the unit's directory)."""
     rroot = root.resolve()
+    extra_inc = [os.path.abspath(i) for i in extra_inc]
     flags: dict[str, list[str]] = {}
     search: dict[str, list[Path]] = {}
     cwd: dict[str, Path] = {}
@@ -1150,7 +1153,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.syntax_only:
         flags = syntax_only(flags)
     nvcc_version = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd, a.include, origin=root)
+    comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd,
+                          [os.path.abspath(i) for i in a.include], origin=root)
     print(f"{len(units)} units, {len(findings)} findings; compiling with {a.jobs} jobs ...", file=sys.stderr)
     jobs = [(measured, r) for r in units] + ([(root, r) for r in units] if a.fixed else [])
     res = comp.many(jobs, a.jobs, "nvcc", t0 + 60 * a.budget_minutes if a.budget_minutes else None)

@@ -4,7 +4,8 @@
 # without network (scripts/device_recall.sh unpacks it and points $CUDAMIGRATE_TOOLKITS at it).
 #
 # Kept: bin/{nvcc,nvcc.profile,cudafe++,ptxas,fatbinary,bin2c,crt}, nvvm/bin/cicc, nvvm/libdevice, include/
-# and the wheel stamp (pip_toolkit.installed checks it). Left out: nvlink, the libraries (lib/: libnvvm.so.4
+# (with the profiler API's cuda_profiler_api.h and NVTX 3's nvtx3/, pinned since; the 13.5 figures below are
+# from before: not re-measured) and the wheel stamp (pip_toolkit.installed checks it). Left out: nvlink, the libraries (lib/: libnvvm.so.4
 # 74 MiB, libcudart), which compiling with -c never runs. 13.5: 228 MB unpacked, 48,208,308 bytes (46 MiB) packed
 # with xz -9, checked: the unpacked copy compiles (also -rdc=true) and pip_toolkit.installed("13.5") finds it.
 # It nearly fills a 64 MiB carry: carry it in a call of its own (with .whl), the sources in the next.

@@ -539,3 +539,19 @@ def test_a_missing_opencl_header_is_not_a_cuda_site_even_where_cuda_shipped_it(t
     c = recall.classify(d, "", catalog, [], frozenset())
     recall.shipped_headers.cache_clear()
     assert not c.cuda and c.reason.startswith("an OpenCL header") and c.api == "CL/cl.h"
+
+
+def test_relative_include_dirs_are_taken_against_the_invocation_cwd(tmp_path, monkeypatch):
+    """nvcc runs in the unit's directory, so `--wheel-include inc` or `-I inc` written as given named nothing
+    there; both become absolute against the cwd the bench was started in."""
+    tree = tmp_path / "t"
+    tree.mkdir()
+    (tree / "a.cu").write_text("int main() { return 0; }\n")
+    (tmp_path / "wheel").mkdir()
+    (tmp_path / "extra").mkdir()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CUDAMIGRATE_WHEEL_INCLUDE", raising=False)
+    wheel = recall.cuda_include_dirs(["wheel"])
+    assert wheel == [str(tmp_path / "wheel")]
+    _, flags, _, _ = recall.plan_units(tree, [], None, ["extra"], wheel)
+    assert flags["a.cu"][-2:] == [f"-I{tmp_path / 'extra'}", f"-I{tmp_path / 'wheel'}"]

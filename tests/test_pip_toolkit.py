@@ -81,3 +81,29 @@ def test_fix_target_13_5_is_verified_by_nvcc_13_5_from_the_wheels(tmp_path):
     assert got["units"] >= 3 and got["verified"] == got["units"] and got["compiles"] >= got["units"], got
     # nvcc 13.5 compiled every fixed unit, the JIT one among them
     assert any(u["unit"].endswith("jit.cpp") and u["compiles_after"] for u in got["per_unit"]), got["per_unit"]
+
+
+def test_a_cache_from_an_earlier_pin_set_gets_only_the_profiler_api_and_nvtx_wheels(tmp_path, monkeypatch):
+    """13.x's cuda_profiler_api.h ships in nvidia-cuda-profiler-api and nvtx3/ in nvidia-nvtx (cuda-toolkit 13.5.0
+    pins both at 13.5.25); a cache of the five compiler wheels gets those two added, the rest is not fetched again."""
+    old = ("nvidia-cuda-nvcc==13.5.37", "nvidia-nvvm==13.5.37", "nvidia-cuda-crt==13.5.37",
+           "nvidia-cuda-runtime==13.5.37", "nvidia-cuda-cccl==13.3.5.0.6")
+    nvcc = _fake_install(tmp_path, "13.5", old)
+    assert pip_toolkit.installed("13.5", tmp_path) is None
+    ran: list[list[str]] = []
+
+    def fake_pip(cmd, **kw):  # what `pip install --target T` of the two wheels leaves in T
+        ran.append(cmd)
+        inc = Path(cmd[cmd.index("--target") + 1]) / "nvidia" / "cu13" / "include"
+        inc.mkdir(parents=True)
+        (inc / "cuda_profiler_api.h").write_text("\n")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(pip_toolkit.subprocess, "run", fake_pip)
+    assert pip_toolkit.install("13.5", tmp_path) == nvcc
+    assert len(ran) == 1 and ran[0][-2:] == ["nvidia-cuda-profiler-api==13.5.25", "nvidia-nvtx==13.5.25"]
+    # pip's --upgrade replaces the nvidia/ it installs into: the two wheels go elsewhere, then join the set
+    assert ran[0][ran[0].index("--target") + 1] != str(tmp_path / "13.5")
+    assert (tmp_path / "13.5" / "nvidia" / "cu13" / "include" / "cuda_profiler_api.h").is_file()
+    assert sorted(p.name for p in (tmp_path / "13.5").iterdir()) == [".cudamigrate-wheels", "nvidia"]
+    assert pip_toolkit.installed("13.5", tmp_path) == nvcc

@@ -18,13 +18,14 @@ from .migrations import unused_suppressions
 from ..parse.treesitter import Unit
 from ..core.registry import Registry, Schema, SchemaError, boolean, mapping, one_of, regex, string, string_list
 from ..rules.schema import Rule
-from .migrations import builtins, header_deprecated, inline_ptx, npp, texture, unknown_names
+from .migrations import builtins, cccl_drops, header_deprecated, inline_ptx, npp, texture, unknown_names
 from .context import FileContext
 from .matchers import Match, includes, launches, match_call, match_identifier, match_member, strings
 
 BUILTINS: Registry[builtins.BuiltinFn] = Registry.union(
     "builtin matcher", builtins.BUILTINS, texture.BUILTINS, inline_ptx.BUILTINS, npp.BUILTINS,
-    unused_suppressions.BUILTINS, header_deprecated.BUILTINS, unknown_names.BUILTINS)
+    unused_suppressions.BUILTINS, header_deprecated.BUILTINS, unknown_names.BUILTINS,
+    cccl_drops.BUILTINS)
 
 HitFn = Callable[[Rule, FileContext, Unit, ts.Node], "Match | None"]
 ScanFn = Callable[[Rule, FileContext, dict[str, Any]], "list[Match]"]
