@@ -555,3 +555,22 @@ def test_relative_include_dirs_are_taken_against_the_invocation_cwd(tmp_path, mo
     assert wheel == [str(tmp_path / "wheel")]
     _, flags, _, _ = recall.plan_units(tree, [], None, ["extra"], wheel)
     assert flags["a.cu"][-2:] == [f"-I{tmp_path / 'extra'}", f"-I{tmp_path / 'wheel'}"]
+
+
+def test_a_compile_that_times_out_has_no_verdict_and_is_not_cached(tmp_path, monkeypatch):
+    """A unit whose compile outlives --timeout (a Thrust sort on a loaded machine) is neither a failure nor
+    cached: counted as a failure, a unit that compiled before the fix showed up as the fix's compile regression
+    (cuda-samples v11.8 radixSortThrust with nvcc 13.5, which compiles both before and after when given time)."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    nvcc = bin_ / "nvcc"
+    nvcc.write_text("#!/bin/sh\nsleep 5\n")
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_}:/usr/bin:/bin")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "a.cu").write_text("int main() { return 0; }\n")
+    comp = recall.RecallCompiler(tmp_path / "cache", 1, "13.5", {"a.cu": ["-c"]}, {"a.cu": [tree]}, {})
+    res = comp.compile(tree, "a.cu")
+    assert res.ok is None and "timeout after 1s" in res.output
+    assert not list((tmp_path / "cache").glob("*.json"))
