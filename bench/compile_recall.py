@@ -1156,6 +1156,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.syntax_only:
         flags = syntax_only(flags)
     nvcc_version = subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    if a.nvcc_release:
+        # the wheels' set is part of what compiles (a wheel added to the pinned set, such as cuda_profiler_api.h's,
+        # leaves `nvcc --version` unchanged): cached results of the earlier set are not served for the new one
+        nvcc_version += " " + " ".join(pip_toolkit.WHEELS[a.nvcc_release])
     comp = RecallCompiler(a.cache.resolve(), a.timeout, nvcc_version, flags, search, cwd,
                           [os.path.abspath(i) for i in a.include], origin=root)
     print(f"{len(units)} units, {len(findings)} findings; compiling with {a.jobs} jobs ...", file=sys.stderr)
