@@ -112,3 +112,31 @@ def test_the_migrated_files_build(tmp_path):
     for n in ("lut.cu", "main.cu"):
         built = compile_file(root / n, tmp_path / (n + ".o"), arch="sm_75")
         assert built.ok, built.output
+
+
+def test_one_engine_judges_each_buffer_outside_a_program_on_its_own():
+    """A buffer outside any program (one engine scanning many, as `fix -`, the editor and bench/fuzz.py do) is
+    judged alone every time: the getter of an earlier buffer, kept under (name, no program), decided a later
+    buffer's migration (bench/fuzz.py: a file's findings alone differed from the same file in a batch)."""
+    from cudamigrate.core.options import Options
+    from cudamigrate.scan.engine import Engine
+
+    from .helpers import all_rules
+
+    root = Path(__file__).resolve().parent.parent
+    good = (root / "fixtures/texture/CM601-texture-reference--getter/before.cu").read_bytes()
+    # the same getter, but one use the migration cannot rewrite: the getter stays manual
+    bad = good.replace(b"cudaChannelFormatDesc desc = samples_ref().channelDesc;",
+                       b"texture<float, 1, cudaReadModeElementType> &alias = samples_ref();\n"
+                       b"    cudaChannelFormatDesc desc = alias.channelDesc;")
+    assert bad != good
+
+    def fixable(eng: Engine, data: bytes) -> list[tuple[str, int, str]]:
+        res = eng.scan_bytes(Path("getter.cu"), data)
+        return sorted((f.rule_id, f.line, f.applicability) for f in res.findings)
+
+    alone = fixable(Engine(all_rules(), Options()), good)
+    assert ("CM601", 10, "manual") not in alone  # the fixture's getter migrates
+    eng = Engine(all_rules(), Options())
+    assert fixable(eng, bad) != alone
+    assert fixable(eng, good) == alone

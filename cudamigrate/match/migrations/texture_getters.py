@@ -186,8 +186,11 @@ def find_getter(ctx: FileContext, fname: str) -> Getter | None:
     """The run's getter `fname` when the migration can take it (see the module docstring); kept per run."""
     proj = ctx.project
     program = proj.program(ctx.source.path, fname) if proj is not None and proj.files else None
+    # kept per program; a file outside any program (a run of one buffer: `fix -`, the editor, an index with no
+    # files) is judged alone, every time: one index serves many such buffers, and (fname, None) would hand one
+    # buffer's getter to the next (bench/fuzz.py: a file's findings alone differed from the same file in a batch)
     cache: dict[tuple[str, Path | None], Getter | None] = \
-        proj.cache.setdefault("texture-getters", {}) if proj is not None else {}
+        proj.cache.setdefault("texture-getters", {}) if proj is not None and program is not None else {}
     if (fname, program) in cache:
         return cache[(fname, program)]
     # the files of this program (read/project_index.py `program`: joined by #include and by directory): another
