@@ -63,6 +63,37 @@ def test_one_engine_per_configuration_file_is_kept(tmp_path: Path):
     assert len(engines._by_key) == 1
 
 
+def test_a_saved_header_edit_reaches_the_next_scan(tmp_path: Path):
+    """The server keeps one project index across keystrokes; a header saved since is read again. Here the
+    member's type moves from `cudaDeviceProp` to the project's own struct, so CM503 must go: with the kept
+    index the second scan still read the old header and reported it."""
+    from cudamigrate.server.analysis import Engines, analyse
+
+    header, src = tmp_path / "gpu.cuh", tmp_path / "a.cu"
+    header.write_text("#pragma once\n#include <cuda_runtime.h>\nstruct Gpu { cudaDeviceProp prop; };\n")
+    src.write_text('#include "gpu.cuh"\nint f(Gpu &g) { return g.prop.clockRate; }\n')
+    engines = Engines()
+    assert [f.rule_id for f in analyse(engines, src, src.read_text()).findings] == ["CM503"]
+    header.write_text("#pragma once\nstruct Mine { int clockRate; };\nstruct Gpu { Mine prop; };\n")
+    assert analyse(engines, src, src.read_text()).findings == []
+    header.write_text("#pragma once\n#include <cuda_runtime.h>\nstruct Gpu { cudaDeviceProp prop; };\n")
+    assert [f.rule_id for f in analyse(engines, src, src.read_text()).findings] == ["CM503"]
+    header.unlink()  # a header gone since: not followed any more
+    assert analyse(engines, src, src.read_text()).findings == []
+
+
+def test_index_is_kept_while_its_headers_are_unchanged(tmp_path: Path):
+    from cudamigrate.server.analysis import Engines, analyse
+
+    (tmp_path / "gpu.cuh").write_text("struct Gpu { int x; };\n")
+    src = tmp_path / "a.cu"
+    src.write_text('#include "gpu.cuh"\nint main() { cudaThreadSynchronize(); }\n')
+    engines = Engines()
+    first = analyse(engines, src, src.read_text()).engine
+    second = analyse(engines, src, src.read_text()).engine
+    assert first is not None and second is not None and first.project is second.project
+
+
 def test_incremental_line_index_equals_a_full_one():
     """Edits that join or split CR LF pairs, at the start, middle and end: the line index kept by each edit
     is the one found from scratch."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -117,6 +118,7 @@ class ProjectIndex:
     _keys: dict[Path, Path] = field(default_factory=dict, repr=False)
     _in_run: dict[tuple[Path, str], Path | None] = field(default_factory=dict, repr=False)
     _last_reachable: tuple[Path, bytes | None, tuple[Path, ...]] | None = field(default=None, repr=False)
+    _stamps: dict[Path, tuple[int, int] | None] = field(default_factory=dict, repr=False)
 
     def _key(self, path: Path) -> Path:
         """`_key(path)`, remembered for the run: resolving symlinks costs an lstat per path component, and
@@ -139,13 +141,26 @@ class ProjectIndex:
         path = self._key(path)
         if path in self._bytes:
             return self._bytes[path]
+        stamp = _stamp(path)
         try:
-            data = path.read_bytes() if path.is_file() and path.stat().st_size <= MAX_HEADER_BYTES else None
+            data = path.read_bytes() if stamp is not None and stamp[1] <= MAX_HEADER_BYTES else None
         except OSError:
             data = None
         if path.suffix.lower() in HEADER_SUFFIXES:
             self._bytes[path] = data
+            self._stamps[path] = stamp
         return data
+
+    def unchanged(self) -> bool:
+        """Whether every header this index kept is as it was read (same modification time and size; one that
+        was missing still is). An index lives for one CLI run, where files do not change under it; the editor
+        server keeps one across keystrokes and starts a new one when this is False (a saved header edit)."""
+        return all(_stamp(p) == st for p, st in self._stamps.items())
+
+    @property
+    def size(self) -> int:
+        """How many files this index keeps (what a long-lived holder bounds)."""
+        return len(self._bytes)
 
     def resolve(self, includer: Path, name: str) -> Path | None:
         """`#include "name"` from `includer`: its own directory first (what compilers do), then a unique
@@ -511,6 +526,15 @@ def nearest(includer: Path, hits: list[Path]) -> Path | None:
     best = max(depth.values())
     top = [h for h in hits if depth[h] == best]
     return top[0] if len(top) == 1 else None
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """(modification time in ns, size) of a regular file; None when it is missing or not a file."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
 
 
 def _key(path: Path) -> Path:

@@ -5,6 +5,12 @@ Engines are kept per configuration (file and its mtime, so an edited `.cudamigra
 next keystroke), so after the first document only the scan itself runs: the compiled rules, the keyword
 regexes and the warm-up are paid once, as in a CLI run. Only the newest engine of each configuration file is
 kept, and at most `MAX_ENGINES` in all, so an editing session does not grow by an engine per saved edit.
+
+Each engine scans with a project index (the project headers a document includes, read once) that is kept
+across keystrokes while every header it read is unchanged on disk: a CLI run's index never sees a file
+change, but an editing session saves headers, and a kept index would go on answering from their old text
+(a texture reference's declaration, a statement macro). A changed or missing header, or more than
+`MAX_INDEX_FILES` headers kept, starts a new index.
 """
 
 from __future__ import annotations
@@ -20,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 from ..core.textsafe import printable
 
 if TYPE_CHECKING:
+    from ..read.project_index import ProjectIndex
     from ..scan.engine import Engine
     from ..findings.model import Finding
 
 MAX_ENGINES = 4  # configurations (projects) with a live engine; the least recently used goes first
+MAX_INDEX_FILES = 4096  # headers one engine's project index keeps before it starts afresh (bounded memory)
 
 
 @dataclass
@@ -71,6 +79,7 @@ class Engines:
 
     def __init__(self) -> None:
         self._by_key: OrderedDict[tuple[str, float], Engine] = OrderedDict()
+        self._index: dict[tuple[str, float], ProjectIndex] = {}
 
     def resolve(self, path: Path) -> tuple[Engine | None, Refusal | None, int]:
         """(engine, refusal, the configured `max-file-size` in bytes) for `path`: engine None when the
@@ -92,13 +101,23 @@ class Engines:
             if key not in self._by_key:
                 for old in [k for k in self._by_key if k[0] == key[0]]:  # an older version of this configuration
                     del self._by_key[old]
+                    self._index.pop(old, None)
                 self._by_key[key] = self._build(pre, load_checked(req, pre).rules)
                 while len(self._by_key) > MAX_ENGINES:
-                    self._by_key.popitem(last=False)
+                    self._index.pop(self._by_key.popitem(last=False)[0], None)
             self._by_key.move_to_end(key)
         except WorkspaceError as exc:
             return None, Refusal(exc.text(), exc.config), DEFAULT_MAX_BYTES
-        return self._by_key[key], None, limit
+        return self._by_key[key].with_run(project=self._fresh_index(key)), None, limit
+
+    def _fresh_index(self, key: tuple[str, float]) -> ProjectIndex:
+        """The configuration's project index, new when a header it read changed or it grew past its bound."""
+        from ..read.project_index import ProjectIndex
+
+        index = self._index.get(key)
+        if index is None or index.size > MAX_INDEX_FILES or not index.unchanged():
+            index = self._index[key] = ProjectIndex()
+        return index
 
     def __len__(self) -> int:
         return len(self._by_key)
