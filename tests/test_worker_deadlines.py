@@ -126,3 +126,47 @@ def test_busy_workers_deadlines_are_polled_not_read_at_every_answer(monkeypatch)
                             timed_out=lambda it, s: ("timeout", it)))
     assert out == items
     assert len(reads) == len(items)  # one per file handed out; none per answer
+
+
+def test_handout_keeps_neighbours_together_and_hands_out_each_item_once():
+    """Each worker starts on its own contiguous share; one whose share is used up takes the back half of the
+    largest share left. Every item is handed out exactly once, whatever order the workers ask in."""
+    import random
+
+    from cudamigrate.pipeline.workers import Handout
+
+    h = Handout(16, 4)
+    assert [h.take(s) for s in (0, 1, 2, 3)] == [0, 4, 8, 12]  # the shares' first items
+    assert [h.take(0) for _ in range(3)] == [1, 2, 3]
+    assert h.take(0) == 6  # share 0 is used up: the back half of the largest share left (share 1's 5..7)
+    assert h.take(1) == 5
+    rnd = random.Random(3)
+    for count, workers in ((0, 1), (1, 4), (7, 3), (100, 16), (791, 16)):
+        h = Handout(count, workers)
+        got = []
+        while True:
+            slots = list(range(workers))
+            rnd.shuffle(slots)
+            taken = [h.take(s) for s in slots]
+            got += [t for t in taken if t is not None]
+            if all(t is None for t in taken):
+                break
+        assert sorted(got) == list(range(count))
+
+
+def _dirs(x):
+    return os.getpid(), x
+
+
+def test_a_workers_files_are_neighbours():
+    """What the hand-out is for: with 4 workers over 40 items, each worker's items are a few runs of consecutive
+    items, not every 4th item (handed out one at a time in input order, a directory's files went to every
+    worker, and each paid for the headers they share)."""
+    out = list(deadline_map(_dirs, list(range(40)), 4, None, failed=lambda it, exc: None,
+                            timed_out=lambda it, s: None))
+    assert [x for _, x in out] == list(range(40))  # results in input order
+    by_worker: dict[int, list[int]] = {}
+    for pid, x in out:
+        by_worker.setdefault(pid, []).append(x)
+    runs = sum(1 + sum(1 for a, b in zip(xs, xs[1:]) if b != a + 1) for xs in by_worker.values())
+    assert runs <= 20, by_worker  # each worker's share, plus stolen halves at the end (one at a time: ~40)

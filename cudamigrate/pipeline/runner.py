@@ -355,10 +355,8 @@ def run(engine: Engine, spec: EngineSpec, files: list[Path], work: Any, jobs: in
         deadline = hard_deadline(engine.opts.time_budget_s, work)
         timed_out = getattr(work, "timed_out", None) or (
             lambda job, secs: work.failed(job, TimeoutError(hard_deadline_message(job.display, secs))))
-        for r in deadline_map(_in_worker, items, jobs, deadline, work.failed, timed_out):
-            if progress:
-                progress(r)
-            yield r
+        # progress as each file arrives (workers finish out of input order; results still come in it)
+        yield from deadline_map(_in_worker, items, jobs, deadline, work.failed, timed_out, done=progress)
         return
     with _pool(engine, spec, work, jobs) as pool:
         for r in pool_map(pool, _in_worker, items, work.failed, chunk_size(len(items), jobs), _weight):
