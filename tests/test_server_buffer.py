@@ -82,6 +82,31 @@ def test_a_saved_header_edit_reaches_the_next_scan(tmp_path: Path):
     assert analyse(engines, src, src.read_text()).findings == []
 
 
+def test_a_changed_compile_database_reaches_the_next_scan(tmp_path: Path):
+    """The kept index also keeps the compile database's -D/-U flags (read/unit_defines.py): a build reconfigured
+    with other flags must decide the next scan's branches, as a saved header does."""
+    import json
+
+    from cudamigrate.server.analysis import Engines, analyse
+
+    from .test_unit_defines import CHK, USE
+
+    (tmp_path / "chk.h").write_text(CHK)
+    src = tmp_path / "main.cu"
+    src.write_text(USE)
+
+    def configure(flags: str) -> None:
+        (tmp_path / "compile_commands.json").write_text(json.dumps(
+            [{"directory": str(tmp_path), "command": f"nvcc {flags} -c main.cu", "file": "main.cu"}]))
+
+    configure("-DUSE_HIP")
+    engines = Engines()
+    assert analyse(engines, src, src.read_text()).findings == []  # hip##fn: nothing removed
+    configure("-UUSE_HIP")
+    (f,) = analyse(engines, src, src.read_text()).findings
+    assert f.rule_id == "CM501" and f.fix is not None  # cuda##fn, decided by the new flags
+
+
 def test_index_is_kept_while_its_headers_are_unchanged(tmp_path: Path):
     from cudamigrate.server.analysis import Engines, analyse
 

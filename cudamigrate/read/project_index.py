@@ -151,6 +151,11 @@ class ProjectIndex:
             self._stamps[path] = stamp
         return data
 
+    def watch(self, path: Path) -> None:
+        """Count a file read outside `read` (the compile database: read/unit_defines.py) in `unchanged`, as it is
+        now: what the index keeps from it goes stale with it."""
+        self._stamps[Path(os.path.abspath(path))] = _stamp(path)
+
     def unchanged(self) -> bool:
         """Whether every header this index kept is as it was read (same modification time and size; one that
         was missing still is). An index lives for one CLI run, where files do not change under it; the editor

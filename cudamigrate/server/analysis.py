@@ -9,7 +9,8 @@ kept, and at most `MAX_ENGINES` in all, so an editing session does not grow by a
 Each engine scans with a project index (the project headers a document includes, read once) that is kept
 across keystrokes while every header it read is unchanged on disk: a CLI run's index never sees a file
 change, but an editing session saves headers, and a kept index would go on answering from their old text
-(a texture reference's declaration, a statement macro). A changed or missing header, or more than
+(a texture reference's declaration, a statement macro). A changed or missing header (or compile database: its
+-D/-U flags decide branches, read/unit_defines.py), or more than
 `MAX_INDEX_FILES` headers kept, starts a new index.
 """
 
