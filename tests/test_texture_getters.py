@@ -140,3 +140,19 @@ def test_one_engine_judges_each_buffer_outside_a_program_on_its_own():
     eng = Engine(all_rules(), Options())
     assert fixable(eng, bad) != alone
     assert fixable(eng, good) == alone
+
+
+def test_a_file_of_the_program_the_index_cannot_read_keeps_every_file(tmp_path, monkeypatch):
+    """A file of the program whose bytes the project index does not give (over its size limit, unreadable,
+    gone) was skipped: the getter migrated though that file's uses were never looked at, and a use the
+    migration does not take (`lut_ref().filterMode = ...`) no longer compiled."""
+    import cudamigrate.read.project_index as project_index
+
+    binds = BINDS.replace("    cudaBindTexture(", "    lut_ref().filterMode = cudaFilterModePoint;\n    cudaBindTexture(")
+    root = _tree(tmp_path, binds + "/* padding */\n" * 100)
+    texts = {n: (root / n).read_text() for n in ("lut.h", "lut.cu", "main.cu")}
+    # the limit between the other files' sizes and main.cu's: the index gives main.cu's bytes to no matcher
+    monkeypatch.setattr(project_index, "MAX_HEADER_BYTES", len(texts["main.cu"]) - 1)
+    assert max(len(texts["lut.h"]), len(texts["lut.cu"])) < project_index.MAX_HEADER_BYTES
+    run_cli("fix", *FLAGS, "--no-cache", ".", cwd=root)
+    assert {n: (root / n).read_text() for n in texts} == texts

@@ -202,7 +202,10 @@ def find_getter(ctx: FileContext, fname: str) -> Getter | None:
     for f in files:
         data = ctx.source.data if Path(f).resolve() == ctx.source.path.resolve() else (
             proj.read(Path(f)) if proj is not None else None)
-        if data is None or word not in data:
+        if data is None:  # a file of the program whose uses cannot be looked at (too large, unreadable, gone)
+            got, ctxs = None, []
+            break
+        if word not in data:
             continue
         octx = ctx if Path(f).resolve() == ctx.source.path.resolve() else (
             other_context(ctx, Path(f)) if proj is not None else None)
@@ -224,7 +227,7 @@ def find_getter(ctx: FileContext, fname: str) -> Getter | None:
         for o in ctxs:
             for h in proj.reachable(o.source.path, o.source.data):
                 data = proj.read(h)
-                if h.resolve() not in run and data is not None and word in data:
+                if h.resolve() not in run and (data is None or word in data):  # (None: not looked at)
                     got = None
     cache[(fname, program)] = got
     return got
