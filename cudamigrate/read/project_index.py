@@ -543,9 +543,9 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 def _key(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except OSError:
+    try:  # os.path.realpath: Path.resolve raises RuntimeError on a symlink loop (before Python 3.13)
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError):
         return path
 
 

@@ -18,6 +18,7 @@ its `channelDesc`. Anything else keeps the manual findings (texture_refs.getter_
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,7 +130,7 @@ def _definition(octx: FileContext, fname: str) -> Getter | None | bool:
         r = local.get(node_text(val))
         if r is None or r.kind != "texture" or r.problem or r.migrated or r.targs != _targs(rt[0]) or r.same_elsewhere:
             return False
-        found = Getter(fname, r.name, octx.source.path.resolve(), r.targs, r.elem)
+        found = Getter(fname, r.name, Path(os.path.realpath(octx.source.path)), r.targs, r.elem)
     return found
 
 
@@ -200,14 +201,15 @@ def find_getter(ctx: FileContext, fname: str) -> Getter | None:
     got: Getter | None = None
     ctxs: list[FileContext] = []
     for f in files:
-        data = ctx.source.data if Path(f).resolve() == ctx.source.path.resolve() else (
+        here = os.path.realpath(f) == os.path.realpath(ctx.source.path)  # (Path.resolve: RuntimeError on a loop)
+        data = ctx.source.data if here else (
             proj.read(Path(f)) if proj is not None else None)
         if data is None:  # a file of the program whose uses cannot be looked at (too large, unreadable, gone)
             got, ctxs = None, []
             break
         if word not in data:
             continue
-        octx = ctx if Path(f).resolve() == ctx.source.path.resolve() else (
+        octx = ctx if here else (
             other_context(ctx, Path(f)) if proj is not None else None)
         if octx is None:
             got = None
@@ -223,11 +225,11 @@ def find_getter(ctx: FileContext, fname: str) -> Getter | None:
         got = None
     if got is not None and proj is not None and proj.files:
         # a header outside the run that declares the getter would keep `texture<...> &get_ref(void);`
-        run = {Path(f).resolve() for f in proj.files}
+        run = {os.path.realpath(f) for f in proj.files}
         for o in ctxs:
             for h in proj.reachable(o.source.path, o.source.data):
                 data = proj.read(h)
-                if h.resolve() not in run and (data is None or word in data):  # (None: not looked at)
+                if os.path.realpath(h) not in run and (data is None or word in data):  # (None: not looked at)
                     got = None
     cache[(fname, program)] = got
     return got
