@@ -26,6 +26,7 @@ simply not followed.
 
 from __future__ import annotations
 
+import bisect
 import os
 import re
 import stat
@@ -59,24 +60,51 @@ MAX_HEADER_BYTES = 2 * 1024 * 1024
 _CONDITIONAL = directive(rb"#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b[^\n]*")
 
 
-def enclosing_condition(data: bytes, at: int) -> tuple[int, str] | None:
-    """(line number, text) of the opening `#if`/`#ifdef`/`#ifndef` of the innermost conditional group of `data`
-    around offset `at` (its `#elif`/`#else` branches included), a header guard (`#ifndef X` then `#define X`)
-    aside; None when `at` is in none."""
+# (start of each conditional directive's line, in order; the innermost group open after it, a header guard's aside:
+# (start of its opening line, that line) or None; for an `#ifndef X` taken for a header guard, where its
+# `#define X` ends, else -1)
+ConditionIndex = tuple[list[int], list["tuple[int, bytes] | None"], list[int]]
+
+
+def condition_index(data: bytes) -> ConditionIndex:
+    """The conditional groups of `data`, in one pass, for `enclosing_condition`: a file with many definitions
+    under undecided conditions asks once per definition, and a pass over the text before each one was quadratic
+    (bench/bounds.py paste-defs: 2,000 `#ifdef`/`#else` pairs of pasting macros, 175 KB)."""
+    positions: list[int] = []
+    inner: list[tuple[int, bytes] | None] = []
+    guards: list[int] = []
     stack: list[tuple[int, bytes] | None] = []  # None: a header guard's group
-    for pos, m in line_start_matches(_CONDITIONAL, data[:at]):
+    for pos, m in line_start_matches(_CONDITIONAL, data):
         kind = m.group(1)
+        guard_end = -1
         if kind in (b"if", b"ifdef", b"ifndef"):
             line = _COMMENT.sub(b" ", m.group(0)).strip()
-            guard = kind == b"ifndef" and re.match(rb"\s*#[ \t]*define[ \t]+" + re.escape(line.split()[-1]) + rb"\b",
-                                                   data[pos + len(m.group(0)):]) is not None
-            stack.append(None if guard else (pos, line))
+            after = pos + len(m.group(0))
+            gm = re.compile(rb"\s*#[ \t]*define[ \t]+" + re.escape(line.split()[-1]) + rb"\b").match(data, after) \
+                if kind == b"ifndef" else None
+            guard_end = gm.end() if gm is not None else -1
+            stack.append(None if gm is not None else (pos, line))
         elif kind == b"endif" and stack:
             stack.pop()
-    for got in reversed(stack):
-        if got is not None:
-            return data.count(b"\n", 0, got[0]) + 1, got[1].decode("utf-8", "replace")
-    return None
+        positions.append(pos)
+        inner.append(next((g for g in reversed(stack) if g is not None), None))
+        guards.append(guard_end)
+    return positions, inner, guards
+
+
+def enclosing_condition(data: bytes, at: int, index: ConditionIndex | None = None) -> tuple[int, str] | None:
+    """(line number, text) of the opening `#if`/`#ifdef`/`#ifndef` of the innermost conditional group of `data`
+    around offset `at` (its `#elif`/`#else` branches included), a header guard (`#ifndef X` then `#define X`)
+    aside; None when `at` is in none. `index`: `condition_index(data)`, when asked about several offsets."""
+    positions, inner, guards = index if index is not None else condition_index(data)
+    i = bisect.bisect_left(positions, at)  # the directives that start before `at`
+    got = inner[i - 1] if i else None
+    if i and at < guards[i - 1]:  # at its own `#define X` (`#ifndef X` then `#define X(fn) ...`): not a guard yet
+        pos = positions[i - 1]
+        end = data.find(b"\n", pos)
+        line = data[pos:end if end >= 0 else len(data)]
+        got = (pos, _COMMENT.sub(b" ", line).strip())
+    return None if got is None else (data.count(b"\n", 0, got[0]) + 1, got[1].decode("utf-8", "replace"))
 
 
 def statement_body(body: bytes) -> bool:
@@ -410,20 +438,22 @@ class ProjectIndex:
             order += nxt
             frontier = nxt
         out: dict[str, PasteMacro] = {}
-        undecided: dict[str, list[str]] = {}  # name -> the conditions its undecided definitions are under
+        undecided: dict[str, list[tuple[Path, int, bytes]]] = {}  # name -> where its undecided definitions are
         for p, d in order:
             text = d if d is not None else (self.read(p) or b"")
             defs = paste_definitions(text)
             taken = [x for x in defs if alive(p, x[0]) is not False]
             for at, name, _ in taken:
                 if alive(p, at) is None:
-                    undecided.setdefault(name, []).append(self._deciding_condition(p, at, text, via, (key, data)))
+                    undecided.setdefault(name, []).append((p, at, text))
             for name, pm in merged(taken).items():
                 out[name] = (merge(out[name], pm) or pm) if name in out else pm
+        indexes: dict[Path, ConditionIndex] = {}  # each file's conditional groups, read once (`condition_index`)
         for name, pm in out.items():
             if not pm.blocked or name not in undecided or "several definitions" not in pm.blocked:
                 continue
-            conditions = [c for c in dict.fromkeys(undecided[name]) if c]
+            found = (self._deciding_condition(p, at, text, via, (key, data), indexes) for p, at, text in undecided[name])
+            conditions = [c for c in dict.fromkeys(found) if c]
             if pm.others:
                 spelled = "` or `".join(x.decode("utf-8", "replace") for x in (pm.prefix, *pm.others))
                 which = " and ".join(conditions) if conditions else "a preprocessor condition"
@@ -436,11 +466,15 @@ class ProjectIndex:
         return out
 
     def _deciding_condition(self, p: Path, at: int, text: bytes, via: dict[Path, tuple[Path, int]],
-                            root: tuple[Path, bytes]) -> str:
+                            root: tuple[Path, bytes], indexes: dict[Path, ConditionIndex]) -> str:
         """The condition a definition at `at` of `p` is under, for a reason: the innermost `#if` group around it
-        (a header guard aside), else around the `#include` that brought `p` in, and so on up; "" when none."""
+        (a header guard aside), else around the `#include` that brought `p` in, and so on up; "" when none.
+        `indexes`: the files' `condition_index`, kept by the caller."""
         for _ in range(MAX_DEPTH + 1):
-            got = enclosing_condition(text, at)
+            index = indexes.get(p)
+            if index is None:
+                index = indexes[p] = condition_index(text)
+            got = enclosing_condition(text, at, index)
             if got is not None:
                 return f"`{got[1]}` ({p.name}:{got[0]})"
             if p not in via:
