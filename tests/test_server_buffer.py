@@ -82,6 +82,20 @@ def test_a_saved_header_edit_reaches_the_next_scan(tmp_path: Path):
     assert analyse(engines, src, src.read_text()).findings == []
 
 
+def test_a_saved_edit_of_an_included_source_reaches_the_next_scan(tmp_path: Path):
+    """Legacy code includes a `.cu` (`#include "gpu.cu"`): the kept index re-reads such a file but kept what it
+    derived from its first text (its struct members), and only headers' stamps were checked."""
+    from cudamigrate.server.analysis import Engines, analyse
+
+    included, src = tmp_path / "gpu.cu", tmp_path / "a.cu"
+    included.write_text("#pragma once\n#include <cuda_runtime.h>\nstruct Gpu { cudaDeviceProp prop; };\n")
+    src.write_text('#include "gpu.cu"\nint f(Gpu &g) { return g.prop.clockRate; }\n')
+    engines = Engines()
+    assert [f.rule_id for f in analyse(engines, src, src.read_text()).findings] == ["CM503"]
+    included.write_text("#pragma once\nstruct Mine { int clockRate; };\nstruct Gpu { Mine prop; };\n")
+    assert analyse(engines, src, src.read_text()).findings == []
+
+
 def test_a_changed_compile_database_reaches_the_next_scan(tmp_path: Path):
     """The kept index also keeps the compile database's -D/-U flags (read/unit_defines.py): a build reconfigured
     with other flags must decide the next scan's branches, as a saved header does."""

@@ -176,7 +176,9 @@ class ProjectIndex:
             data = None
         if path.suffix.lower() in HEADER_SUFFIXES:
             self._bytes[path] = data
-            self._stamps[path] = stamp
+        # every file as first read, not only the headers kept: what the index derives from a file and keeps (its
+        # includes, class members, statement macros) is derived from a `.cu` it includes too (`#include "kernel.cu"`)
+        self._stamps.setdefault(path, stamp)
         return data
 
     def watch(self, path: Path) -> None:
@@ -185,15 +187,15 @@ class ProjectIndex:
         self._stamps[Path(os.path.abspath(path))] = _stamp(path)
 
     def unchanged(self) -> bool:
-        """Whether every header this index kept is as it was read (same modification time and size; one that
+        """Whether every file this index read is as it was first read (same modification time and size; one that
         was missing still is). An index lives for one CLI run, where files do not change under it; the editor
         server keeps one across keystrokes and starts a new one when this is False (a saved header edit)."""
         return all(_stamp(p) == st for p, st in self._stamps.items())
 
     @property
     def size(self) -> int:
-        """How many files this index keeps (what a long-lived holder bounds)."""
-        return len(self._bytes)
+        """How many files this index read and keeps facts of (what a long-lived holder bounds)."""
+        return len(self._stamps)
 
     def resolve(self, includer: Path, name: str) -> Path | None:
         """`#include "name"` from `includer`: its own directory first (what compilers do), then a unique

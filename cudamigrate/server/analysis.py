@@ -7,11 +7,11 @@ regexes and the warm-up are paid once, as in a CLI run. Only the newest engine o
 kept, and at most `MAX_ENGINES` in all, so an editing session does not grow by an engine per saved edit.
 
 Each engine scans with a project index (the project headers a document includes, read once) that is kept
-across keystrokes while every header it read is unchanged on disk: a CLI run's index never sees a file
-change, but an editing session saves headers, and a kept index would go on answering from their old text
-(a texture reference's declaration, a statement macro). A changed or missing header (or compile database: its
--D/-U flags decide branches, read/unit_defines.py), or more than
-`MAX_INDEX_FILES` headers kept, starts a new index.
+across keystrokes while every file it read (a header, a `.cu` a document includes, the compile database) is
+unchanged on disk: a CLI run's index never sees a file change, but an editing session saves headers, and a
+kept index would go on answering from their old text (a texture reference's declaration, a statement macro, a
+struct's members, the database's -D/-U flags: read/unit_defines.py). A changed or missing file, or more than
+`MAX_INDEX_FILES` files read, starts a new index.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..findings.model import Finding
 
 MAX_ENGINES = 4  # configurations (projects) with a live engine; the least recently used goes first
-MAX_INDEX_FILES = 4096  # headers one engine's project index keeps before it starts afresh (bounded memory)
+MAX_INDEX_FILES = 4096  # files one engine's project index reads before it starts afresh (bounded memory)
 
 
 @dataclass
@@ -112,7 +112,7 @@ class Engines:
         return self._by_key[key].with_run(project=self._fresh_index(key)), None, limit
 
     def _fresh_index(self, key: tuple[str, float]) -> ProjectIndex:
-        """The configuration's project index, new when a header it read changed or it grew past its bound."""
+        """The configuration's project index, new when a file it read changed or it grew past its bound."""
         from ..read.project_index import ProjectIndex
 
         index = self._index.get(key)
