@@ -156,3 +156,18 @@ def test_a_file_of_the_program_the_index_cannot_read_keeps_every_file(tmp_path, 
     assert max(len(texts["lut.h"]), len(texts["lut.cu"])) < project_index.MAX_HEADER_BYTES
     run_cli("fix", *FLAGS, "--no-cache", ".", cwd=root)
     assert {n: (root / n).read_text() for n in texts} == texts
+
+
+@pytest.mark.parametrize("bind", ["cudaBindTexture(0, lut_ref(), dev, desc);",
+                                  "cudaBindTexture(0, lut_ref(), dev, lut_ref().channelDesc);"])
+def test_a_bind_that_leaves_the_size_to_its_default_keeps_every_file(tmp_path, bind):
+    """`cudaBindTexture(offset, get_ref(), ptr, desc)` (4 arguments, the size defaulted): its channel descriptor
+    was taken for the size (`cudamigrateBindTexture(..., lut_ref().channelDesc, desc, ...)`, which does not
+    compile). It is manual, as for a reference of the file, and so is the reference in every file."""
+    root = _tree(tmp_path, BINDS.replace("    cudaBindTexture(0, lut_ref(), dev, sizeof(h));",
+                                         "    cudaChannelFormatDesc desc = cudaCreateChannelDesc<float>();\n    " + bind))
+    texts = {n: (root / n).read_text() for n in ("lut.h", "lut.cu", "main.cu")}
+    bound = [f for f in _findings(root) if f["line"] == 12]
+    assert [f["applicability"] for f in bound] == ["manual"] and "leaves the size to its default" in bound[0]["message"]
+    run_cli("fix", *FLAGS, "--no-cache", ".", cwd=root)
+    assert {n: (root / n).read_text() for n in texts} == texts

@@ -282,6 +282,7 @@ def getter_bind_match(rule: Rule, ctx: FileContext, call: ts.Node, fn: str, gcal
     """A bind or unbind through the getter -> the stand-in with the members it hands out (manual where the call
     has a form the stand-ins do not take: a bind that leaves the size to its default)."""
     from .texture_edits import HELPERS, helper_position
+    from .texture_uses import is_channel_desc
 
     m = Match(rule=rule, unit=ctx.main, node=call, name=fn, written=fn)
     args = [node_text(a) for a in named_children(call.child_by_field_name("arguments"))]
@@ -291,7 +292,8 @@ def getter_bind_match(rule: Rule, ctx: FileContext, call: ts.Node, fn: str, gcal
     if fn in ("cudaBindTextureToArray", "cudaBindTextureToMipmappedArray") and n in (2, 3):
         helper = "cudamigrateBindTextureToArray" if fn == "cudaBindTextureToArray" else "cudamigrateBindTextureToMipmappedArray"
         text = f"{helper}({G}.obj, {G}.symbol, {args[1]}, {G}.desc)"
-    elif fn == "cudaBindTexture" and n in (4, 5):
+    elif fn == "cudaBindTexture" and (n == 5 or (n == 4 and not is_channel_desc(ctx, args[3]))):
+        # (4 arguments ending in a channel descriptor leave the size to its default, as for a reference of the file)
         desc, size = (args[3], args[4]) if n == 5 else (f"{G}.channelDesc", args[3])
         text = f"cudamigrateBindTexture({args[0]}, {G}.obj, {G}.symbol, {args[2]}, {desc}, {size}, {G}.desc)"
     elif fn == "cudaBindTexture2D" and n in (6, 7):
@@ -300,7 +302,10 @@ def getter_bind_match(rule: Rule, ctx: FileContext, call: ts.Node, fn: str, gcal
     elif fn == "cudaUnbindTexture" and n == 1:
         text = f"cudamigrateUnbindTexture({G}.obj)"
     if text is None:
-        m.vars.update({"function": fn, "reason": f"`{fn}` with {n} argument(s) through `{g.name}()` has no stand-in form",
+        why = (f"`{fn}` through `{g.name}()` leaves the size to its default (the whole address space), which a "
+               "texture object cannot take: pass the size in bytes" if fn == "cudaBindTexture" and n == 4 else
+               f"`{fn}` with {n} argument(s) through `{g.name}()` has no stand-in form")
+        m.vars.update({"function": fn, "reason": why,
                        "reference": g.ref, "reference_group": g.group})
         m.edits = []
         m.fix_applicability = "manual"
