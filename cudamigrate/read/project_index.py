@@ -26,7 +26,6 @@ simply not followed.
 
 from __future__ import annotations
 
-import bisect
 import os
 import re
 import stat
@@ -37,7 +36,7 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..core.linestart import directive, line_start_matches
+from ..core.linestart import ConditionIndex, condition_index, directive, enclosing_condition, line_start_matches
 from ..parse.pasting import PasteMacro, merge, merged, paste_definitions, paste_macros
 
 # (from the `#`: `line_start_matches` keeps those at the start of a line; cudamigrate/core/linestart.py says why)
@@ -55,56 +54,6 @@ MAX_DEPTH = 8
 LiveWalk = Callable[[str, bytes, Callable[[str, str, bool], "str | None"]], Mapping[str, Mapping[int, "bool | None"]]]
 HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc", ""}
 MAX_HEADER_BYTES = 2 * 1024 * 1024
-
-
-_CONDITIONAL = directive(rb"#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b[^\n]*")
-
-
-# (start of each conditional directive's line, in order; the innermost group open after it, a header guard's aside:
-# (start of its opening line, that line) or None; for an `#ifndef X` taken for a header guard, where its
-# `#define X` ends, else -1)
-ConditionIndex = tuple[list[int], list["tuple[int, bytes] | None"], list[int]]
-
-
-def condition_index(data: bytes) -> ConditionIndex:
-    """The conditional groups of `data`, in one pass, for `enclosing_condition`: a file with many definitions
-    under undecided conditions asks once per definition, and a pass over the text before each one was quadratic
-    (bench/bounds.py paste-defs: 2,000 `#ifdef`/`#else` pairs of pasting macros, 175 KB)."""
-    positions: list[int] = []
-    inner: list[tuple[int, bytes] | None] = []
-    guards: list[int] = []
-    stack: list[tuple[int, bytes] | None] = []  # None: a header guard's group
-    for pos, m in line_start_matches(_CONDITIONAL, data):
-        kind = m.group(1)
-        guard_end = -1
-        if kind in (b"if", b"ifdef", b"ifndef"):
-            line = _COMMENT.sub(b" ", m.group(0)).strip()
-            after = pos + len(m.group(0))
-            gm = re.compile(rb"\s*#[ \t]*define[ \t]+" + re.escape(line.split()[-1]) + rb"\b").match(data, after) \
-                if kind == b"ifndef" else None
-            guard_end = gm.end() if gm is not None else -1
-            stack.append(None if gm is not None else (pos, line))
-        elif kind == b"endif" and stack:
-            stack.pop()
-        positions.append(pos)
-        inner.append(next((g for g in reversed(stack) if g is not None), None))
-        guards.append(guard_end)
-    return positions, inner, guards
-
-
-def enclosing_condition(data: bytes, at: int, index: ConditionIndex | None = None) -> tuple[int, str] | None:
-    """(line number, text) of the opening `#if`/`#ifdef`/`#ifndef` of the innermost conditional group of `data`
-    around offset `at` (its `#elif`/`#else` branches included), a header guard (`#ifndef X` then `#define X`)
-    aside; None when `at` is in none. `index`: `condition_index(data)`, when asked about several offsets."""
-    positions, inner, guards = index if index is not None else condition_index(data)
-    i = bisect.bisect_left(positions, at)  # the directives that start before `at`
-    got = inner[i - 1] if i else None
-    if i and at < guards[i - 1]:  # at its own `#define X` (`#ifndef X` then `#define X(fn) ...`): not a guard yet
-        pos = positions[i - 1]
-        end = data.find(b"\n", pos)
-        line = data[pos:end if end >= 0 else len(data)]
-        got = (pos, _COMMENT.sub(b" ", line).strip())
-    return None if got is None else (data.count(b"\n", 0, got[0]) + 1, got[1].decode("utf-8", "replace"))
 
 
 def statement_body(body: bytes) -> bool:
