@@ -2,7 +2,9 @@
 project's configuration, as the CLI resolves it), its findings, and the byte edits of each code action.
 
 Engines are kept per configuration (file and its mtime, so an edited `.cudamigrate.toml` takes effect on the
-next keystroke), so after the first document only the scan itself runs: the compiled rules, the keyword
+next keystroke) and compile database (the one the document's directory finds, as `scan` would: one created
+while the server runs, or another subproject's, decides the branches of the documents it compiles), so after
+the first document only the scan itself runs: the compiled rules, the keyword
 regexes and the warm-up are paid once, as in a CLI run. Only the newest engine of each configuration file is
 kept, and at most `MAX_ENGINES` in all, so an editing session does not grow by an engine per saved edit.
 
@@ -79,8 +81,11 @@ class Engines:
     same checks `scan` makes (workspace/preparation.py): a configuration `scan` refuses gives no engine here either."""
 
     def __init__(self) -> None:
-        self._by_key: OrderedDict[tuple[str, float], Engine] = OrderedDict()
-        self._index: dict[tuple[str, float], ProjectIndex] = {}
+        # (configuration file, its mtime, the compile database the document's directory finds): the database's
+        # -D/-U flags decide branches (read/unit_defines.py), and which one a document has can change (a build
+        # configured after the server started) or differ between the subprojects of one configuration
+        self._by_key: OrderedDict[tuple[str, float, str | None], Engine] = OrderedDict()
+        self._index: dict[tuple[str, float, str | None], ProjectIndex] = {}
 
     def resolve(self, path: Path) -> tuple[Engine | None, Refusal | None, int]:
         """(engine, refusal, the configured `max-file-size` in bytes) for `path`: engine None when the
@@ -92,15 +97,16 @@ class Engines:
         req = Request(paths=(path,))
         try:
             cfg = find_configuration(req)
-            key = (str(cfg.path), os.stat(cfg.path).st_mtime if cfg.path and os.path.exists(cfg.path) else 0.0)
+            mtime = os.stat(cfg.path).st_mtime if cfg.path and os.path.exists(cfg.path) else 0.0
             pre = prepare(req)
+            key = (str(cfg.path), mtime, pre.opts.compile_db)
             for w in pre.warnings:  # a malformed calibration file: on stderr, as the CLI does
                 print(f"cudamigrate: {printable(w)}", file=sys.stderr)
             limit = pre.max_bytes or DEFAULT_MAX_BYTES
             if not pre.files:  # excluded by `exclude` or an ignore file, as `scan` would
                 return None, None, limit
             if key not in self._by_key:
-                for old in [k for k in self._by_key if k[0] == key[0]]:  # an older version of this configuration
+                for old in [k for k in self._by_key if k[0] == key[0] and k[1] != key[1]]:  # an older version of it
                     del self._by_key[old]
                     self._index.pop(old, None)
                 self._by_key[key] = self._build(pre, load_checked(req, pre).rules)
@@ -111,7 +117,7 @@ class Engines:
             return None, Refusal(exc.text(), exc.config), DEFAULT_MAX_BYTES
         return self._by_key[key].with_run(project=self._fresh_index(key)), None, limit
 
-    def _fresh_index(self, key: tuple[str, float]) -> ProjectIndex:
+    def _fresh_index(self, key: tuple[str, float, str | None]) -> ProjectIndex:
         """The configuration's project index, new when a file it read changed or it grew past its bound."""
         from ..read.project_index import ProjectIndex
 
