@@ -176,3 +176,27 @@ def test_cm585_case_fails_with_nvcc_13_5_from_the_wheels_before_the_fix_and_comp
     assert before.returncode != 0 and 'namespace "thrust" has no member "get"' in before.stdout + before.stderr
     after = subprocess.run([*run, str(case / "after.cu")], capture_output=True, text=True)
     assert after.returncode == 0, after.stdout + after.stderr
+
+
+ZIP = "#include <thrust/iterator/zip_iterator.h>\n"
+USE = "int f(thrust::tuple<int, int> t) { return thrust::get<0>(t); }\n"
+
+
+@pytest.mark.parametrize("middle, after", [
+    ("#if 0\n#include <thrust/sort.h>\n#endif\n", ""),  # a dead branch: the include there would be dead too
+    ("/*\n#include <thrust/sort.h>\n*/\n", ""),  # a comment: it would be commented out
+    ("", "#include <thrust/sort.h>\nvoid g() {}\n"),  # after the use: the name is used before it is declared
+    ("/* #include <thrust/tuple.h> */\n#if 0\n#include <thrust/tuple.h>\n#endif\n", ""),  # they declare nothing
+], ids=["dead-branch", "comment", "after-the-use", "declaring-include-commented-or-dead"])
+def test_cm585_includes_the_header_where_the_preprocessor_takes_it_before_the_use(tmp_path, middle, after):
+    """The include went after the last `#include <thrust/...>` line found by a regex: inside `#if 0` or a
+    comment, or after the use; and a commented-out or dead `#include <thrust/tuple.h>` counted as including it.
+    Each fixed file still failed with CCCL 13.3+."""
+    from .helpers import run_cli
+
+    src = tmp_path / "a.cu"
+    src.write_text(ZIP + middle + USE + after)
+    res = run_cli("fix", "--no-cache", "--no-verify", "--no-semantic", "--select", "CM585", "--target-cuda", "13.5",
+                  src)
+    assert res.exit_code in (0, 1), res.output
+    assert src.read_text() == ZIP + "#include <thrust/tuple.h>\n" + middle + USE + after

@@ -55,3 +55,25 @@ def test_a_tie_stays_unresolved(tmp_path):
     assert nearest(inc, [h1, h2]) is None
     assert nearest(inc, [h1]) == h1
     assert nearest(inc, []) is None
+
+
+def test_an_include_of_a_symlink_loop_is_no_internal_error(tmp_path):
+    """`#include "loop.h"` where loop.h is a link to itself (and the run's file list holding it): Path.resolve
+    raises RuntimeError there before Python 3.13, and every file that included it, or whose matchers looked
+    through the run's files (a texture getter's program, includers' macros, stream headers), was an internal
+    error. Only loop.h itself, which cannot be read, is an error."""
+    from .helpers import run_cli
+    from .test_texture_getters import _tree
+
+    root = _tree(tmp_path)
+    (root / "loop.h").symlink_to("loop.h")
+    for name in ("main.cu", "lut.cu"):
+        (root / name).write_text('#include "loop.h"\n' + (root / name).read_text())
+    (root / "inc.cu").write_text('#include "loop.h"\n#define ulong4 uint4\n#include "k.cu"\n')
+    (root / "k.cu").write_text('#include "loop.h"\n__global__ void k(ulong4 *p) {}\n#define GPU(fn) cuda##fn\n'
+                               "void f() { GPU(ThreadSynchronize)(); cudaStreamSynchronize(0); }\n")
+    r = run_cli("scan", "--no-semantic", "--no-cache", "--format", "json", "--exit-zero", ".", cwd=root)
+    assert [ln for ln in r.stderr.splitlines() if "error" in ln or "loop" in ln] == [
+        "cudamigrate: loop.h: cannot read: Too many levels of symbolic links"]
+    found = {(f["path"], f["rule"]) for f in json.loads(r.stdout)["findings"]}
+    assert {("k.cu", "CM501"), ("lut.cu", "CM601"), ("main.cu", "CM603")} <= found

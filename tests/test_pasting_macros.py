@@ -358,3 +358,36 @@ def test_live_directives_reads_the_command_lines_defines(tmp_path):
     assert includes((("USE_HIP", None),)) == [False, True]
     assert live_directives(main, path, True, toolkits_from((13, 0)), beside, (("USE_HIP", "0"),))[
         str(tmp_path / "chk_hip.h")] == {0: True}  # `#ifdef`: defined, whatever its value
+
+
+def test_one_pass_answers_as_a_pass_per_macro_and_per_offset_did():
+    """pasted_words and enclosing_condition read a file once (bench/bounds.py paste-defs times the file that was
+    quadratic); what they answer is what the pass per macro and the pass per offset answered."""
+    import random
+    import re
+
+    from cudamigrate.parse.pasting import PasteMacro, pasted_words
+    from cudamigrate.read.project_index import condition_index, enclosing_condition
+
+    rnd = random.Random(3)
+    names = ["api", "GPU", "chk", "x"]
+    macros = {n: PasteMacro(n, 0 if n != "chk" else 1, 2, b"cuda", None, (b"hip",) if n == "GPU" else ())
+              for n in names}
+    pieces = ["api(", "GPU (", "chk(", "x(", "(", ")", "Free", "Malloc(", " ", "\n", ".api(", "->GPU(", "_api(",
+              "#if A\n", "#ifdef B // b\n", "#ifndef G\n#define G\n", "#else\n", "#elif C\n", "#endif\n", "#define d\n"]
+    for _ in range(300):
+        data = "".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 40))).encode()
+        per_macro: set[bytes] = set()  # as the pass per macro read it, and with each use's argument a lookahead
+        overlapping: set[bytes] = set()  # (`GPU(GPU(Malloc` is two uses; the pass per macro saw the first alone)
+        for name, pm in macros.items():
+            if pm.index == 0 and name.encode() in data:
+                for m in re.finditer(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"\s*\(\s*([A-Za-z_]\w*)", data):
+                    per_macro.update(p + m.group(1) for p in (pm.prefix, *pm.others))
+                for m in re.finditer(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"(?=\s*\(\s*([A-Za-z_]\w*))", data):
+                    overlapping.update(p + m.group(1) for p in (pm.prefix, *pm.others))
+        got = pasted_words(data, macros)
+        assert got == overlapping and per_macro <= got, data
+        index = condition_index(data)
+        for at in [i + 1 for i, c in enumerate(data) if c == ord("\n")] + [0]:
+            # the pass per offset: the text before `at` alone
+            assert enclosing_condition(data, at, index) == enclosing_condition(data[:at], at), (data, at)

@@ -82,6 +82,67 @@ def test_a_saved_header_edit_reaches_the_next_scan(tmp_path: Path):
     assert analyse(engines, src, src.read_text()).findings == []
 
 
+def test_a_compile_database_created_after_the_first_scan_is_used(tmp_path: Path):
+    """The engine kept the compile database found when it was built (none, before the build was configured):
+    its -D/-U flags never reached a document until the configuration file changed or the server restarted."""
+    import json
+
+    from cudamigrate.server.analysis import Engines, analyse
+
+    from .test_unit_defines import CHK, USE
+
+    (tmp_path / ".git").mkdir()  # the project's root: no database above it is looked for
+    (tmp_path / "chk.h").write_text(CHK)
+    src = tmp_path / "main.cu"
+    src.write_text(USE)
+    engines = Engines()
+    (f,) = analyse(engines, src, src.read_text()).findings
+    assert f.fix is None  # `#ifdef USE_HIP` undecided without a database
+    (tmp_path / "compile_commands.json").write_text(json.dumps(
+        [{"directory": str(tmp_path), "command": "nvcc -UUSE_HIP -c main.cu", "file": "main.cu"}]))
+    (f,) = analyse(engines, src, src.read_text()).findings
+    assert f.rule_id == "CM501" and f.fix is not None  # cuda##fn, decided by the database
+
+
+def test_a_saved_edit_of_an_included_source_reaches_the_next_scan(tmp_path: Path):
+    """Legacy code includes a `.cu` (`#include "gpu.cu"`): the kept index re-reads such a file but kept what it
+    derived from its first text (its struct members), and only headers' stamps were checked."""
+    from cudamigrate.server.analysis import Engines, analyse
+
+    included, src = tmp_path / "gpu.cu", tmp_path / "a.cu"
+    included.write_text("#pragma once\n#include <cuda_runtime.h>\nstruct Gpu { cudaDeviceProp prop; };\n")
+    src.write_text('#include "gpu.cu"\nint f(Gpu &g) { return g.prop.clockRate; }\n')
+    engines = Engines()
+    assert [f.rule_id for f in analyse(engines, src, src.read_text()).findings] == ["CM503"]
+    included.write_text("#pragma once\nstruct Mine { int clockRate; };\nstruct Gpu { Mine prop; };\n")
+    assert analyse(engines, src, src.read_text()).findings == []
+
+
+def test_a_changed_compile_database_reaches_the_next_scan(tmp_path: Path):
+    """The kept index also keeps the compile database's -D/-U flags (read/unit_defines.py): a build reconfigured
+    with other flags must decide the next scan's branches, as a saved header does."""
+    import json
+
+    from cudamigrate.server.analysis import Engines, analyse
+
+    from .test_unit_defines import CHK, USE
+
+    (tmp_path / "chk.h").write_text(CHK)
+    src = tmp_path / "main.cu"
+    src.write_text(USE)
+
+    def configure(flags: str) -> None:
+        (tmp_path / "compile_commands.json").write_text(json.dumps(
+            [{"directory": str(tmp_path), "command": f"nvcc {flags} -c main.cu", "file": "main.cu"}]))
+
+    configure("-DUSE_HIP")
+    engines = Engines()
+    assert analyse(engines, src, src.read_text()).findings == []  # hip##fn: nothing removed
+    configure("-UUSE_HIP")
+    (f,) = analyse(engines, src, src.read_text()).findings
+    assert f.rule_id == "CM501" and f.fix is not None  # cuda##fn, decided by the new flags
+
+
 def test_index_is_kept_while_its_headers_are_unchanged(tmp_path: Path):
     from cudamigrate.server.analysis import Engines, analyse
 

@@ -140,3 +140,34 @@ def test_one_engine_judges_each_buffer_outside_a_program_on_its_own():
     eng = Engine(all_rules(), Options())
     assert fixable(eng, bad) != alone
     assert fixable(eng, good) == alone
+
+
+def test_a_file_of_the_program_the_index_cannot_read_keeps_every_file(tmp_path, monkeypatch):
+    """A file of the program whose bytes the project index does not give (over its size limit, unreadable,
+    gone) was skipped: the getter migrated though that file's uses were never looked at, and a use the
+    migration does not take (`lut_ref().filterMode = ...`) no longer compiled."""
+    import cudamigrate.read.project_index as project_index
+
+    binds = BINDS.replace("    cudaBindTexture(", "    lut_ref().filterMode = cudaFilterModePoint;\n    cudaBindTexture(")
+    root = _tree(tmp_path, binds + "/* padding */\n" * 100)
+    texts = {n: (root / n).read_text() for n in ("lut.h", "lut.cu", "main.cu")}
+    # the limit between the other files' sizes and main.cu's: the index gives main.cu's bytes to no matcher
+    monkeypatch.setattr(project_index, "MAX_HEADER_BYTES", len(texts["main.cu"]) - 1)
+    assert max(len(texts["lut.h"]), len(texts["lut.cu"])) < project_index.MAX_HEADER_BYTES
+    run_cli("fix", *FLAGS, "--no-cache", ".", cwd=root)
+    assert {n: (root / n).read_text() for n in texts} == texts
+
+
+@pytest.mark.parametrize("bind", ["cudaBindTexture(0, lut_ref(), dev, desc);",
+                                  "cudaBindTexture(0, lut_ref(), dev, lut_ref().channelDesc);"])
+def test_a_bind_that_leaves_the_size_to_its_default_keeps_every_file(tmp_path, bind):
+    """`cudaBindTexture(offset, get_ref(), ptr, desc)` (4 arguments, the size defaulted): its channel descriptor
+    was taken for the size (`cudamigrateBindTexture(..., lut_ref().channelDesc, desc, ...)`, which does not
+    compile). It is manual, as for a reference of the file, and so is the reference in every file."""
+    root = _tree(tmp_path, BINDS.replace("    cudaBindTexture(0, lut_ref(), dev, sizeof(h));",
+                                         "    cudaChannelFormatDesc desc = cudaCreateChannelDesc<float>();\n    " + bind))
+    texts = {n: (root / n).read_text() for n in ("lut.h", "lut.cu", "main.cu")}
+    bound = [f for f in _findings(root) if f["line"] == 12]
+    assert [f["applicability"] for f in bound] == ["manual"] and "leaves the size to its default" in bound[0]["message"]
+    run_cli("fix", *FLAGS, "--no-cache", ".", cwd=root)
+    assert {n: (root / n).read_text() for n in texts} == texts

@@ -125,3 +125,47 @@ def test_an_includers_macro_follows_the_includers_flags(tmp_path):
     assert scan("-DUSE_VEC") == []
     (f,) = scan("-UUSE_VEC")
     assert f.fix is not None
+
+
+def test_a_database_entry_that_loops_leaves_the_scan_alone(tmp_path):
+    """A unit whose file or directory is a symlink loop (Path.resolve raises RuntimeError there before Python
+    3.13) made every file's scan an internal error: the database's other units still count."""
+    (tmp_path / "chk.h").write_text(CHK)
+    (tmp_path / "main.cu").write_text(USE)
+    (tmp_path / "loop.cu").symlink_to("loop.cu")
+    (tmp_path / "loopdir").symlink_to("loopdir")
+    db = tmp_path / "compile_commands.json"
+    db.write_text(json.dumps([{"directory": str(tmp_path), "command": "nvcc -c loop.cu", "file": "loop.cu"},
+                              {"directory": str(tmp_path / "loopdir"), "command": "nvcc -c x.cu", "file": "x.cu"},
+                              {"directory": "loopdir", "command": "nvcc -c y.cu", "file": "y.cu"},
+                              {"directory": str(tmp_path), "command": "nvcc -DUSE_HIP -c main.cu",
+                               "file": "main.cu"}]))
+    assert _scan(tmp_path, "main.cu", db) == []  # main.cu's -DUSE_HIP: hip##fn, nothing removed
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, '[{"file": "main.cu", "arguments": [1, 2]}]',
+                                  '{"file": "main.cu"}', "\udcff", '[{"file": "a\\u0000.cu", "command": "nvcc"}]'])
+def test_a_database_of_another_shape_decides_nothing(tmp_path, text):
+    """A database too deep for json (RecursionError), or not a list of units, is no database for the branches:
+    the scan goes on as without one (semantic mode reports it)."""
+    (tmp_path / "chk.h").write_text(CHK)
+    (tmp_path / "main.cu").write_text(USE)
+    db = tmp_path / "compile_commands.json"
+    db.write_bytes(text.encode("utf-8", "surrogateescape"))
+    (f,) = _scan(tmp_path, "main.cu", db)
+    assert f.fix is None  # undecided, as without a database
+
+
+def test_a_database_nested_too_deep_is_no_crash(tmp_path):
+    """json.loads raises RecursionError (not a ValueError) on a database nested too deeply: the target's
+    detection (toolcheck/target.py) and `doctor` let it out as a traceback."""
+    from .helpers import run_cli
+
+    (tmp_path / "main.cu").write_text("int main() { return cudaThreadSynchronize(); }\n")
+    (tmp_path / "compile_commands.json").write_text("[" * 100_000 + "]" * 100_000)
+    r = run_cli("scan", "--no-semantic", "--no-cache", "main.cu", cwd=tmp_path)
+    assert r.exit_code == 1 and "CM501" in r.stdout
+    from cudamigrate.toolcheck.doctor import _compile_db_check
+
+    check = _compile_db_check(tmp_path)
+    assert check.status == "warn" and "nested too deeply" in check.found

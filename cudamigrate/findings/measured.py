@@ -44,7 +44,7 @@ def read_doc(path: Path) -> dict[str, Any] | None:
         return None
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deeply for json
         return None
     return doc if isinstance(doc, dict) else None
 

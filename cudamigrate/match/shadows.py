@@ -301,7 +301,7 @@ def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
     a compiler searches first for `"..."`, and the usual `-I.` for `<...>`)."""
     seen: list[Path] = []
     cuda = False
-    root = path.resolve()
+    root = Path(os.path.realpath(path))
     todo = [(root.parent, data)]
     while todo and len(seen) < _MAX_HEADERS:
         base, text = todo.pop(0)
@@ -315,7 +315,7 @@ def included_headers(path: Path, data: bytes) -> tuple[list[Path], bool]:
                 if _CUDA_HEADER.match(inc) or "cuda" in inc.lower():  # a toolkit header, or a helper that likely wraps one
                     cuda = True
                 continue
-            p = p.resolve()
+            p = Path(os.path.realpath(p))
             if p in seen or p == root:
                 continue
             got = read_header(p)
@@ -386,7 +386,7 @@ def includer_macros(path: Path, names: set[str], live: Callable[[Path, bytes], L
         return {}
     define = re.compile(rb"^[ \t]*#[ \t]*define[ \t]+(" + b"|".join(re.escape(n.encode()) for n in sorted(names))
                         + rb")\b", re.M)
-    me = path.resolve()
+    me = Path(os.path.realpath(path))
     per: list[tuple[str, dict[str, list[_Decl]]]] = []  # (includer's name, its macros of `names` before the include)
     mine = os.fsencode(path.name)  # a name that is not UTF-8 (surrogate-escaped) is matched as its bytes
     for name, sib, is_file in entries:
@@ -399,7 +399,7 @@ def includer_macros(path: Path, names: set[str], live: Callable[[Path, bytes], L
         states = (live(sib, data).get(str(sib), {}) if live is not None and _CONDITIONAL.search(data) else {})
         at = next((mo.start() for ls, mo in line_start_matches(_ANY_INCLUDE, data)
                    if os.path.basename(mo.group(2)) == mine and states.get(ls) is not False
-                   and (sib.parent / os.fsdecode(mo.group(2))).resolve() == me), None)
+                   and Path(os.path.realpath(sib.parent / os.fsdecode(mo.group(2)))) == me), None)
         if at is None:
             continue
         macros: dict[str, list[_Decl]] = {}

@@ -290,7 +290,7 @@ def meets_blocking_before_parse(data: bytes, path: Path) -> bool | None:
 def _header_reasons(data: bytes, path: Path) -> list[str]:
     """The first reason found in the project headers that `data` (the file at `path`) includes, transitively."""
     reasons: list[str] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()  # real paths (os.path.realpath: Path.resolve raises RuntimeError on a symlink loop)
     todo = [(m.group(1).decode("utf-8", "replace"), path.parent) for _, m in line_start_matches(_INCLUDE_RX, data)]
     while todo and len(seen) < MAX_HEADERS and not reasons:
         name, here = todo.pop(0)
@@ -298,9 +298,9 @@ def _header_reasons(data: bytes, path: Path) -> list[str]:
             p = _resolve_include(name, here)
         except OSError:
             p = None
-        if p is None or p.resolve() in seen or p.resolve() == path.resolve():
+        if p is None or os.path.realpath(p) in seen or os.path.realpath(p) == os.path.realpath(path):
             continue
-        seen.add(p.resolve())
+        seen.add(os.path.realpath(p))
         try:
             st = p.stat()
         except OSError:

@@ -55,16 +55,18 @@ class Command:
 
 
 def load_compile_db(path: Path) -> list[Command]:
-    """The database's units, one per file: the first entry of a file wins (configurations are not merged)."""
+    """The database's units, one per file: the first entry of a file wins (configurations are not merged). Paths
+    are resolved with os.path.realpath, which leaves a symlink loop as it is: Path.resolve raises RuntimeError
+    there (before Python 3.13), and one such entry made every file's scan an internal error."""
     entries = json.loads(path.read_text(encoding="utf-8"))
     out: dict[Path, Command] = {}
     for e in entries:
         directory = Path(e.get("directory") or path.parent)
         if not directory.is_absolute():
-            directory = (path.parent / directory).resolve()
+            directory = Path(os.path.realpath(path.parent / directory))
         argv = e.get("arguments") or shlex.split(e.get("command", ""))
         f = Path(e["file"])
-        f = (f if f.is_absolute() else directory / f).resolve()
+        f = Path(os.path.realpath(f if f.is_absolute() else directory / f))
         if f not in out:
             out[f] = Command(f, directory, list(argv))
     return list(out.values())

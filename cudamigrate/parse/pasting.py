@@ -272,11 +272,19 @@ def unpaste(start: int, end: int, text: str, paste: Paste, in_file: bool = False
 def pasted_words(data: bytes, macros: dict[str, PasteMacro]) -> set[bytes]:
     """The identifiers the uses of `macros` in `data` paste (`cudaThreadSynchronize` for
     `cuda(ThreadSynchronize())`), for the keyword prefilter: a superset (comments and strings included),
-    from the text, of what `paste_sites` finds. Only a macro's first parameter is read here."""
+    from the text, of what `paste_sites` finds. Only a macro's first parameter is read here. One pass over the
+    text for every macro (a pass per macro was quadratic: bench/bounds.py paste-defs)."""
     out: set[bytes] = set()
-    for name, pm in macros.items():
-        if pm.index != 0 or name.encode() not in data:
-            continue
-        for m in re.finditer(rb"(?<![\w.>])" + re.escape(name.encode()) + rb"\s*\(\s*([A-Za-z_]\w*)", data):
-            out.update(prefix + m.group(1) for prefix in (pm.prefix, *pm.others))
+    firsts = {name.encode(): pm for name, pm in macros.items() if pm.index == 0}
+    if not firsts:
+        return out
+    for m in _CALL_WORD.finditer(data):
+        pm = firsts.get(m.group(1))
+        if pm is not None:
+            out.update(prefix + m.group(2) for prefix in (pm.prefix, *pm.others))
     return out
+
+
+# `name(word` with nothing of an identifier, `.` or `->` before the name; the argument in a lookahead, so that the
+# next match may start there (`A(B(C))`: both `A(B` and `B(C`)
+_CALL_WORD = re.compile(rb"(?<![\w.>])([A-Za-z_]\w*)(?=\s*\(\s*([A-Za-z_]\w*))")

@@ -36,7 +36,7 @@ from typing import Any
 
 import tree_sitter as ts
 
-from ..core.linestart import directive, line_start_matches
+from ..core.linestart import ConditionIndex, condition_index, directive, enclosing_condition, line_start_matches
 from ..parse.pasting import PasteMacro, merge, merged, paste_definitions, paste_macros
 
 # (from the `#`: `line_start_matches` keeps those at the start of a line; cudamigrate/core/linestart.py says why)
@@ -54,29 +54,6 @@ MAX_DEPTH = 8
 LiveWalk = Callable[[str, bytes, Callable[[str, str, bool], "str | None"]], Mapping[str, Mapping[int, "bool | None"]]]
 HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc", ".tcc", ""}
 MAX_HEADER_BYTES = 2 * 1024 * 1024
-
-
-_CONDITIONAL = directive(rb"#[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b[^\n]*")
-
-
-def enclosing_condition(data: bytes, at: int) -> tuple[int, str] | None:
-    """(line number, text) of the opening `#if`/`#ifdef`/`#ifndef` of the innermost conditional group of `data`
-    around offset `at` (its `#elif`/`#else` branches included), a header guard (`#ifndef X` then `#define X`)
-    aside; None when `at` is in none."""
-    stack: list[tuple[int, bytes] | None] = []  # None: a header guard's group
-    for pos, m in line_start_matches(_CONDITIONAL, data[:at]):
-        kind = m.group(1)
-        if kind in (b"if", b"ifdef", b"ifndef"):
-            line = _COMMENT.sub(b" ", m.group(0)).strip()
-            guard = kind == b"ifndef" and re.match(rb"\s*#[ \t]*define[ \t]+" + re.escape(line.split()[-1]) + rb"\b",
-                                                   data[pos + len(m.group(0)):]) is not None
-            stack.append(None if guard else (pos, line))
-        elif kind == b"endif" and stack:
-            stack.pop()
-    for got in reversed(stack):
-        if got is not None:
-            return data.count(b"\n", 0, got[0]) + 1, got[1].decode("utf-8", "replace")
-    return None
 
 
 def statement_body(body: bytes) -> bool:
@@ -148,19 +125,26 @@ class ProjectIndex:
             data = None
         if path.suffix.lower() in HEADER_SUFFIXES:
             self._bytes[path] = data
-            self._stamps[path] = stamp
+        # every file as first read, not only the headers kept: what the index derives from a file and keeps (its
+        # includes, class members, statement macros) is derived from a `.cu` it includes too (`#include "kernel.cu"`)
+        self._stamps.setdefault(path, stamp)
         return data
 
+    def watch(self, path: Path) -> None:
+        """Count a file read outside `read` (the compile database: read/unit_defines.py) in `unchanged`, as it is
+        now: what the index keeps from it goes stale with it."""
+        self._stamps[Path(os.path.abspath(path))] = _stamp(path)
+
     def unchanged(self) -> bool:
-        """Whether every header this index kept is as it was read (same modification time and size; one that
+        """Whether every file this index read is as it was first read (same modification time and size; one that
         was missing still is). An index lives for one CLI run, where files do not change under it; the editor
         server keeps one across keystrokes and starts a new one when this is False (a saved header edit)."""
         return all(_stamp(p) == st for p, st in self._stamps.items())
 
     @property
     def size(self) -> int:
-        """How many files this index keeps (what a long-lived holder bounds)."""
-        return len(self._bytes)
+        """How many files this index read and keeps facts of (what a long-lived holder bounds)."""
+        return len(self._stamps)
 
     def resolve(self, includer: Path, name: str) -> Path | None:
         """`#include "name"` from `includer`: its own directory first (what compilers do), then a unique
@@ -405,20 +389,22 @@ class ProjectIndex:
             order += nxt
             frontier = nxt
         out: dict[str, PasteMacro] = {}
-        undecided: dict[str, list[str]] = {}  # name -> the conditions its undecided definitions are under
+        undecided: dict[str, list[tuple[Path, int, bytes]]] = {}  # name -> where its undecided definitions are
         for p, d in order:
             text = d if d is not None else (self.read(p) or b"")
             defs = paste_definitions(text)
             taken = [x for x in defs if alive(p, x[0]) is not False]
             for at, name, _ in taken:
                 if alive(p, at) is None:
-                    undecided.setdefault(name, []).append(self._deciding_condition(p, at, text, via, (key, data)))
+                    undecided.setdefault(name, []).append((p, at, text))
             for name, pm in merged(taken).items():
                 out[name] = (merge(out[name], pm) or pm) if name in out else pm
+        indexes: dict[Path, ConditionIndex] = {}  # each file's conditional groups, read once (`condition_index`)
         for name, pm in out.items():
             if not pm.blocked or name not in undecided or "several definitions" not in pm.blocked:
                 continue
-            conditions = [c for c in dict.fromkeys(undecided[name]) if c]
+            found = (self._deciding_condition(p, at, text, via, (key, data), indexes) for p, at, text in undecided[name])
+            conditions = [c for c in dict.fromkeys(found) if c]
             if pm.others:
                 spelled = "` or `".join(x.decode("utf-8", "replace") for x in (pm.prefix, *pm.others))
                 which = " and ".join(conditions) if conditions else "a preprocessor condition"
@@ -431,11 +417,15 @@ class ProjectIndex:
         return out
 
     def _deciding_condition(self, p: Path, at: int, text: bytes, via: dict[Path, tuple[Path, int]],
-                            root: tuple[Path, bytes]) -> str:
+                            root: tuple[Path, bytes], indexes: dict[Path, ConditionIndex]) -> str:
         """The condition a definition at `at` of `p` is under, for a reason: the innermost `#if` group around it
-        (a header guard aside), else around the `#include` that brought `p` in, and so on up; "" when none."""
+        (a header guard aside), else around the `#include` that brought `p` in, and so on up; "" when none.
+        `indexes`: the files' `condition_index`, kept by the caller."""
         for _ in range(MAX_DEPTH + 1):
-            got = enclosing_condition(text, at)
+            index = indexes.get(p)
+            if index is None:
+                index = indexes[p] = condition_index(text)
+            got = enclosing_condition(text, at, index)
             if got is not None:
                 return f"`{got[1]}` ({p.name}:{got[0]})"
             if p not in via:
@@ -538,9 +528,9 @@ def _stamp(path: Path) -> tuple[int, int] | None:
 
 
 def _key(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except OSError:
+    try:  # os.path.realpath: Path.resolve raises RuntimeError on a symlink loop (before Python 3.13)
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError):
         return path
 
 

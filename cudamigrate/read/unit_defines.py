@@ -76,9 +76,14 @@ def file_defines(project: ProjectIndex | None, db: str | None, path: Path) -> tu
         return ()
     got = project.cache.get(("unit_defines", db))
     if got is None:
+        # stamped before it is read: an editing session's index (server/analysis.py) starts afresh once the
+        # database changes (a build reconfigured with other -D flags), not at the next header edit
+        project.watch(Path(db))
         try:
             units = {c.file: command_defines(c.argv) for c in load_compile_db(Path(db))}
-        except (OSError, ValueError, TypeError, KeyError, AttributeError):  # unreadable or not a database's shape
+        # unreadable, not a database's shape, or nested too deep for json (RecursionError): no flags, never an
+        # internal error of every file's scan
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
             units = {}
         got = project.cache[("unit_defines", db)] = UnitDefines(units)
     return got.for_file(project, path)

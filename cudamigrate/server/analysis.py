@@ -2,15 +2,18 @@
 project's configuration, as the CLI resolves it), its findings, and the byte edits of each code action.
 
 Engines are kept per configuration (file and its mtime, so an edited `.cudamigrate.toml` takes effect on the
-next keystroke), so after the first document only the scan itself runs: the compiled rules, the keyword
+next keystroke) and compile database (the one the document's directory finds, as `scan` would: one created
+while the server runs, or another subproject's, decides the branches of the documents it compiles), so after
+the first document only the scan itself runs: the compiled rules, the keyword
 regexes and the warm-up are paid once, as in a CLI run. Only the newest engine of each configuration file is
 kept, and at most `MAX_ENGINES` in all, so an editing session does not grow by an engine per saved edit.
 
 Each engine scans with a project index (the project headers a document includes, read once) that is kept
-across keystrokes while every header it read is unchanged on disk: a CLI run's index never sees a file
-change, but an editing session saves headers, and a kept index would go on answering from their old text
-(a texture reference's declaration, a statement macro). A changed or missing header, or more than
-`MAX_INDEX_FILES` headers kept, starts a new index.
+across keystrokes while every file it read (a header, a `.cu` a document includes, the compile database) is
+unchanged on disk: a CLI run's index never sees a file change, but an editing session saves headers, and a
+kept index would go on answering from their old text (a texture reference's declaration, a statement macro, a
+struct's members, the database's -D/-U flags: read/unit_defines.py). A changed or missing file, or more than
+`MAX_INDEX_FILES` files read, starts a new index.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ if TYPE_CHECKING:
     from ..findings.model import Finding
 
 MAX_ENGINES = 4  # configurations (projects) with a live engine; the least recently used goes first
-MAX_INDEX_FILES = 4096  # headers one engine's project index keeps before it starts afresh (bounded memory)
+MAX_INDEX_FILES = 4096  # files one engine's project index reads before it starts afresh (bounded memory)
 
 
 @dataclass
@@ -78,8 +81,11 @@ class Engines:
     same checks `scan` makes (workspace/preparation.py): a configuration `scan` refuses gives no engine here either."""
 
     def __init__(self) -> None:
-        self._by_key: OrderedDict[tuple[str, float], Engine] = OrderedDict()
-        self._index: dict[tuple[str, float], ProjectIndex] = {}
+        # (configuration file, its mtime, the compile database the document's directory finds): the database's
+        # -D/-U flags decide branches (read/unit_defines.py), and which one a document has can change (a build
+        # configured after the server started) or differ between the subprojects of one configuration
+        self._by_key: OrderedDict[tuple[str, float, str | None], Engine] = OrderedDict()
+        self._index: dict[tuple[str, float, str | None], ProjectIndex] = {}
 
     def resolve(self, path: Path) -> tuple[Engine | None, Refusal | None, int]:
         """(engine, refusal, the configured `max-file-size` in bytes) for `path`: engine None when the
@@ -91,15 +97,16 @@ class Engines:
         req = Request(paths=(path,))
         try:
             cfg = find_configuration(req)
-            key = (str(cfg.path), os.stat(cfg.path).st_mtime if cfg.path and os.path.exists(cfg.path) else 0.0)
+            mtime = os.stat(cfg.path).st_mtime if cfg.path and os.path.exists(cfg.path) else 0.0
             pre = prepare(req)
+            key = (str(cfg.path), mtime, pre.opts.compile_db)
             for w in pre.warnings:  # a malformed calibration file: on stderr, as the CLI does
                 print(f"cudamigrate: {printable(w)}", file=sys.stderr)
             limit = pre.max_bytes or DEFAULT_MAX_BYTES
             if not pre.files:  # excluded by `exclude` or an ignore file, as `scan` would
                 return None, None, limit
             if key not in self._by_key:
-                for old in [k for k in self._by_key if k[0] == key[0]]:  # an older version of this configuration
+                for old in [k for k in self._by_key if k[0] == key[0] and k[1] != key[1]]:  # an older version of it
                     del self._by_key[old]
                     self._index.pop(old, None)
                 self._by_key[key] = self._build(pre, load_checked(req, pre).rules)
@@ -110,8 +117,8 @@ class Engines:
             return None, Refusal(exc.text(), exc.config), DEFAULT_MAX_BYTES
         return self._by_key[key].with_run(project=self._fresh_index(key)), None, limit
 
-    def _fresh_index(self, key: tuple[str, float]) -> ProjectIndex:
-        """The configuration's project index, new when a header it read changed or it grew past its bound."""
+    def _fresh_index(self, key: tuple[str, float, str | None]) -> ProjectIndex:
+        """The configuration's project index, new when a file it read changed or it grew past its bound."""
         from ..read.project_index import ProjectIndex
 
         index = self._index.get(key)

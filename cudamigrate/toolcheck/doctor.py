@@ -333,7 +333,10 @@ def _compile_db_check(start: Path | None = None) -> Check:
                      "or --compile-commands")
     try:
         n = len(json.loads(found.read_text(encoding="utf-8")))
-    except (OSError, ValueError) as exc:
+    except RecursionError:
+        return Check("compile database", "warn", f"{found}: unreadable (JSON nested too deeply)",
+                     "scans use tree-sitter only")
+    except (OSError, ValueError, TypeError) as exc:  # TypeError: a JSON number or null, which has no len()
         return Check("compile database", "warn", f"{found}: unreadable ({exc})", "scans use tree-sitter only")
     return Check("compile database", "ok", f"{found} ({n} entries)", "scans of files it covers use semantic mode")
 

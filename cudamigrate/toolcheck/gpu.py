@@ -129,7 +129,7 @@ def _kept_gpu_name(key: str) -> str | None:
     path = _gpu_name_path()
     try:
         doc = json.loads(path.read_text(encoding="utf-8")) if path is not None else None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     if isinstance(doc, dict) and doc.get("key") == key and isinstance(doc.get("name"), str) and doc["name"]:
         return doc["name"]

@@ -72,7 +72,7 @@ def database_compiler(db: Path) -> tuple[str, tuple[int, int] | None] | None:
     path tells), or None when no command runs nvcc or the database cannot be read."""
     try:
         entries = json.loads(db.read_text(encoding="utf-8", errors="replace"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested too deeply for json, not a database
         return None
     for e in entries if isinstance(entries, list) else []:
         if not isinstance(e, dict):

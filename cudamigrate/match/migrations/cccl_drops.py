@@ -11,8 +11,10 @@ A use `thrust::NAME` (or `cub::NAME`) is reported when the target release has dr
 file includes (itself or through the project's headers; a header that includes no CCCL header is judged by the
 files of the run that include it), and no header it includes still reaches NAME there. Uses in comments,
 strings and dead `#if` branches, unqualified names (a user's own `get`, `std::get`, `using namespace thrust;`)
-and a target before the dropping release are left alone. The fix includes the declaring header after the
-file's last thrust/cub include: what the dropped include used to bring in, so behaviour is unchanged.
+and a target before the dropping release are left alone (a commented-out or dead `#include` includes nothing). The
+fix includes the declaring header after the file's last thrust/cub include before the first use, one the
+preprocessor takes (not in a comment or a dead `#if` branch, where it would change nothing): what the dropped
+include used to bring in, so behaviour is unchanged.
 """
 
 from __future__ import annotations
@@ -29,17 +31,17 @@ import tree_sitter as ts
 
 from ...core.registry import Registry
 from ...findings.model import Edit
+from ...parse import walk
 from ...parse.treesitter import query
 from ...rules.schema import Rule
 from ..context import FileContext, node_text
-from ..matchers import Match
+from ..matchers import INCLUDE_PATTERNS, Match
 from .builtin_registry import BuiltinFn, builtin_schema
 from .builtins import dead_for_target
 
 BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
 DATA = Path(__file__).resolve().parent.parent.parent / "data" / "cccl_drops.json.gz"
 _INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*[<"]((?:thrust|cub)/[^>"\n]+)[>"]', re.M)
-_ANY_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include\b[^\n]*', re.M)
 _USE = re.compile(r"(?:::)?\s*(thrust|cub)\s*::\s*([A-Za-z_]\w*)")
 _HEADER_SUFFIXES = (".h", ".hh", ".hpp", ".hxx", ".cuh", ".inl", ".inc")
 
@@ -109,10 +111,28 @@ def _closure_includes(ctx: FileContext, path: Path, data: bytes) -> set[str]:
     return got
 
 
+def _live_includes(ctx: FileContext) -> list[tuple[int, str]]:
+    """(end of its line, header name) of each `#include <...>`/`"..."` of the file's own parse that the
+    preprocessor may take, in order: not in a comment (the parse has none there), not in a branch dead for the
+    target (`#if 0`). A commented-out or dead include neither brings a name in nor is a place to insert one."""
+    data = ctx.source.data
+    out: list[tuple[int, str]] = []
+    for _, inc, path in walk.field_matches(ctx.main.root, INCLUDE_PATTERNS):
+        text = node_text(path).strip()
+        if len(text) < 2 or text[0] not in "<\"" or dead_for_target(inc, ctx):
+            continue
+        end = data.find(b"\n", ctx.main.abs(path)[1])
+        out.append((len(data) if end < 0 else end + 1, text[1:-1].strip()))
+    return out
+
+
 def _include_sets(ctx: FileContext) -> list[set[str]]:
     """The file's CCCL includes; for a header that reaches none, those of each file of the run including it."""
-    own = _closure_includes(ctx, ctx.source.path, ctx.source.data)
     proj = ctx.project
+    own = {name for _, name in _live_includes(ctx) if name.startswith(("thrust/", "cub/"))}
+    if proj is not None:
+        for p in proj.reachable(ctx.source.path, ctx.source.data):
+            own |= _included(proj.read(p) or b"")
     if own or proj is None or ctx.source.path.suffix.lower() not in _HEADER_SUFFIXES:
         return [own]
     out = []
@@ -131,24 +151,23 @@ def _lacks(includes: set[str], drop: Drop, reached: dict[str, frozenset[str]]) -
     return not includes & providers
 
 
-def _insert_at(data: bytes) -> int | None:
-    """Just after the last thrust/cub include line (else the last include line); None without one."""
-    last = None
-    for m in _INCLUDE.finditer(data):
-        last = m
-    if last is None:
-        for m in _ANY_INCLUDE.finditer(data):
-            last = m
-    if last is None:
-        return None
-    end = data.find(b"\n", last.end())
-    return None if end < 0 else end + 1  # an include on the last line without a newline: no place to insert
+def _insert_at(ctx: FileContext, before: int) -> int | None:
+    """Just after the last live thrust/cub include line before offset `before` (the first use: a qualified name
+    must be declared before it), else the last live include line before it; None without one (`_live_includes`:
+    never in a comment or a dead `#if` branch, where the include would change nothing), or when that include is
+    on the last line without a newline (no place to insert)."""
+    data = ctx.source.data
+    found = [(end, name) for end, name in _live_includes(ctx) if end <= before]
+    cccl = [end for end, name in found if name.startswith(("thrust/", "cub/"))]
+    at = cccl[-1] if cccl else (found[-1][0] if found else None)
+    return None if at is None or not data[:at].endswith(b"\n") else at
 
 
 @BUILTINS.register("cccl_dropped_include", builtin_schema(), doc=(
     "`thrust::NAME` / `cub::NAME` uses whose only route to NAME's declaration, in the target's CCCL, went through a "
     "header that stopped including it (data/cccl_drops.json.gz); the edit includes the declaring header after the "
-    "file's last thrust/cub include. vars: `header` (the declaring header), `declared` (its path:line), `via` (the "
+    "file's last live thrust/cub include before the first use. vars: `header` (the declaring header), `declared` "
+    "(its path:line), `via` (the "
     "included header that dropped it), `release` (the CUDA release that dropped it)."))
 def cccl_dropped_include(rule: Rule, ctx: FileContext, options: dict[str, Any]) -> list[Match]:
     data = ctx.source.data
@@ -172,13 +191,17 @@ def cccl_dropped_include(rule: Rule, ctx: FileContext, options: dict[str, Any]) 
     if not uses:
         return []
     sets = _include_sets(ctx)
-    at = _insert_at(data)
-    nl = ctx.source.newline.decode()
-    out: list[Match] = []
+    flagged: list[tuple[ts.Node, Drop, list[set[str]]]] = []
     for node, drop in sorted(uses, key=lambda u: u[0].start_byte):
         lacking = [s for s in sets if _lacks(s, drop, reached)]
-        if not lacking or dead_for_target(node, ctx):
-            continue
+        if lacking and not dead_for_target(node, ctx):
+            flagged.append((node, drop, lacking))
+    if not flagged:
+        return []
+    at = _insert_at(ctx, unit.abs(flagged[0][0])[0])  # one place, before every use it declares
+    nl = ctx.source.newline.decode()
+    out: list[Match] = []
+    for node, drop, lacking in flagged:
         header, declared = declaring_header(drop)
         written = node_text(node)
         m = Match(rule=rule, unit=unit, node=node, name=drop.name, written=written)

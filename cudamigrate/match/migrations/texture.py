@@ -72,7 +72,7 @@ def _file_blockers(rule: Rule, ctx: FileContext, kind: str) -> dict[tuple[str, s
     """Why each reference (by declaring file and name) cannot be migrated in this one file, with
     `file:line` in front; computed once per file and run from the file as it was first seen."""
     cache = ctx.project.cache.setdefault(("texture-blockers", kind), {})
-    key = ctx.source.path.resolve()
+    key = Path(os.path.realpath(ctx.source.path))
     if key not in cache:
         out: dict[tuple[str, str], list[str]] = {}
         refs = {n: r for n, r in refs_in_scope(ctx)[2].items() if r.kind == kind}
@@ -80,7 +80,7 @@ def _file_blockers(rule: Rule, ctx: FileContext, kind: str) -> dict[tuple[str, s
             r = refs.get(m.vars.get("reference", ""))
             if r is None or not m.vars.get("reason"):
                 continue
-            decl = str((r.path or ctx.source.path).resolve())
+            decl = os.path.realpath(r.path or ctx.source.path)
             line = ctx.source.position(m.report_range[0])[0]
             out.setdefault((decl, r.name), []).append(f"{_shown(ctx.source.path)}:{line}: {m.vars['reason']}")
         cache[key] = out
@@ -103,8 +103,8 @@ def _project_blockers(rule: Rule, ctx: FileContext, kind: str, ref: Ref) -> list
     migrating the declaration breaks the use, and leaving it breaks the migrated uses."""
     if ctx.project is None or not ctx.project.files or ref.migrated:
         return []
-    decl = (ref.path or ctx.source.path).resolve()
-    me = ctx.source.path.resolve()
+    decl = Path(os.path.realpath(ref.path or ctx.source.path))
+    me = Path(os.path.realpath(ctx.source.path))
     users = [decl] + ctx.project.includers(decl)
     out: list[str] = []
     for f in dict.fromkeys(users):
@@ -177,7 +177,7 @@ def _getter_use(ctx: FileContext, r: Ref, u: Use) -> Use:
         return u
     ret, fname, why = u.detail
     g = find_getter(ctx, fname) if r.local and u.unit is ctx.main and r.kind == "texture" else None
-    if g is not None and g.ref == r.name and g.declared_in == ctx.source.path.resolve():
+    if g is not None and g.ref == r.name and g.declared_in == Path(os.path.realpath(ctx.source.path)):
         return Use(u.node, u.unit, "getter", (ret, g))
     return Use(u.node, u.unit, "other", why)
 

@@ -4,7 +4,7 @@ Part of texture.py's migration."""
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 import tree_sitter as ts
 
@@ -476,7 +476,7 @@ def migrate(rule: Rule, ctx: FileContext, ref: Ref, uses: list[Use], mig: Migrat
         # the consistency group: this reference, by its declaring file (fix/consistency.py: `symbol@scope`), so that
         # an unrelated reference of the same name in another program of the run is not tied to it
         # (resolved, as the paths of header references are: a file reached through a link is one declaration)
-        "reference_group": f"{ref.name}{SCOPE}{Path(declared_in).resolve()}",
+        "reference_group": f"{ref.name}{SCOPE}{os.path.realpath(declared_in)}",
         "reference": ref.name, "kind": ref.kind, "type": f"{ref.kind}<{ref.targs}>", "element": ref.elem,
         "mode": ref.mode, "local": ref.local, "reads": sum(1 for u in uses if u.what in ("read", "surf")),
         "binds": sum(1 for u in uses if u.what == "bind"),

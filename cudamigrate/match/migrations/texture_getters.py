@@ -18,6 +18,7 @@ its `channelDesc`. Anything else keeps the manual findings (texture_refs.getter_
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -129,7 +130,7 @@ def _definition(octx: FileContext, fname: str) -> Getter | None | bool:
         r = local.get(node_text(val))
         if r is None or r.kind != "texture" or r.problem or r.migrated or r.targs != _targs(rt[0]) or r.same_elsewhere:
             return False
-        found = Getter(fname, r.name, octx.source.path.resolve(), r.targs, r.elem)
+        found = Getter(fname, r.name, Path(os.path.realpath(octx.source.path)), r.targs, r.elem)
     return found
 
 
@@ -200,11 +201,15 @@ def find_getter(ctx: FileContext, fname: str) -> Getter | None:
     got: Getter | None = None
     ctxs: list[FileContext] = []
     for f in files:
-        data = ctx.source.data if Path(f).resolve() == ctx.source.path.resolve() else (
+        here = os.path.realpath(f) == os.path.realpath(ctx.source.path)  # (Path.resolve: RuntimeError on a loop)
+        data = ctx.source.data if here else (
             proj.read(Path(f)) if proj is not None else None)
-        if data is None or word not in data:
+        if data is None:  # a file of the program whose uses cannot be looked at (too large, unreadable, gone)
+            got, ctxs = None, []
+            break
+        if word not in data:
             continue
-        octx = ctx if Path(f).resolve() == ctx.source.path.resolve() else (
+        octx = ctx if here else (
             other_context(ctx, Path(f)) if proj is not None else None)
         if octx is None:
             got = None
@@ -220,11 +225,11 @@ def find_getter(ctx: FileContext, fname: str) -> Getter | None:
         got = None
     if got is not None and proj is not None and proj.files:
         # a header outside the run that declares the getter would keep `texture<...> &get_ref(void);`
-        run = {Path(f).resolve() for f in proj.files}
+        run = {os.path.realpath(f) for f in proj.files}
         for o in ctxs:
             for h in proj.reachable(o.source.path, o.source.data):
                 data = proj.read(h)
-                if h.resolve() not in run and data is not None and word in data:
+                if os.path.realpath(h) not in run and (data is None or word in data):  # (None: not looked at)
                     got = None
     cache[(fname, program)] = got
     return got
@@ -277,6 +282,7 @@ def getter_bind_match(rule: Rule, ctx: FileContext, call: ts.Node, fn: str, gcal
     """A bind or unbind through the getter -> the stand-in with the members it hands out (manual where the call
     has a form the stand-ins do not take: a bind that leaves the size to its default)."""
     from .texture_edits import HELPERS, helper_position
+    from .texture_uses import is_channel_desc
 
     m = Match(rule=rule, unit=ctx.main, node=call, name=fn, written=fn)
     args = [node_text(a) for a in named_children(call.child_by_field_name("arguments"))]
@@ -286,7 +292,8 @@ def getter_bind_match(rule: Rule, ctx: FileContext, call: ts.Node, fn: str, gcal
     if fn in ("cudaBindTextureToArray", "cudaBindTextureToMipmappedArray") and n in (2, 3):
         helper = "cudamigrateBindTextureToArray" if fn == "cudaBindTextureToArray" else "cudamigrateBindTextureToMipmappedArray"
         text = f"{helper}({G}.obj, {G}.symbol, {args[1]}, {G}.desc)"
-    elif fn == "cudaBindTexture" and n in (4, 5):
+    elif fn == "cudaBindTexture" and (n == 5 or (n == 4 and not is_channel_desc(ctx, args[3]))):
+        # (4 arguments ending in a channel descriptor leave the size to its default, as for a reference of the file)
         desc, size = (args[3], args[4]) if n == 5 else (f"{G}.channelDesc", args[3])
         text = f"cudamigrateBindTexture({args[0]}, {G}.obj, {G}.symbol, {args[2]}, {desc}, {size}, {G}.desc)"
     elif fn == "cudaBindTexture2D" and n in (6, 7):
@@ -295,7 +302,10 @@ def getter_bind_match(rule: Rule, ctx: FileContext, call: ts.Node, fn: str, gcal
     elif fn == "cudaUnbindTexture" and n == 1:
         text = f"cudamigrateUnbindTexture({G}.obj)"
     if text is None:
-        m.vars.update({"function": fn, "reason": f"`{fn}` with {n} argument(s) through `{g.name}()` has no stand-in form",
+        why = (f"`{fn}` through `{g.name}()` leaves the size to its default (the whole address space), which a "
+               "texture object cannot take: pass the size in bytes" if fn == "cudaBindTexture" and n == 4 else
+               f"`{fn}` with {n} argument(s) through `{g.name}()` has no stand-in form")
+        m.vars.update({"function": fn, "reason": why,
                        "reference": g.ref, "reference_group": g.group})
         m.edits = []
         m.fix_applicability = "manual"

@@ -11,6 +11,7 @@ An includer's own declarations above its `#include` of the header count too (`In
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,14 +49,14 @@ def includer_refs(ctx: "FileContext", includer: Callable[["FileContext"], Includ
     project = ctx.project
     if project is None or not project.files:
         return {}
-    me = ctx.source.path.resolve()
-    users = [p for p in project.includers(me) if Path(p).resolve() != me]
+    me = Path(os.path.realpath(ctx.source.path))  # (Path.resolve: RuntimeError on a symlink loop)
+    users = [p for p in project.includers(me) if Path(os.path.realpath(p)) != me]
     if not users:
         return {}
     cache = project.cache.setdefault(("texture-includer-refs",), {})
     seen: list[dict] = []
     for path in users:
-        key = Path(path).resolve()
+        key = Path(os.path.realpath(path))
         if key not in cache:
             octx = other(ctx, key)
             cache[key] = includer(octx) if octx is not None else None
@@ -63,7 +64,8 @@ def includer_refs(ctx: "FileContext", includer: Callable[["FileContext"], Includ
     out = {}
     for name, ref in seen[0].items():
         paths = {str(s[name].path) if name in s and s[name].path is not None else None for s in seen}
-        if len(paths) == 1 and None not in paths and Path(next(iter(paths))).resolve() != me:
+        only = next(iter(paths)) if len(paths) == 1 else None
+        if only is not None and Path(os.path.realpath(only)) != me:
             out[name] = ref
     return out
 

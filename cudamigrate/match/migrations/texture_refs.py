@@ -327,7 +327,8 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], froz
             # (a header's includes come from the index's per-run cache: only the scanned file's own data is new)
             incs: list[Path | None] = list(ctx.project.includes(path, data if level == depth else None))
         else:
-            incs = [(path.parent / m.group(1).decode("utf-8", "surrogateescape")).resolve() for _, m in line_start_matches(LOCAL_INCLUDE, data)]
+            incs = [Path(os.path.realpath(path.parent / m.group(1).decode("utf-8", "surrogateescape")))
+                    for _, m in line_start_matches(LOCAL_INCLUDE, data)]
         for inc in incs:
             if inc is None or inc in seen or not os.path.isfile(inc):
                 continue
@@ -350,7 +351,7 @@ def _header_refs(ctx: FileContext, depth: int = 3) -> tuple[dict[str, Ref], froz
                 visit(inc, text, level - 1)
 
     try:
-        visit(ctx.source.path.resolve(), ctx.source.data, depth)
+        visit(Path(os.path.realpath(ctx.source.path)), ctx.source.data, depth)
     except OSError:
         pass
     return out, frozenset(helpers)
@@ -464,10 +465,10 @@ def _includer(octx: FileContext) -> Includer:
     """A file that includes headers, as `includer_refs` needs it: its header references, its own file-scope
     declarations as references of that file (not local to the header that reads them: each declaration stays
     where it is, and migrates there), and its `#include` directives."""
-    path = octx.source.path.resolve()
+    path = Path(os.path.realpath(octx.source.path))
     own = tuple((octx.main.abs(r.decl)[0], replace(r, decl=None, declarator=None, unit=None, same_elsewhere=[], path=path))
                 for r in _declarations(octx.main.root, octx.main)[0] if r.decl is not None)
-    sites = tuple((at, Path(inc).resolve() if inc is not None else None)
+    sites = tuple((at, Path(os.path.realpath(inc)) if inc is not None else None)
                   for at, inc in octx.project.include_sites(path, octx.source.data))
     return Includer(_header_refs(octx)[0], own, sites)
 

@@ -24,6 +24,7 @@ verdict, only adds locations.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,7 +57,7 @@ Site = tuple[int, int, str]
 def related_uses(ctx: FileContext, ref: Ref, at: tuple[int, int], peers: list[Ref]) -> list[Related]:
     """The related locations of `ref`'s finding in `ctx`'s file, reported at bytes `at` (left out). `peers`: the
     references declared in the same file (their uses in another file are found in one pass over it)."""
-    here = ctx.source.path.resolve()
+    here = Path(os.path.realpath(ctx.source.path))
     found: list[tuple[str, SourceFile, list[Site]]] = [("", ctx.source, _sites(ctx, here, ctx.source.data, ctx.main.root, ref))]
     if ref.local and ctx.project is not None and ctx.project.files:
         others = sorted({p for p in ctx.project.includers(here) if p != here}, key=str)[:MAX_FILES]
@@ -86,7 +87,7 @@ def _other_file_sites(ctx: FileContext, path: Path, ref: Ref, peers: list[Ref]) 
     """A file of the run that includes the declaring file: its uses of `ref`. The file is parsed once per run
     and declaring file, for all the references declared there (`peers`)."""
     assert ctx.project is not None
-    decl = str((ref.path or ctx.source.path).resolve())
+    decl = os.path.realpath(ref.path or ctx.source.path)
     cache = ctx.project.cache.setdefault(("texture-related", decl), {})
     if path not in cache:
         cache[path] = {}

@@ -51,7 +51,7 @@ def function_of(node: ts.Node) -> ts.Node | None:
     return None
 
 
-def is_channel_desc(ctx: FileContext, text: str, ref: Ref) -> bool:
+def is_channel_desc(ctx: FileContext, text: str, ref: Ref | None = None) -> bool:
     t = normalize(text).lstrip("&*")
     if t.startswith("cudaCreateChannelDesc") or t.endswith(".channelDesc") or t.endswith("->channelDesc"):
         return True
