@@ -40,6 +40,11 @@ def _scan(root: Path, name: str, db: Path | None) -> list:
     (["nvcc", "-DUSE_HIP", "-D", "N=2", "-UOLD", "-c", "a.cu"], (("USE_HIP", "1"), ("N", "2"), ("OLD", None))),
     (["nvcc", "-Xcompiler", "-DX=1,-Wall,-UY", "-DEMPTY=", "a.cu"], (("X", "1"), ("Y", None), ("EMPTY", ""))),
     (["nvcc", "--compiler-options=-DZ", "-U", "W", "a.cu"], (("Z", "1"), ("W", None))),
+    # nvcc's long spellings, and a host-compiler list the shell would split at spaces
+    (["nvcc", "--define-macro", "USE_HIP", "--define-macro=N=3", "--undefine-macro", "OLD", "--undefine-macro=X",
+      "a.cu"], (("USE_HIP", "1"), ("N", "3"), ("OLD", None), ("X", None))),
+    (["nvcc", "-Xcompiler", "-DA -DB=2,-UC", "--compiler-options", "-Wall -DD", "a.cu"],
+     (("A", "1"), ("B", "2"), ("C", None), ("D", "1"))),
 ])
 def test_command_defines_reads_the_forms_semantic_mode_passes_on(argv, expected):
     from cudamigrate.parse.clang import clang_args

@@ -29,7 +29,7 @@ wrapper includes: empty stand-ins live in `cudamigrate/data/clang_shims` and are
 
 from __future__ import annotations
 
-from .compile_db import DB_NAME, Command, find_compile_db, load_compile_db  # noqa: F401  (re-exported: semantic mode's callers)
+from .compile_db import DB_NAME, LONG_DEFINES, Command, compiler_option_items, find_compile_db, load_compile_db  # noqa: F401  (re-exported: semantic mode's callers)
 
 import glob
 import importlib.util
@@ -343,6 +343,11 @@ def clang_args(cmd: Command, setup: ClangSetup | None = None) -> list[str]:
             out.append(a)
             i += 1
             continue
+        if key in LONG_DEFINES:  # nvcc's --define-macro / --undefine-macro
+            if (val if eq else nxt):
+                out.append(LONG_DEFINES[key] + (val if eq else nxt))
+            i += 1 if eq else 2
+            continue
         if key in ("-std", "--std"):
             std = val if eq else nxt
             i += 1 if eq else 2
@@ -356,7 +361,7 @@ def clang_args(cmd: Command, setup: ClangSetup | None = None) -> list[str]:
             i += 1
             continue
         if key in ("-Xcompiler", "--compiler-options"):
-            for x in (val if eq else nxt).split(","):
+            for x in compiler_option_items(val if eq else nxt):
                 if x.startswith(("-D", "-U", "-I", "-std=", "-f", "-m")) and not x.startswith(("-fPIC", "-fopenmp")):
                     out.append(x)
             i += 1 if eq else 2

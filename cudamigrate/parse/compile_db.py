@@ -75,10 +75,21 @@ def load_compile_db(path: Path) -> list[Command]:
 Define = tuple[str, "str | None"]  # (NAME, VALUE) for -DNAME=VALUE (-DNAME: "1"), (NAME, None) for -UNAME
 
 
+# nvcc's long spellings of -D and -U (`nvcc --help`: --define-macro, --undefine-macro), with or without `=`
+LONG_DEFINES = {"--define-macro": "-D", "--undefine-macro": "-U"}
+
+
+def compiler_option_items(value: str) -> list[str]:
+    """The host-compiler options of one `-Xcompiler`/`--compiler-options` value: nvcc splits the list at commas,
+    and the host compiler's command line at spaces (`-Xcompiler "-DA -DB"` passes two options)."""
+    return [t for part in value.split(",") for t in part.split()]
+
+
 def command_defines(argv: list[str]) -> tuple[Define, ...]:
     """The `-D`/`-U` flags of a unit's command line, in order, in the forms semantic mode passes on to clang
-    (parse/clang.py's `clang_args`): `-D X`, `-DX`, `-U X`, `-UX`, and those inside `-Xcompiler`/
-    `--compiler-options` (comma-separated). `-DNAME` is `-DNAME=1`, as for gcc, clang and nvcc."""
+    (parse/clang.py's `clang_args`): `-D X`, `-DX`, `-U X`, `-UX`, nvcc's `--define-macro[=]X` and
+    `--undefine-macro[=]X`, and those inside `-Xcompiler`/`--compiler-options` (comma- or space-separated).
+    `-DNAME` is `-DNAME=1`, as for gcc, clang and nvcc."""
     out: list[Define] = []
 
     def add(flag: str, value: str) -> None:
@@ -95,10 +106,14 @@ def command_defines(argv: list[str]) -> tuple[Define, ...]:
             add(a, argv[i + 1])
             i += 2
             continue
+        if key in LONG_DEFINES:
+            add(LONG_DEFINES[key], val if eq else (argv[i + 1] if i + 1 < len(argv) else ""))
+            i += 1 if eq else 2
+            continue
         if a.startswith(("-D", "-U")):
             add(a[:2], a[2:])
         elif key in ("-Xcompiler", "--compiler-options"):
-            for x in (val if eq else (argv[i + 1] if i + 1 < len(argv) else "")).split(","):
+            for x in compiler_option_items(val if eq else (argv[i + 1] if i + 1 < len(argv) else "")):
                 if x.startswith(("-D", "-U")) and len(x) > 2:
                     add(x[:2], x[2:])
             i += 1 if eq else 2
