@@ -83,7 +83,8 @@ def install(release: str, root: Path | None = None) -> Path:
         shutil.copytree(into, d, dirs_exist_ok=True, symlinks=True)
         shutil.rmtree(into, ignore_errors=True)
     # a new file, not the old one rewritten: a hard-linked copy of the cache must not change the original's stamp
-    tmp = d / ".cudamigrate-wheels.tmp"
+    # (named per process: two installs finishing together must not write or rename one another's file)
+    tmp = d / f".cudamigrate-wheels.{os.getpid()}.tmp"
     tmp.write_text("\n".join(WHEELS[release]) + "\n")
     tmp.replace(d / ".cudamigrate-wheels")
     nvcc = installed(release, root)
