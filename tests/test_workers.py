@@ -119,3 +119,37 @@ def test_workers_inherit_the_include_graph_instead_of_each_building_it(tmp_path,
     assert log.read_text().split() == [str(os.getpid())]  # built once, here, none in the workers
     assert json.loads(two)["summary"]["files_scanned"] == 72
     assert two == run_cli("scan", "--format", "json", "--no-cache", "-j", "1", tmp_path / "tree").stdout
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or "fork" not in mp.get_all_start_methods(),
+                    reason="workers inherit the parent's index only where processes fork")
+def test_workers_inherit_the_shared_headers_macros_instead_of_each_working_them_out(tmp_path, monkeypatch):
+    """A header many files of the run reach (a project's helper header): its own macros were worked out again by
+    every worker that met one of those files; with the include graph built before forking, the parent works
+    them out once. A header one file reaches is left to its worker."""
+    import os
+
+    from cudamigrate.read.project_index import ProjectIndex
+
+    tree = tmp_path / "tree"
+    _texture_tree(tree)
+    (tree / "helper.cuh").write_text("#pragma once\n#define CHECK { cudaDeviceSynchronize(); }\n")
+    (tree / "alone.cuh").write_text("#pragma once\n#define ALONE { cudaDeviceSynchronize(); }\n")
+    for i in range(0, 70, 5):
+        f = tree / f"f{i:02}.cu"
+        f.write_text('#include "helper.cuh"\n' + ('#include "alone.cuh"\n' if i == 5 else "") + f.read_text())
+    log = tmp_path / "macros.log"
+    original = ProjectIndex._own_macros
+
+    def logged(self, path, data):
+        if data is None and self._key(path) not in self._macros:
+            with open(log, "a") as fh:
+                fh.write(f"{os.getpid()} {path.name}\n")
+        return original(self, path, data)
+
+    monkeypatch.setattr(ProjectIndex, "_own_macros", logged)
+    two = run_cli("scan", "--format", "json", "--no-cache", "-j", "2", tree).stdout
+    worked = [line.split() for line in log.read_text().splitlines()]
+    assert [pid for pid, name in worked if name == "helper.cuh"] == [str(os.getpid())]  # once, here
+    assert [pid for pid, name in worked if name == "alone.cuh"] != [str(os.getpid())]  # its worker's own
+    assert two == run_cli("scan", "--format", "json", "--no-cache", "-j", "1", tree).stdout

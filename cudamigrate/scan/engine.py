@@ -255,11 +255,12 @@ class Engine:
         matcher modules, the template sandbox, compiled patterns) is then loaded in this process, and worker
         processes forked from it inherit it instead of each loading it again (~0.1 s CPU per worker). With
         `files` (those the workers will scan), the run's project index also builds what the selected builtins'
-        prechecks will ask of it for them (match/precheck.py: `prepare_shared`), once for every worker."""
+        prechecks will ask of it, and the headers they share (`prepare_shared`, `prepare_shared_headers`)."""
         try:  # on a copy with an empty index: the run's index learns nothing from this file
             self.with_run(project=ProjectIndex()).scan_bytes(Path(WARM_UP_NAME), WARM_UP_SOURCE)
             if files:
                 precheck.prepare_shared(self.prechecked_builtins.values(), self.project, files)
+                self.project.prepare_shared_headers()
         except Exception:  # only a speed-up: a failure here is met again, and reported, by the real scans
             pass
 
