@@ -84,9 +84,12 @@ BUILTIN_SHARED: dict[str, Callable[[Any, list[Path]], None]] = {
 
 
 def prepare_shared(builtins: Iterable[Any], project: Any, files: list[Path]) -> None:
-    """What `BUILTIN_SHARED` builds for the run's selected builtins (each once)."""
+    """What `BUILTIN_SHARED` builds for the run's selected builtins (each once), then the facts of the headers
+    many of `files` share, where that built the include graph (`ProjectIndex.prepare_shared_headers`)."""
     for prepare in dict.fromkeys(BUILTIN_SHARED[b] for b in builtins if b in BUILTIN_SHARED):
         prepare(project, files)
+    if project is not None:
+        project.prepare_shared_headers()
 
 
 def builtin_possible(name: Any, f: FileText) -> bool:

@@ -260,7 +260,6 @@ class Engine:
             self.with_run(project=ProjectIndex()).scan_bytes(Path(WARM_UP_NAME), WARM_UP_SOURCE)
             if files:
                 precheck.prepare_shared(self.prechecked_builtins.values(), self.project, files)
-                self.project.prepare_shared_headers()
         except Exception:  # only a speed-up: a failure here is met again, and reported, by the real scans
             pass
 
