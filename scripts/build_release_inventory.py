@@ -80,8 +80,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's cudamigrate, not an installed one
 import build_api_inventory as inv  # noqa: E402
 import lazy_wheel  # noqa: E402
+
+from cudamigrate.core.brackets import split_top_level  # noqa: E402
 
 ROOT = inv.ROOT
 OUT = ROOT / "cudamigrate" / "data" / "api_releases.json.gz"
@@ -479,19 +482,7 @@ _INTEGERS = {"int", "unsigned int", "short", "unsigned short", "long", "unsigned
 
 def _params(signature: str) -> list[str]:
     """The parameter types of `R (A, B, ...)`, split at the top-level commas."""
-    inner = signature[signature.index("(") + 1:signature.rindex(")")]
-    out, depth, cur = [], 0, ""
-    for ch in inner:
-        if ch in "(<[":
-            depth += 1
-        elif ch in ")>]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    return out + ([cur.strip()] if cur.strip() else [])
+    return split_top_level(signature[signature.index("(") + 1:signature.rindex(")")])
 
 
 def widened_by_value(e: inv.Entry) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import tree_sitter as ts
 
+from ...core.brackets import split_top_level
 from ...core.linestart import directive, line_start_matches
 from ...parse import pasting, walk
 from ...parse.treesitter import Unit, parse, parse_header
@@ -135,23 +136,6 @@ class Ref:
                 return f"float{m.group(2)}"
             return None
         return t
-
-
-def _split_top(text: str) -> list[str]:
-    out, depth, cur = [], 0, ""
-    for ch in text:
-        if ch in "<([":
-            depth += 1
-        elif ch in ">)]":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append(cur.strip())
-            cur = ""
-        else:
-            cur += ch
-    if cur.strip():
-        out.append(cur.strip())
-    return out
 
 
 def _ref_from_targs(kind: str, name: str, targs: list[str]) -> Ref:
@@ -408,7 +392,7 @@ def _header_declarations(ctx: FileContext, inc: Path, text: bytes) -> list[Ref]:
 def _marker_refs(data: bytes) -> list[Ref]:
     out = []
     for mk in MARKER_RE.finditer(data.decode("utf-8", "surrogateescape")):
-        r = _ref_from_targs(mk.group(3), mk.group(2), _split_top(mk.group(4)))
+        r = _ref_from_targs(mk.group(3), mk.group(2), split_top_level(mk.group(4)))
         r.migrated = True
         out.append(r)
     return out
