@@ -63,22 +63,24 @@ def test_one_engine_per_configuration_file_is_kept(tmp_path: Path):
     assert len(engines._by_key) == 1
 
 
-def test_a_saved_header_edit_reaches_the_next_scan(tmp_path: Path):
-    """The server keeps one project index across keystrokes; a header saved since is read again. Here the
-    member's type moves from `cudaDeviceProp` to the project's own struct, so CM503 must go: with the kept
-    index the second scan still read the old header and reported it."""
+@pytest.mark.parametrize("name", ["gpu.cuh", "gpu.cu"])
+def test_a_saved_edit_of_an_included_file_reaches_the_next_scan(tmp_path: Path, name: str):
+    """The server keeps one project index across keystrokes; a file it read that was saved since is read again,
+    a header or an included `.cu` (legacy code writes `#include "gpu.cu"`; only headers' stamps were checked at
+    first). Here the member's type moves from `cudaDeviceProp` to the project's own struct, so CM503 must go:
+    with the kept index the second scan still read the old text and reported it."""
     from cudamigrate.server.analysis import Engines, analyse
 
-    header, src = tmp_path / "gpu.cuh", tmp_path / "a.cu"
-    header.write_text("#pragma once\n#include <cuda_runtime.h>\nstruct Gpu { cudaDeviceProp prop; };\n")
-    src.write_text('#include "gpu.cuh"\nint f(Gpu &g) { return g.prop.clockRate; }\n')
+    included, src = tmp_path / name, tmp_path / "a.cu"
+    included.write_text("#pragma once\n#include <cuda_runtime.h>\nstruct Gpu { cudaDeviceProp prop; };\n")
+    src.write_text(f'#include "{name}"\nint f(Gpu &g) {{ return g.prop.clockRate; }}\n')
     engines = Engines()
     assert [f.rule_id for f in analyse(engines, src, src.read_text()).findings] == ["CM503"]
-    header.write_text("#pragma once\nstruct Mine { int clockRate; };\nstruct Gpu { Mine prop; };\n")
+    included.write_text("#pragma once\nstruct Mine { int clockRate; };\nstruct Gpu { Mine prop; };\n")
     assert analyse(engines, src, src.read_text()).findings == []
-    header.write_text("#pragma once\n#include <cuda_runtime.h>\nstruct Gpu { cudaDeviceProp prop; };\n")
+    included.write_text("#pragma once\n#include <cuda_runtime.h>\nstruct Gpu { cudaDeviceProp prop; };\n")
     assert [f.rule_id for f in analyse(engines, src, src.read_text()).findings] == ["CM503"]
-    header.unlink()  # a header gone since: not followed any more
+    included.unlink()  # a file gone since: not followed any more
     assert analyse(engines, src, src.read_text()).findings == []
 
 
@@ -102,20 +104,6 @@ def test_a_compile_database_created_after_the_first_scan_is_used(tmp_path: Path)
         [{"directory": str(tmp_path), "command": "nvcc -UUSE_HIP -c main.cu", "file": "main.cu"}]))
     (f,) = analyse(engines, src, src.read_text()).findings
     assert f.rule_id == "CM501" and f.fix is not None  # cuda##fn, decided by the database
-
-
-def test_a_saved_edit_of_an_included_source_reaches_the_next_scan(tmp_path: Path):
-    """Legacy code includes a `.cu` (`#include "gpu.cu"`): the kept index re-reads such a file but kept what it
-    derived from its first text (its struct members), and only headers' stamps were checked."""
-    from cudamigrate.server.analysis import Engines, analyse
-
-    included, src = tmp_path / "gpu.cu", tmp_path / "a.cu"
-    included.write_text("#pragma once\n#include <cuda_runtime.h>\nstruct Gpu { cudaDeviceProp prop; };\n")
-    src.write_text('#include "gpu.cu"\nint f(Gpu &g) { return g.prop.clockRate; }\n')
-    engines = Engines()
-    assert [f.rule_id for f in analyse(engines, src, src.read_text()).findings] == ["CM503"]
-    included.write_text("#pragma once\nstruct Mine { int clockRate; };\nstruct Gpu { Mine prop; };\n")
-    assert analyse(engines, src, src.read_text()).findings == []
 
 
 def test_a_changed_compile_database_reaches_the_next_scan(tmp_path: Path):
