@@ -237,23 +237,23 @@ def test_precompiled_templates_render_as_freshly_compiled_ones(monkeypatch):
     texts = ["{% if a %}A={{ a|upper }}{% endif %} {{ b.c }} {{ n * 2 }}{% for x in xs %}[{{ loop.index }}:{{ x }}]{% endfor %}",
              "plain `{{ name }}`\n", "{{ missing }}"]
     ctxs = [{"a": "yes", "b": {"c": "d"}, "n": 21, "xs": ["p", "q"]}, {"name": "cudaFoo"}, {}]
+
+    def renders() -> list[str]:
+        out = []
+        for t, c in zip(texts, ctxs):
+            try:
+                out.append(templates.render(t, c))
+            except templates.TemplateError as exc:
+                out.append(f"error: {exc}")
+        return out
+
     _fresh_template_state(monkeypatch)
-    fresh = []
-    for t, c in zip(texts, ctxs):
-        try:
-            fresh.append(templates.render(t, c))
-        except templates.TemplateError as exc:
-            fresh.append(f"error: {exc}")
+    fresh = renders()
     code = templates.precompile(texts)
     assert sorted(code) == sorted(texts)
     _fresh_template_state(monkeypatch)
     templates.preload(code)
-    got = []
-    for t, c in zip(texts, ctxs):
-        try:
-            got.append(templates.render(t, c))
-        except templates.TemplateError as exc:
-            got.append(f"error: {exc}")
+    got = renders()
     assert got == fresh and fresh[0] == "A=YES d 42[1:p][2:q]" and fresh[2].startswith("error: undefined")
     jinja_sandbox._code.cache_clear()
     jinja_sandbox._compile.cache_clear()
