@@ -124,8 +124,9 @@ class Handout:
     Why: a worker's matchers memoise what they learn of the project headers a file includes (its macros, its
     token-pasting definitions, its preprocessor walk, its parse), and the files of one directory include the
     same headers. Handed out one at a time in input order, a directory's files went to every worker, and each
-    worker paid for those headers again (cuda-samples v11.8, 16 workers: ~0.9 s more CPU in the scans than with
-    neighbours kept together). Each worker starts on its own contiguous share of the items; one whose share is
+    worker paid for those headers again (cuda-samples v11.8, 16 workers emulated on 2 cores: +0.87 s of scan CPU
+    over one worker, +0.17 s with neighbours kept together; on a 16-core host the difference was within the
+    run-to-run spread, README: Speed). Each worker starts on its own contiguous share of the items; one whose share is
     used up takes the back half of the largest share left (work stealing by halves: the thief's items are
     neighbours too, and the end of the run stays balanced)."""
 
@@ -162,7 +163,6 @@ def deadline_map(fn: Callable[[Any], Any], items: list[Any], jobs: int,
     ctx = ctx or mp.get_context("fork")
     workers = [_Worker(ctx, fn) for _ in range(max(1, min(jobs, len(items))))]
     handout = Handout(len(items), len(workers))
-    left = len(items)  # items not handed out yet
     results: dict[int, Any] = {}
     out = 0  # next result to yield
     # When the busy workers' deadlines are next looked at: every CPU_POLL_S, not at every answer. Read at every
@@ -172,14 +172,13 @@ def deadline_map(fn: Callable[[Any], Any], items: list[Any], jobs: int,
     try:
         while out < len(items):
             for slot, w in enumerate(workers):
-                if w.job is None and left:
+                if w.job is None:
                     nxt = handout.take(slot)
-                    if nxt is None:
+                    if nxt is None:  # every item handed out
                         break
                     w.conn.send((nxt, items[nxt]))
                     w.job, w.started, w.limit = nxt, time.monotonic(), limit_of(items[nxt])
                     w.cpu_started = cpu_seconds(w.proc.pid)
-                    left -= 1
             busy = [w for w in workers if w.job is not None]
             # CPU deadlines are polled: how much CPU a worker gets in the next seconds is not known ahead
             timeout = CPU_POLL_S if any(w.limit is not None for w in busy) else None
