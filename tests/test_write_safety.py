@@ -1,6 +1,7 @@
 """`fix` writes: crash-safe, compare-and-swap, and respectful of modes, owners, links (issue 15, writes).
 
-- `kill -9` at 20 seeded random moments of `fix` on a 300-file tree: every file is old or new, and the
+- `kill -9` at 20 seeded random moments of `fix` on a 300-file tree (half of them in its rewriting phase):
+  every file is old or new, and the
   temporaries a killed run leaves are removed by the next run.
 - a file changed between read and write is not overwritten (`changed during fix, skipped`), and two
   concurrent `fix` runs never lose an update: the fixes in the files are exactly those both runs report.
@@ -64,6 +65,23 @@ def _fork_fix(d: Path) -> int:
     return pid
 
 
+def _writes_start(d: Path, n: int, pid: int) -> float:
+    """The moment the first or last file of the tree is replaced (its inode changes), or the child ends."""
+    watched = [d / "f000.cu", d / f"f{n - 1:03d}.cu"]
+    inodes = [p.stat().st_ino for p in watched]
+    while True:
+        if [p.stat().st_ino for p in watched] != inodes:
+            return time.monotonic()
+        if _ended(pid):
+            return time.monotonic()
+        time.sleep(0.0005)
+
+
+def _ended(pid: int) -> bool:
+    """Whether the child has exited, without reaping it (waitid with WNOWAIT leaves it for waitpid)."""
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_kill_9_at_random_moments_leaves_old_or_new_and_no_leftovers(tmp_path):
     from cudamigrate.knowledge.load import load_rules
@@ -76,25 +94,35 @@ def test_kill_9_at_random_moments_leaves_old_or_new_and_no_leftovers(tmp_path):
     _reset(d, n)
     t0 = time.monotonic()
     pid = _fork_fix(d)
+    writes_from = _writes_start(d, n, pid) - t0
     assert os.waitpid(pid, 0)[1] == 0
     full = time.monotonic() - t0
+    writing = max(full - writes_from, 0.001)
     assert all((d / f"f{i:03d}.cu").read_text() == NEW.format(i=i) for i in range(n))
     rng = random.Random(15)
     killed_mid_run = killed_mid_write = 0
     # A loaded machine makes one run's length vary: runs are killed until 20 kills landed mid-run (at most 60
-    # tries); a run that ended before its kill shortens the window the next kills are drawn from.
-    for _ in range(60):
+    # tries); a run that ended before its kill shortens the window the next kills are drawn from. Every other
+    # kill is drawn from the whole run, the others from the moment this run's first rename is seen on: the
+    # rewriting phase is a small part of a run, so uniform draws alone rarely hit it on a slow machine.
+    for attempt in range(60):
         if killed_mid_run >= 20:
             break
         _reset(d, n)  # temporaries left by the previous kill stay: the next run must clean them
         t0 = time.monotonic()
         pid = _fork_fix(d)
-        time.sleep(rng.uniform(0, full))
+        if attempt % 2:
+            _writes_start(d, n, pid)
+            time.sleep(rng.uniform(0, writing))
+        else:
+            time.sleep(rng.uniform(0, full))
         os.kill(pid, signal.SIGKILL)
         status = os.waitpid(pid, 0)[1]
         killed_mid_run += os.WIFSIGNALED(status)
         if not os.WIFSIGNALED(status):
-            full = min(full, time.monotonic() - t0) * 0.8
+            elapsed = time.monotonic() - t0
+            full = min(full, elapsed) * 0.8
+            writing = min(writing, full) * 0.8
         fixed = 0
         for i in range(n):
             text = (d / f"f{i:03d}.cu").read_text()
