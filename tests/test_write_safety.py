@@ -1,8 +1,7 @@
 """`fix` writes: crash-safe, compare-and-swap, and respectful of modes, owners, links (issue 15, writes).
 
 - `kill -9` at 20 seeded random moments of `fix` on a 300-file tree (half of them in its rewriting phase):
-  every file is old or new, and the
-  temporaries a killed run leaves are removed by the next run.
+  every file is old or new, and the temporaries a killed run leaves are removed by the next run.
 - a file changed between read and write is not overwritten (`changed during fix, skipped`), and two
   concurrent `fix` runs never lose an update: the fixes in the files are exactly those both runs report.
 - read-only files and files with several hard links are reported, not rewritten; symlinks are resolved
