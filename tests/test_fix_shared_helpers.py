@@ -239,3 +239,47 @@ def test_a_buffer_from_stdin_includes_the_projects_header_and_writes_nothing(tmp
     finally:
         os.chdir(old)
     assert "#ifndef CUDAMIGRATE_TEXOBJ_HELPERS" in r.stdout and list(alone.iterdir()) == []
+
+
+def test_a_header_that_cannot_be_written_leaves_its_copies_and_the_next_kind_is_still_shared(tmp_path, monkeypatch):
+    import errno
+
+    import cudamigrate.fix.write as write
+
+    root = _copy(tmp_path)
+    npp = _npp_tree(tmp_path)
+    shutil.move(str(npp), str(root / "npp"))
+    real_write_new = write.write_new
+
+    def refuse_texture(path, data):
+        if os.path.basename(path) == "cudamigrate_texture.h":
+            raise OSError(errno.EACCES, "Permission denied")
+        return real_write_new(path, data)
+
+    monkeypatch.setattr(write, "write_new", refuse_texture)
+    r = run_cli("fix", "--unsafe-fixes", "--no-verify", "--select", "CM540,CM601,CM602,CM603", ".", cwd=root)
+    assert "cudamigrate_texture.h: cannot write: Permission denied; each file keeps its own copy of the texture " \
+           "helpers" in r.stderr, r.stderr
+    assert "fix writes npp/cudamigrate_npp.h, included by 2 file(s)" in r.stderr, r.stderr
+    tree = _tree(root)
+    assert "cudamigrate_texture.h" not in tree and "npp/cudamigrate_npp.h" in tree
+    assert all(tree[rel].count("#ifndef CUDAMIGRATE_TEXOBJ_HELPERS") == 1 for rel in FILES)
+    assert all('#include "' in tree[f] and "#ifndef CUDAMIGRATE_NPP_STREAM_CONTEXT" not in tree[f]
+               for f in ("npp/fill.cpp", "npp/sub/fill2.cpp"))
+
+
+def test_without_new_headers_only_a_header_the_project_has_is_used(tmp_path):
+    """fix_buffer's mode: a kind is shared only through an existing header, so a later kind never rests on a header
+    nothing writes."""
+    from cudamigrate.fix.shared_helpers import share_all
+
+    root = _copy(tmp_path)
+    fixed = {os.path.realpath(root / rel): ((root / rel).read_bytes(), _alone(tmp_path, rel).encode())
+             for rel in FILES[:2]}
+    new = share_all(fixed, [str(root)])
+    assert [s.data is not None for s in new] == [True]
+    assert share_all(fixed, [str(root)], new_headers=False) == []
+    (root / "cudamigrate_texture.h").write_bytes(new[0].data)
+    kept = share_all(fixed, [str(root)], new_headers=False)
+    assert [(s.header, s.data) for s in kept] == [(str(root / "cudamigrate_texture.h"), None)]
+    assert kept[0].files == new[0].files

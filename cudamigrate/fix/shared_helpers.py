@@ -108,13 +108,15 @@ class Shared:
         return after[: m.start(2)] + b'#include "' + rel.encode() + b'"' + nl + rest
 
 
-def share_all(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str],
-              ceiling: str | None = None) -> list[Shared]:
-    """`share` for every kind of helpers, each on the bytes the kinds before it left."""
+def share_all(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str], ceiling: str | None = None,
+              kinds: Sequence[Kind] = KINDS, new_headers: bool = True) -> list[Shared]:
+    """`share` for each of `kinds`, each on the bytes the kinds before it left. Without `new_headers` a kind is
+    shared only through a header the project already has (an editor's buffer, or a run whose header write
+    failed), so every result can be taken: none rests on a header that will not exist."""
     out = []
     fixed = dict(fixed)
-    for kind in KINDS:
-        got = share(fixed, roots, ceiling, kind)
+    for kind in kinds:
+        got = share(fixed, roots, ceiling, kind, new_headers)
         if got is not None:
             out.append(got)
             fixed.update({p: (fixed[p][0], b) for p, b in got.files.items()})
@@ -122,7 +124,7 @@ def share_all(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str],
 
 
 def share(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str], ceiling: str | None = None,
-          kind: Kind = TEXTURE) -> Shared | None:
+          kind: Kind = TEXTURE, new_headers: bool = True) -> Shared | None:
     """The shared header of `kind` for a run's fixes, `fixed`: real path -> (original bytes, fixed bytes); `roots`:
     the real paths the user named (a new header is never placed outside them); an existing one is looked for up to
     the path named, or up to `ceiling` (the working directory) when that holds it (`fix src/new.cu` run from the
@@ -147,7 +149,7 @@ def share(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str], ceiling: 
     found = _existing(home, ceiling if ceiling is not None and _inside(top, ceiling) else top, kind)
     if found is False:
         return None
-    if found is None and len(blocks) < 2:
+    if found is None and (len(blocks) < 2 or not new_headers):
         return None
     header = found if isinstance(found, str) else os.path.join(home, kind.header)
     data = None if isinstance(found, str) else _header_bytes(texts.pop(), kind)

@@ -176,9 +176,7 @@ def fix_buffer(engine: Engine, path: Path, data: bytes, display: str, unsafe: bo
         return res
     real = os.path.realpath(path)
     fixed = res.fixed
-    for shared in share_all({real: (data, fixed)}, [os.path.dirname(real)], os.path.realpath(".")):
-        if shared.data is not None:  # a new header: nothing is written for a buffer
-            break
+    for shared in share_all({real: (data, fixed)}, [os.path.dirname(real)], os.path.realpath("."), new_headers=False):
         fixed = shared.files.get(real, fixed)
     return res if fixed == res.fixed else replace(res, fixed=fixed)
 
@@ -230,7 +228,7 @@ def share_helpers(outcomes: list[FixOutcome], paths: tuple[Path, ...],
     kept) before the files that include it; when it cannot be written, each file keeps its own copy."""
     from dataclasses import replace
 
-    from ..fix.shared_helpers import header_diff, share_all
+    from ..fix.shared_helpers import KINDS, header_diff, share
     from ..fix.write import WriteRefused, write_new
     from ..pipeline.runner import display_path
 
@@ -238,9 +236,13 @@ def share_helpers(outcomes: list[FixOutcome], paths: tuple[Path, ...],
              if o.result is not None and o.result.changed and o.error is None and o.internal is None}
     if not fixed:
         return outcomes, []
+    roots = [os.path.realpath(p) for p in (paths or (Path("."),))]
     moved: dict[str, bytes] = {}
     shared_out: list[SharedHeader] = []
-    for shared in share_all(fixed, [os.path.realpath(p) for p in (paths or (Path("."),))], os.path.realpath(".")):
+    for kind in KINDS:  # each kind on the bytes the kinds before it left (fix/shared_helpers.share_all)
+        shared = share(fixed, roots, os.path.realpath("."), kind)
+        if shared is None:
+            continue
         shown = display_path(Path(os.path.relpath(shared.header)))
         one = SharedHeader(shown)
         shared_out.append(one)
@@ -250,13 +252,14 @@ def share_helpers(outcomes: list[FixOutcome], paths: tuple[Path, ...],
             except (WriteRefused, OSError) as exc:
                 why = str(exc) if isinstance(exc, WriteRefused) else f"cannot write: {exc.strerror or exc}"
                 one.error = f"{shown}: {why}; each file keeps its own copy of {shared.kind.name.split(': ', 1)[1]}"
-                break  # a later kind's bytes were computed on this one's: keep both copies
+                continue  # the files keep this kind's copies; the next kinds are shared on those bytes
         elif shared.data is not None:
             one.diff = header_diff(shown, shared.data)
         verb = ("writes" if write else "would write") if shared.data is not None else ("includes" if write else "would include")
         one.note = (f"note: {shared.kind.name} are in one header: fix {verb} {shown}, included by {len(shared.files)} "
                     "file(s) instead of a copy in each")
         moved.update(shared.files)
+        fixed.update({p: (fixed[p][0], b) for p, b in shared.files.items()})
     out = []
     for o in outcomes:
         new = moved.get(os.path.realpath(o.path))
