@@ -72,7 +72,16 @@ def console() -> None:
     import gc
 
     gc.disable()
-    main()
+    try:
+        main()
+    except Exception as exc:  # noqa: BLE001  a bug that escaped every command's own handling: exit 2, one line
+        from ..core.errors import describe, trace
+        from .output import err
+
+        if "--debug" in sys.argv[1:]:
+            click.echo(trace(exc), err=True, nl=False)
+        err(f"internal error: {describe(exc)} (this is a bug in cudamigrate; --debug prints the traceback)")
+        sys.exit(EXIT_ERROR)
 
 
 def settled() -> None:

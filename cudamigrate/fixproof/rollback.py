@@ -136,11 +136,11 @@ class Verifier:
                  use_cache: bool = True, nvcc: str | None = None, log: Callable[[str], None] | None = None,
                  groups: frozenset[str] = frozenset(), flags: tuple[str, ...] = (), trusted: bool = True,
                  roots: tuple[str, ...] = (), timeout: float | None = None,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None, commands: dict[str, UnitCommand] | None = None):
         self.engine, self.index, self.unsafe, self.display_only = engine, index, unsafe, display_only
         self.groups = groups  # consistency groups the run withheld in every file: a re-fix never applies them
         self.run_files = [Path(os.path.realpath(p)) for p in run_files]
-        self.commands = load_database(db_path)
+        self.commands = commands if commands is not None else load_database(db_path)  # the caller's, read once
         self.nvcc = nvcc if nvcc is not None else nvcc_path()
         self.jobs = max(1, jobs or min(os.cpu_count() or 1, 8))
         self.cache = CompileCache(use_cache)

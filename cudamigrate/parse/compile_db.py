@@ -54,22 +54,71 @@ class Command:
     argv: list[str]
 
 
+class CompileDbError(ValueError):
+    """A compile database that cannot be used: not JSON, or not the shape clang's JSON compilation database
+    specifies (an array of objects, each with a string `file` and `directory` when present, and an `arguments`
+    array of strings or a `command` string). The message says where; the path is the caller's to name."""
+
+
 def load_compile_db(path: Path) -> list[Command]:
     """The database's units, one per file: the first entry of a file wins (configurations are not merged). Paths
     are resolved with os.path.realpath, which leaves a symlink loop as it is: Path.resolve raises RuntimeError
-    there (before Python 3.13), and one such entry made every file's scan an internal error."""
-    entries = json.loads(path.read_text(encoding="utf-8"))
+    there (before Python 3.13), and one such entry made every file's scan an internal error. OSError when it
+    cannot be read, CompileDbError (a ValueError) when it is not a database: as clang does, one bad entry makes
+    the whole file unusable rather than a silently partial build."""
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:
+        raise CompileDbError("nested too deeply to be a compile database") from None
+    except UnicodeDecodeError as exc:
+        raise CompileDbError(f"not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    except json.JSONDecodeError as exc:
+        raise CompileDbError(f"not JSON: {exc.msg} (line {exc.lineno} column {exc.colno})") from None
+    if not isinstance(entries, list):
+        raise CompileDbError(f"not a JSON array of entries (it is {_a(_json_type(entries))})")
     out: dict[Path, Command] = {}
-    for e in entries:
-        directory = Path(e.get("directory") or path.parent)
-        if not directory.is_absolute():
-            directory = Path(os.path.realpath(path.parent / directory))
-        argv = e.get("arguments") or shlex.split(e.get("command", ""))
-        f = Path(e["file"])
-        f = Path(os.path.realpath(f if f.is_absolute() else directory / f))
+    for n, e in enumerate(entries, 1):
+        directory, file, argv = _entry(e, n)
+        directory_path = Path(directory or path.parent)
+        if not directory_path.is_absolute():
+            directory_path = Path(os.path.realpath(path.parent / directory_path))
+        f = Path(file)
+        f = Path(os.path.realpath(f if f.is_absolute() else directory_path / f))
         if f not in out:
-            out[f] = Command(f, directory, list(argv))
+            out[f] = Command(f, directory_path, argv)
     return list(out.values())
+
+
+def _entry(e: object, n: int) -> tuple[str | None, str, list[str]]:
+    """One entry's (directory, file, argv), or CompileDbError naming the entry (1-based) and the field."""
+    if not isinstance(e, dict):
+        raise CompileDbError(f"entry {n} is {_a(_json_type(e))}, not an object")
+    file, directory = e.get("file"), e.get("directory")
+    if not isinstance(file, str) or not file:
+        raise CompileDbError(f'entry {n}: "file" must be a non-empty string' + ("" if file is None else
+                                                                                 f", not {_a(_json_type(file))}"))
+    if directory is not None and not isinstance(directory, str):
+        raise CompileDbError(f'entry {n} ({file}): "directory" must be a string, not {_a(_json_type(directory))}')
+    arguments, command = e.get("arguments"), e.get("command")
+    if arguments:
+        if not isinstance(arguments, list) or not all(isinstance(a, str) for a in arguments):
+            raise CompileDbError(f'entry {n} ({file}): "arguments" must be an array of strings')
+        return directory, file, list(arguments)
+    if not isinstance(command, str) or not command.strip():
+        raise CompileDbError(f'entry {n} ({file}): needs "arguments" (an array of strings) or "command" (a string)')
+    try:
+        return directory, file, shlex.split(command)
+    except ValueError as exc:  # shlex: "No closing quotation", "No escaped character"
+        raise CompileDbError(f'entry {n} ({file}): "command" cannot be split: {exc}') from None
+
+
+def _a(noun: str) -> str:
+    return ("an " if noun[0] in "aeiou" else "a ") + noun
+
+
+def _json_type(v: object) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(v), "number")
 
 
 Define = tuple[str, "str | None"]  # (NAME, VALUE) for -DNAME=VALUE (-DNAME: "1"), (NAME, None) for -UNAME

@@ -292,6 +292,7 @@ def verify(engine: Engine, files: list[Path], outcomes: list[FixOutcome], req: R
     --dry-run): nothing is written, so nothing is compiled unless the request asks (`verify` set).
     WorkspaceError for a `verify` value that is not a mode."""
     from ..parse.compile_db import find_compile_db
+    from ..fixproof.compile_check import load_database
     from ..fixproof.rollback import Verifier, resolve_mode
     from ..fixproof.units import Unit
 
@@ -305,6 +306,16 @@ def verify(engine: Engine, files: list[Path], outcomes: list[FixOutcome], req: R
 
     with unrecorded():  # the ancestors' listings are no cached result's dependency (see workspace/preparation.py)
         db_path = req.compile_commands or find_compile_db(list(req.paths) or [Path(".")])
+    db_lines: list[str] = []
+    try:
+        commands = load_database(db_path)
+    except (OSError, ValueError) as exc:  # parse/compile_db.CompileDbError is a ValueError
+        why = f"cannot read compile database ({exc.strerror or exc if isinstance(exc, OSError) else exc})"
+        if req.compile_commands:  # the build the user named cannot be used: verifying another one would mislead
+            raise WorkspaceError(f"{db_path}: {why}") from None
+        db_lines.append(f"warning: {db_path}: {why}; fixes are verified without it, with the units and flags "
+                        "cudamigrate infers (README: Compile-verified fix)")
+        db_path, commands = None, {}
     assert engine.project is not None
     trusted = bool(req.compile_commands or opts.trust_compile_commands
                    or os.environ.get("CUDAMIGRATE_TRUST_COMPILE_COMMANDS") == "1")
@@ -312,22 +323,22 @@ def verify(engine: Engine, files: list[Path], outcomes: list[FixOutcome], req: R
     v = Verifier(engine, engine.project, files, unsafe=opts.unsafe, display_only=display_only, db_path=db_path,
                  jobs=opts.jobs, use_cache=not req.no_cache, groups=groups, flags=_flags(opts, cfg),
                  trusted=trusted, roots=_project_roots(req.paths, db_path),
-                 timeout=opts.verify_timeout or cfg.get("verify-timeout"), progress=progress)
+                 timeout=opts.verify_timeout or cfg.get("verify-timeout"), progress=progress, commands=commands)
     if opts.show_units:
         from ..fixproof.units import describe
 
         units = v.plan(list(outcomes))
-        return Verification(outcomes, lines=_refused_note(v, units, db_path),
+        return Verification(outcomes, lines=db_lines + _refused_note(v, units, db_path),
                             units=describe([Unit(u, v.why[u]) for u in units], v.command, v.display, v.refused))
     if not v.available():
         if mode == "require":
-            return Verification(outcomes, refusal="cannot verify fixes: no nvcc on PATH and no compile_commands.json "
-                                                  "(--require-verify); nothing written")
-        return Verification(outcomes)
+            return Verification(outcomes, lines=db_lines, refusal="cannot verify fixes: no nvcc on PATH and no "
+                                "compile_commands.json (--require-verify); nothing written")
+        return Verification(outcomes, lines=db_lines)
     done = list(outcomes)
     with unrecorded():  # compiles in temporary directories (and /tmp's listing): no scan result depends on them
         summary = v.run(done)
-    out = Verification(done, summary, _refused_note(v, list(v.why), db_path))
+    out = Verification(done, summary, db_lines + _refused_note(v, list(v.why), db_path))
     out.lines += [r.text() for r in summary.rollbacks]
     out.lines += [f"note: {u}" for u in summary.unverified]
     if mode == "require" and summary.unverified:
