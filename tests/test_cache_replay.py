@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from cudamigrate.core import stamps
 from cudamigrate.pipeline import result_cache as cache
 
 from .conftest import ROOT
@@ -171,7 +172,7 @@ def _same_size_edit_keeping_mtime(p: Path, old: str, new: str) -> None:
 
 
 def test_trusted_stat_signature_still_sees_a_same_size_edit(tmp_path, cache_dir, monkeypatch):
-    monkeypatch.setattr(cache, "RACY_NS", 0)  # files written by the test count as settled
+    monkeypatch.setattr(stamps, "RACY_NS", 0)  # files written by the test count as settled
     _tree(tmp_path)
     f = tmp_path / "src" / "f1.cu"
     first = _scan(tmp_path)
@@ -190,7 +191,7 @@ def test_trusted_stat_signature_still_sees_a_same_size_edit(tmp_path, cache_dir,
 def test_recent_files_are_hashed_not_trusted(tmp_path, cache_dir, monkeypatch):
     # the window is set by the test (every file counts as just written), not left to how soon the scan starts
     # after the files are written: a loaded machine took longer than the real 2 s and turned this red
-    monkeypatch.setattr(cache, "RACY_NS", 10**18)
+    monkeypatch.setattr(stamps, "RACY_NS", 10**18)
     _tree(tmp_path)
     _scan(tmp_path)
     from cudamigrate.pipeline.replay import Replay

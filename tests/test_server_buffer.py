@@ -131,7 +131,8 @@ def test_a_changed_compile_database_reaches_the_next_scan(tmp_path: Path):
     assert f.rule_id == "CM501" and f.fix is not None  # cuda##fn, decided by the new flags
 
 
-def test_index_is_kept_while_its_headers_are_unchanged(tmp_path: Path):
+def test_index_is_kept_while_its_headers_are_unchanged(tmp_path: Path, monkeypatch):
+    import cudamigrate.core.stamps as stamps
     from cudamigrate.server.analysis import Engines, analyse
 
     (tmp_path / "gpu.cuh").write_text("struct Gpu { int x; };\n")
@@ -140,7 +141,43 @@ def test_index_is_kept_while_its_headers_are_unchanged(tmp_path: Path):
     engines = Engines()
     first = analyse(engines, src, src.read_text()).engine
     second = analyse(engines, src, src.read_text()).engine
-    assert first is not None and second is not None and first.project is second.project
+    assert first is not None and second is not None
+    assert first.project is not second.project  # files written just now: their stamps prove nothing yet
+    monkeypatch.setattr(stamps, "RACY_NS", 0)  # as if they had been written long ago
+    third = analyse(engines, src, src.read_text()).engine
+    fourth = analyse(engines, src, src.read_text()).engine
+    assert third is not None and fourth is not None and third.project is fourth.project
+
+
+def test_a_header_saved_twice_in_one_coarse_clock_tick_reaches_the_next_scan(tmp_path: Path, monkeypatch):
+    """On a filesystem that keeps 2-second times (FAT; SMB and HFS+ keep 1-second ones) a header saved again
+    within the tick of its first read keeps size and times: the index must not trust a stamp taken that close to
+    the change (core/stamps.py), else the member's type change below never reached the diagnostics."""
+    import cudamigrate.read.project_index as project_index
+    from cudamigrate.server.analysis import Engines, analyse
+
+    real_stamp = project_index._stamp
+
+    def coarse(path):
+        st = real_stamp(path)
+        return None if st is None else (st[0] // 2_000_000_000 * 2_000_000_000, st[1],
+                                        st[2] // 2_000_000_000 * 2_000_000_000)
+
+    monkeypatch.setattr(project_index, "_stamp", coarse)
+    header, src = tmp_path / "gpu.cuh", tmp_path / "a.cu"
+    cuda = "#pragma once\n#include <cuda_runtime.h>\nstruct Gpu { cudaDeviceProp prop; };\n"
+    mine = "#pragma once\nstruct Mine { int clockRate; };\nstruct Gpu { Mine prop; };\n"
+    mine = mine.replace("};\n", "};" + " " * (len(cuda) - len(mine)) + "\n", 1)  # the same size
+    assert len(mine) == len(cuda)
+    header.write_text(cuda)
+    src.write_text('#include "gpu.cuh"\nint f(Gpu &g) { return g.prop.clockRate; }\n')
+    t = header.stat().st_mtime_ns
+    engines = Engines()
+    assert [f.rule_id for f in analyse(engines, src, src.read_text()).findings] == ["CM503"]
+    header.write_text(mine)
+    os.utime(header, ns=(t, t))  # the second save in the same tick
+    assert coarse(header) == (t // 2_000_000_000 * 2_000_000_000, len(cuda), coarse(header)[2])
+    assert analyse(engines, src, src.read_text()).findings == []
 
 
 def test_incremental_line_index_equals_a_full_one():

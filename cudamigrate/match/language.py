@@ -16,6 +16,7 @@ from functools import lru_cache
 from pathlib import Path
 from ..read.source import read_regular
 from ..core.linestart import directive, line_start_matches
+from ..core.stamps import file_cache
 
 C_EXTS = {".c"}
 _HEADER_EXTS = {".h"}  # .hpp/.cuh/.hh/.hxx are C++ by convention
@@ -93,3 +94,6 @@ def file_language(path: Path) -> str:
     if ext in _HEADER_EXTS:
         return _header_language(path)
     return "cxx"
+
+
+file_cache(_includers.cache_clear)  # kept per path and stat for the process: a long-lived one clears it (core/stamps.py)

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import cast
 
 from .ppexpr import Evaluator, PPError, cached_tokens
+from ..core.stamps import file_cache
 from ..read.source import read_regular
 
 # Version macro groups and the macros each defines (one toolkit version gives all of a group's values).
@@ -815,3 +816,6 @@ def live_walk(path: Path, target: tuple[int, int], defines: Defines | None = Non
         return live_directives(data, key, cuda_file, versions, resolver, defines() if defines is not None else ())
 
     return walk
+
+
+file_cache(_file_directives.cache_clear)  # kept per path and stat for the process: a long-lived one clears it (core/stamps.py)

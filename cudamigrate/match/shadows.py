@@ -35,6 +35,7 @@ import tree_sitter as ts
 
 from ..parse import walk
 from ..core.linestart import directive, line_start_matches
+from ..core.stamps import file_cache
 from ..parse.treesitter import MACRO_WRAP_PREFIX, Unit, parse_header, query
 from .context import FileContext, node_text, normalize, scope_of
 from .ppenv import Liveness, live_walk
@@ -343,12 +344,16 @@ def _beside(includer: str, name: str, quoted: bool) -> str | None:
 
 
 _LISTINGS: dict[tuple[str, int, int], tuple[tuple[str, Path, bool], ...]] = {}
+file_cache(_HEADER_CACHE.clear)
+file_cache(_LISTINGS.clear)
 
 
 def _sources_of(d: Path) -> tuple[tuple[str, Path, bool], ...]:
     """The first `_MAX_SIBLINGS` entries of directory `d` by name, each (name, path, is a regular file), kept for
     the process by the directory's inode and mtime as `read_header` keeps files: every file of a directory with
-    shadow candidates asks for the same listing (an entry added, removed or renamed changes the mtime)."""
+    shadow candidates asks for the same listing (an entry added, removed or renamed changes the mtime). A
+    long-lived process clears it with the others of core/stamps.py (the editor server, at each new project
+    index), which also covers a filesystem whose coarse times miss a change."""
     try:
         st = os.stat(d)
     except OSError:

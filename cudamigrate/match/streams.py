@@ -32,6 +32,7 @@ import tree_sitter as ts
 
 from ..parse import walk
 from ..core.linestart import directive, line_start_matches
+from ..core.stamps import file_cache
 from ..parse.treesitter import parse_header
 from .context import FileContext, normalize
 from .legacy_params import legacy_only
@@ -309,3 +310,6 @@ def _header_reasons(data: bytes, path: Path) -> list[str]:
         reasons += more
         todo += [(i, p.parent) for i in incs]
     return reasons
+
+
+file_cache(_header_facts.cache_clear)  # kept per path and stat for the process: a long-lived one clears it (core/stamps.py)

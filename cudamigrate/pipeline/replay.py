@@ -12,7 +12,7 @@ report depends on:
 * the presentation: format, sort order, `--statistics`.
 
 and it is used only when, besides, every file's bytes hash as they did (a file whose stat signature is
-unchanged and was not changed within `cache.RACY_NS` of being read is taken as unchanged, as git does; any
+unchanged and was not changed within `core.stamps.RACY_NS` of being read is taken as unchanged, as git does; any
 other is read and hashed again) and every dependency set the files' results rest on (headers found outside the
 run, directory listings) is still valid. That is exactly the condition under which each file's cached result
 would be used, so a replay prints what the full pipeline would print: tests/test_cache_replay.py checks it

@@ -66,6 +66,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..core.stamps import RACY_NS, stat_sig, trusted  # noqa: F401  (RACY_NS: pipeline/replay.py names it here)
 from ..read.source import read_regular
 
 SCHEMA = 3  # 3: findings carry `related` locations (a pickle of 2 lacks them): older caches are dropped
@@ -126,20 +127,6 @@ _CODE_DIGEST: str | None = None
 # their versions (an editable or rebuilt grammar keeps its version)
 DEPENDENCY_MODULES = ("tree_sitter", "tree_sitter_cuda", "tree_sitter_cpp", "tree_sitter_c", "jinja2", "markupsafe",
                       "yaml", "_yaml")
-RACY_NS = 2_000_000_000  # a file changed this close to when it was looked at may change again unseen
-
-
-def stat_sig(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    """What a file's bytes are taken to be unchanged by, as git does: size, mtime, ctime (which no tool can set
-    back), inode and device."""
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
-
-
-def trusted(st: os.stat_result | tuple[int, ...], looked_ns: int) -> bool:
-    """Whether an equal stat later proves equal bytes: not when the file changed within RACY_NS of `looked_ns`
-    (when its bytes were read), since a second change in the same clock tick would leave the stat as it was."""
-    sig = stat_sig(st) if isinstance(st, os.stat_result) else st
-    return max(sig[1], sig[2]) < looked_ns - RACY_NS
 
 
 def _walk_files(root: str) -> list[str]:

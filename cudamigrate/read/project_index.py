@@ -37,6 +37,7 @@ from typing import Any
 import tree_sitter as ts
 
 from ..core.linestart import ConditionIndex, condition_index, directive, enclosing_condition, line_start_matches
+from ..core.stamps import settled
 from ..parse.pasting import PasteMacro, merge, merged, paste_definitions, paste_macros
 
 # (from the `#`: `line_start_matches` keeps those at the start of a line; cudamigrate/core/linestart.py says why)
@@ -95,7 +96,8 @@ class ProjectIndex:
     _keys: dict[Path, Path] = field(default_factory=dict, repr=False)
     _in_run: dict[tuple[Path, str], Path | None] = field(default_factory=dict, repr=False)
     _last_reachable: tuple[Path, bytes | None, tuple[Path, ...]] | None = field(default=None, repr=False)
-    _stamps: dict[Path, tuple[int, int] | None] = field(default_factory=dict, repr=False)
+    _stamps: dict[Path, tuple[int, int, int] | None] = field(default_factory=dict, repr=False)
+    _racy: bool = field(default=False, repr=False)  # a file read changed too close to its read (core/stamps)
 
     def _key(self, path: Path) -> Path:
         """`_key(path)`, remembered for the run: resolving symlinks costs an lstat per path component, and
@@ -127,19 +129,24 @@ class ProjectIndex:
             self._bytes[path] = data
         # every file as first read, not only the headers kept: what the index derives from a file and keeps (its
         # includes, class members, statement macros) is derived from a `.cu` it includes too (`#include "kernel.cu"`)
-        self._stamps.setdefault(path, stamp)
+        if path not in self._stamps:
+            self._stamps[path] = stamp
+            self._racy = self._racy or (stamp is not None and not settled(stamp[0], stamp[2]))
         return data
 
     def watch(self, path: Path) -> None:
         """Count a file read outside `read` (the compile database: read/unit_defines.py) in `unchanged`, as it is
         now: what the index keeps from it goes stale with it."""
-        self._stamps[Path(os.path.abspath(path))] = _stamp(path)
+        stamp = self._stamps[Path(os.path.abspath(path))] = _stamp(path)
+        self._racy = self._racy or (stamp is not None and not settled(stamp[0], stamp[2]))
 
     def unchanged(self) -> bool:
-        """Whether every file this index read is as it was first read (same modification time and size; one that
-        was missing still is). An index lives for one CLI run, where files do not change under it; the editor
-        server keeps one across keystrokes and starts a new one when this is False (a saved header edit)."""
-        return all(_stamp(p) == st for p, st in self._stamps.items())
+        """Whether every file this index read is as it was first read (same modification time, size and change
+        time; one that was missing still is). An index lives for one CLI run, where files do not change under it;
+        the editor server keeps one across keystrokes and starts a new one when this is False (a saved header
+        edit). False too when a file had changed within core/stamps.RACY_NS of being read: on a filesystem with
+        coarse times a second save in the same tick keeps the stamp, so such a read proves nothing later."""
+        return not self._racy and all(_stamp(p) == st for p, st in self._stamps.items())
 
     @property
     def size(self) -> int:
@@ -535,13 +542,15 @@ def nearest(includer: Path, hits: list[Path]) -> Path | None:
     return top[0] if len(top) == 1 else None
 
 
-def _stamp(path: Path) -> tuple[int, int] | None:
-    """(modification time in ns, size) of a regular file; None when it is missing or not a file."""
+def _stamp(path: Path) -> tuple[int, int, int] | None:
+    """(modification time in ns, size, change time in ns) of a regular file; None when it is missing or not a
+    file."""
     try:
         st = os.stat(path)
     except (OSError, ValueError):
         return None
-    return (st.st_mtime_ns, st.st_size) if stat.S_ISREG(st.st_mode) else None
+    return (st.st_mtime_ns, st.st_size, st.st_ctime_ns) if stat.S_ISREG(st.st_mode) else None
+
 
 
 def _key(path: Path) -> Path:

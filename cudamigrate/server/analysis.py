@@ -118,11 +118,15 @@ class Engines:
         return self._by_key[key].with_run(project=self._fresh_index(key)), None, limit
 
     def _fresh_index(self, key: tuple[str, float, str | None]) -> ProjectIndex:
-        """The configuration's project index, new when a file it read changed or it grew past its bound."""
+        """The configuration's project index, new when a file it read changed (or changed too close to being read
+        to tell: read/project_index.ProjectIndex.unchanged) or it grew past its bound."""
         from ..read.project_index import ProjectIndex
 
         index = self._index.get(key)
         if index is None or index.size > MAX_INDEX_FILES or not index.unchanged():
+            from ..core.stamps import clear_file_caches
+
+            clear_file_caches()  # what the matchers keep per file for the process goes with the index (core/stamps.py)
             index = self._index[key] = ProjectIndex()
         return index
 
