@@ -111,3 +111,17 @@ def test_an_escaped_bug_is_one_line_and_exit_2_and_debug_shows_the_traceback(tmp
         assert last == ("cudamigrate: internal error: ZeroDivisionError: simulated bug (this is a bug in cudamigrate; "
                         "--debug prints the traceback)")
         assert ("Traceback (most recent call last)" in p.stderr) == debug
+
+
+def test_doctor_says_what_scans_will_say(tree):
+    from cudamigrate.toolcheck.doctor import _compile_db_check
+
+    check = _compile_db_check(tree)
+    assert check.status == "warn"
+    assert check.found == (f"{tree.resolve() / 'compile_commands.json'}: cannot be used (entry 1: \"file\" must be a "
+                           "non-empty string, not a number)")
+    (tree / "compile_commands.json").write_text(json.dumps(
+        [{"directory": str(tree), "file": "a.cu", "command": "nvcc -c a.cu"},
+         {"directory": str(tree), "file": "a.cu", "command": "nvcc -DX -c a.cu"}]))
+    check = _compile_db_check(tree)
+    assert check.status == "ok" and check.found.endswith("(1 translation unit(s))")

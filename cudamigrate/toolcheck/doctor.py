@@ -23,7 +23,6 @@ machine without a GPU is reported as such and is not a failure.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import re
 import shutil
@@ -324,21 +323,21 @@ def _libclang_check() -> Check:
 
 def _compile_db_check(start: Path | None = None) -> Check:
     """The compile_commands.json a scan of `start` (default: the working directory) would use."""
-    from ..parse.compile_db import find_compile_db
+    from ..parse.compile_db import find_compile_db, load_compile_db
 
     found = find_compile_db([start or Path(".")])
     if found is None:
         return Check("compile database", "info", "none found",
                      "semantic mode needs one: compile_commands.json in the project root or a build*/ directory, "
                      "or --compile-commands")
-    try:
-        n = len(json.loads(found.read_text(encoding="utf-8")))
-    except RecursionError:
-        return Check("compile database", "warn", f"{found}: unreadable (JSON nested too deeply)",
-                     "scans use tree-sitter only")
-    except (OSError, ValueError, TypeError) as exc:  # TypeError: a JSON number or null, which has no len()
-        return Check("compile database", "warn", f"{found}: unreadable ({exc})", "scans use tree-sitter only")
-    return Check("compile database", "ok", f"{found} ({n} entries)", "scans of files it covers use semantic mode")
+    try:  # the reader scans and fixes use, so doctor says what they will say (parse/compile_db.CompileDbError)
+        n = len(load_compile_db(found))
+    except (OSError, ValueError) as exc:
+        why = exc.strerror or exc if isinstance(exc, OSError) else exc
+        return Check("compile database", "warn", f"{found}: cannot be used ({why})",
+                     "scans use tree-sitter only; fix verifies with the units and flags it infers")
+    return Check("compile database", "ok", f"{found} ({n} translation unit(s))",
+                 "scans of files it covers use semantic mode")
 
 
 def _calibration_check(gpu: str | None) -> Check:
