@@ -64,20 +64,21 @@ def _fork_fix(d: Path) -> int:
     return pid
 
 
-def _writes_start(d: Path, n: int, pid: int) -> float:
-    """The moment the first or last file of the tree is replaced (its inode changes), or the child ends."""
+def _writes_start(d: Path, n: int, pid: int, limit: float = 120.0) -> float:
+    """The moment the first or last file of the tree is replaced (its inode changes), the child ends, or `limit`
+    seconds pass (where there is no waitid to ask whether it ended: macOS)."""
     watched = [d / "f000.cu", d / f"f{n - 1:03d}.cu"]
     inodes = [p.stat().st_ino for p in watched]
-    while True:
-        if [p.stat().st_ino for p in watched] != inodes:
-            return time.monotonic()
-        if _ended(pid):
-            return time.monotonic()
+    deadline = time.monotonic() + limit
+    while [p.stat().st_ino for p in watched] == inodes and not _ended(pid) and time.monotonic() < deadline:
         time.sleep(0.0005)
+    return time.monotonic()
 
 
 def _ended(pid: int) -> bool:
     """Whether the child has exited, without reaping it (waitid with WNOWAIT leaves it for waitpid)."""
+    if not hasattr(os, "waitid"):
+        return False
     return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
 
 
