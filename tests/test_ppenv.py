@@ -145,9 +145,11 @@ def test_a_guard_with_code_after_its_endif_is_not_a_guard(tmp_path):
     (tmp_path / "g.h").write_text("#ifndef G_H\n#define G_H\n#endif\n#define LEVEL 7\n#if X\n#endif\n")
     f = tmp_path / "a.cpp"
     f.write_text('#include "g.h"\n#if LEVEL\n#endif\n')
-    # the #ifndef is an ordinary condition on an unknown macro: nothing inside it is known, LEVEL still is
+    # the #ifndef is an ordinary condition on an unknown macro, LEVEL is known after it; G_H is defined after it
+    # whatever it was before (`#ifndef G_H` / `#define G_H`: test_define_if_not_defined_...), its value unknown
     assert _env(f).decide("LEVEL == 7", _at(f, "#if LEVEL"), W13) is True
-    assert _env(f).decide("defined(G_H)", _at(f, "#if LEVEL"), W13) is None
+    assert _env(f).decide("defined(G_H)", _at(f, "#if LEVEL"), W13) is True
+    assert _env(f).decide("G_H == 1", _at(f, "#if LEVEL"), W13) is None
 
 
 # --------------------------------------------------------------------------- header walks: bounded and exact
@@ -369,3 +371,30 @@ def test_a_scan_through_headers_included_under_an_undecided_condition_stays_boun
     res = Engine(all_rules(), Options(select=["CM509"])).scan_bytes(f, f.read_bytes())
     assert [(x.rule_id, x.line) for x in res.findings] == [("CM509", 7)]
     assert made and all(w.walks <= 4 * n for w in made), [w.walks for w in made]
+
+
+def test_define_if_not_defined_leaves_the_macro_defined_whatever_the_condition_was(tmp_path):
+    """`#if V >= 9 && !defined(X)` / `#define X`: X was defined before (then it still is) or the branch is taken
+    (once X is undefined, `V >= 9` decides), so X is certainly defined after, its value unknown. Where another
+    undecided part decides the branch (a -D of nobody's), or the #else of such a branch defines it, it is not."""
+    f = tmp_path / "a.cu"
+    f.write_text("#if (__CUDACC_VER_MAJOR__ >= 9) && !defined(X)\n#define X\n#endif\n"
+                 "#if defined(FLAG) && !defined(Y)\n#define Y\n#endif\n"
+                 "#ifdef Z\n#else\n#define Z 1\n#endif\n"
+                 "#if !defined(W) && __CUDACC_VER_MAJOR__ >= 9\n#elif 1\n#define W\n#endif\n"
+                 "#if X\n#endif\n#ifdef END\n#endif\n")
+    env = _env(f, cuda=True)
+    end = _at(f, "#ifdef END")
+    assert env.decide("defined(X)", end, W13) is True
+    assert env.decide("X > 0", end, W13) is None  # defined, value unknown (a -DX=0 may have come first)
+    assert env.decide("defined(Y)", end, W13) is None
+    assert env.decide("defined(Z)", end, W13) is True  # `#ifdef Z` / `#else` / `#define Z`: the same idiom
+    assert env.decide("defined(W)", end, W13) is None  # an `#elif` branch: not reasoned about
+
+
+def test_define_if_not_defined_in_a_header_included_under_an_undecided_condition_stays_unknown(tmp_path):
+    (tmp_path / "h.h").write_text("#if (__CUDACC_VER_MAJOR__ >= 9) && !defined(X)\n#define X\n#endif\n")
+    f = tmp_path / "a.cu"
+    f.write_text('#ifdef FLAG\n#include "h.h"\n#endif\n#ifdef END\n#endif\n')
+    env = _env(f, cuda=True, roots=[tmp_path])
+    assert env.decide("defined(X)", _at(f, "#ifdef END"), W13) is None

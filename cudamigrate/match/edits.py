@@ -530,9 +530,9 @@ def keep_compat_edits(edits: list[Edit], rule: Any, m: Match, ctx: FileContext, 
         return edits
     if m.unit.in_macro:
         return []
-    from .migrations.builtins import dead_for_target
+    from .migrations.passes import dead_for_target
 
-    if dead_for_target(m.node, ctx, keep):
+    if dead_for_target(m.node, ctx, target=keep):
         return edits  # already under a version guard that the older toolkit does not compile
     data = ctx.source.data
     stmt = statement_of(m.node)

@@ -558,8 +558,9 @@ class _Walker:
         """Walk `dirs`; with `record`, note the state before each directive and pause there (`PPEnv` walks the
         main file only as far as the positions it is asked about: a finding inside the include guard needs no
         header walked)."""
-        # frames: [live of the enclosing region, some branch certainly taken (True/None/False), live of this branch]
-        frames: list[list[bool | None]] = []
+        # frames: [live of the enclosing region, some branch certainly taken (True/None/False), live of this branch,
+        # the condition under which this branch is taken when it is the `#if`'s own or its `#else` (else None)]
+        frames: list[list] = []
         base: bool | None = True if certain else None
 
         def live() -> bool | None:
@@ -583,7 +584,7 @@ class _Walker:
                     val = decide(state, cond, self.versions)
                 else:
                     val = False
-                frames.append([outer, val, val])
+                frames.append([outer, val, val, cond])
                 continue
             if k in ("elif", "elifdef", "elifndef", "else"):
                 if not frames:
@@ -605,6 +606,7 @@ class _Walker:
                     branch = val
                 f[2] = branch
                 f[1] = True if (taken is True or branch is True) else (None if taken is None or branch is None else False)
+                f[3] = f"!({f[3]})" if k == "else" and f[3] is not None and not f[3].startswith("!(") else None
                 continue
             if k == "endif":
                 if frames:
@@ -623,7 +625,9 @@ class _Walker:
                 if not m:
                     continue
                 name = m.group(1)
-                if here is not True:
+                if here is not True and base is True and self._defines_anyway(state, name, frames):
+                    self._write(state, name, DEFINED)
+                elif here is not True:
                     self._write(state, name, UNKNOWN)
                 elif m.group(2):  # function-like
                     self._write(state, name, DEFINED)
@@ -660,6 +664,23 @@ class _Walker:
                 sub = _path_directives(path)
                 if sub:
                     self._include(path, sub, state, here is True, stack)
+
+    def _defines_anyway(self, state: PPState, name: str, frames: list[list]) -> bool:
+        """Whether `#define name` under undecided conditions leaves `name` defined whatever they are: every
+        undecided branch around it is an `#if` (or its `#else`) that is taken once `name` is undefined, as in
+        `#if __CUDACC_VER_MAJOR__ >= 9 && !defined(USE_SYNC)` / `#define USE_SYNC` (if `name` was defined before,
+        it still is; if not, the branch is taken and defines it). Its value is then not known. Only where the
+        walk of this file is certain (not a header included under an undecided condition)."""
+        if not frames or self._read(state, name) == UNDEF:
+            return False  # certainly undefined before: the branches decide, as the caller says
+        trial = state.copy()
+        trial.macros[name] = UNDEF
+        for f in frames:
+            if f[2] is True:
+                continue
+            if f[3] is None or decide(trial, f[3], self.versions) is not True:
+                return False
+        return True
 
     def _value(self, state: PPState, body: str) -> int | str:
         if not body:

@@ -21,7 +21,7 @@ VERSION_RE = re.compile(r"^\d+\.\d+$")
 TOP_KEYS = {
     "id": True, "name": True, "family": True, "summary": True, "message": True, "severity": True,
     "status": False, "library": False, "deprecated_in": False, "removed_in": False, "match": True,
-    "announced_in": False,
+    "announced_in": False, "breaks": False,
     "where": False, "fix": False, "cost": False, "options": False, "data": False, "docs": False,
     "references": True, "tags": False, "catalog": False, "consistency": False,
 }
@@ -66,6 +66,10 @@ class Rule:
     # the release whose headers announce a future deprecation ("will be deprecated in a future CUDA release"):
     # such a rule applies only when --target-cuda reaches that release (scan/engine.py in_window)
     announced_in: str | None = None
+    # which of nvcc's passes the removal breaks: "device" when the host pass still compiles the code (the
+    # intrinsic is declared there, ptxas alone rejects the instruction), so code every device pass leaves out is
+    # not reported (scan/engine.py, match/migrations/builtins.dead_for_target); None: any pass
+    breaks: str | None = None
     where: dict[str, Any] | None = None
     fix: dict[str, Any] | None = None
     cost: dict[str, Any] = field(default_factory=dict)
@@ -166,11 +170,13 @@ def validate(doc: Any, path: Path) -> Rule:
             raise _fail(path, k, "must be a mapping")
     if not path.stem.startswith(rid):
         raise _fail(path, "id", f"file name must start with the rule id {rid}")
+    if doc.get("breaks") not in (None, "device"):
+        raise _fail(path, "breaks", f"must be device (the removal breaks only nvcc's device passes), got {doc['breaks']!r}")
     return Rule(
         id=rid, name=doc["name"], family=doc["family"], summary=doc["summary"].strip(),
         message=doc["message"].strip(), severity=doc["severity"], match=match, references=refs, path=path,
         status=status, library=doc.get("library"), deprecated_in=doc.get("deprecated_in"),
-        removed_in=doc.get("removed_in"), announced_in=doc.get("announced_in"), where=doc.get("where"), fix=fix, cost=cost,
+        removed_in=doc.get("removed_in"), announced_in=doc.get("announced_in"), breaks=doc.get("breaks"), where=doc.get("where"), fix=fix, cost=cost,
         options=doc.get("options") or {}, data=doc.get("data") or {}, docs=doc.get("docs") or {},
         tags=doc.get("tags") or [], catalog=doc.get("catalog") or [], consistency=_consistency(doc, path),
     )

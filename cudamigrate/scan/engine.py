@@ -12,10 +12,10 @@ from typing import Any, Callable
 
 from ..findings import cost as costmod
 from ..match.migrations import unused_suppressions
+from ..match.migrations.passes import dead_for_target
 from ..findings.measured import lookup as lookup_calibration
 from ..findings.model import Finding, Fix, assign_fingerprints, finding_for, sort_key
 from ..core.options import Options  # re-exported: defined apart so the CLI's cached path need not import the engine
-from ..match.migrations import builtins
 from ..match import precheck
 from ..match.conditions import ConditionError, evaluate
 from ..match.context import FileContext, reset_scope_cache
@@ -518,7 +518,7 @@ class Engine:
                 continue
             try:
                 at = m.node if m.unit.paste is None else ctx.main.root.descendant_for_byte_range(*m.unit.paste.site)
-                if (r.removed_in or r.deprecated_in) and at is not None and builtins.dead_for_target(at, ctx):
+                if (r.removed_in or r.deprecated_in) and at is not None and dead_for_target(at, ctx, r.breaks == "device"):
                     continue  # version-guarded code that the target toolkit never compiles
                 if r.where is not None and not evaluate(r.where, m, ctx):
                     continue

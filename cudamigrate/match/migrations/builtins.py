@@ -36,15 +36,18 @@ NAMESPACE_IDENTIFIER = frozenset({"namespace_identifier"})  # `(namespace_identi
 KEEP_COMPAT_MARK = re.compile(rb"cudamigrate:\s*keep-compat\s+(\d+)\.(\d+)")
 
 
-def pp_env(ctx: FileContext, start: tuple[int, int] | None = None, assume: frozenset[str] = frozenset()) -> PPEnv:
-    """The file's preprocessor state (ppenv), computed once per file, window start and assumptions."""
+def pp_env(ctx: FileContext, start: tuple[int, int] | None = None, assume: frozenset[str] = frozenset(),
+           also: tuple[tuple[str, str | None], ...] = ()) -> PPEnv:
+    """The file's preprocessor state (ppenv), computed once per file, window start, assumptions and `also`:
+    `-D`/`-U` flags after the file's own (one compilation pass's `__CUDA_ARCH__`: `dead_for_target`)."""
     start = start or ctx.target
     cache = ctx.__dict__.setdefault("_ppenv", {})
-    key = (start, assume)
+    key = (start, assume, also)
     if key not in cache:
-        shared = ctx.project.cache.setdefault("ppenv", {}) if ctx.project is not None else None  # header walks, per run
+        # header walks, per run and per pass (a header's walk depends on the flags it starts from)
+        shared = ctx.project.cache.setdefault(("ppenv", also), {}) if ctx.project is not None else None
         cache[key] = build_env(ctx.source.data, ctx.source.path, ctx.is_cuda_file, ctx.include_roots,
-                               toolkits_from(start), set(assume), shared, ctx.command_defines()())
+                               toolkits_from(start), set(assume), shared, ctx.command_defines()() + also)
     return cache[key]
 
 
@@ -340,7 +343,8 @@ def _condition(branch: ts.Node) -> str | None:
     return None
 
 
-def dead_for_target(node: ts.Node, ctx: FileContext, target: tuple[int, int] | None = None) -> bool:
+def dead_in_pass(node: ts.Node, ctx: FileContext, target: tuple[int, int] | None = None,
+                 also: tuple[tuple[str, str | None], ...] = ()) -> bool:
     """Is `node` in a preprocessor branch that is never compiled for the target?
 
     Decided from what the translation unit knows (ppenv): CUDA version macros defined by the toolkit headers the
@@ -382,7 +386,7 @@ def dead_for_target(node: ts.Node, ctx: FileContext, target: tuple[int, int] | N
             if ctext is None:
                 continue
             if env is None:
-                env = pp_env(ctx)
+                env = pp_env(ctx, also=also)
             val = env.decide(ctext, _line_start(data, b.start_byte), versions)
             if val is not None and val != want:
                 return True

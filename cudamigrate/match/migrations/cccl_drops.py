@@ -37,7 +37,7 @@ from ...rules.schema import Rule
 from ..context import FileContext, node_text
 from ..matchers import INCLUDE_PATTERNS, Match
 from .builtin_registry import BuiltinFn, builtin_schema
-from .builtins import dead_for_target
+from .passes import dead_for_target
 
 BUILTINS: Registry[BuiltinFn] = Registry("builtin matcher")  # joined with the others in match/kinds.py
 DATA = Path(__file__).resolve().parent.parent.parent / "data" / "cccl_drops.json.gz"

@@ -27,7 +27,7 @@ from ..ppexpr import Evaluator, PPError
 UNSYNCED = re.compile(r"(?<![\w.$%])(?P<op>shfl|vote)\.(?P<mode>up|down|bfly|idx|all|any|uni|ballot)(?P<rest>(?:\.\w+)*)")
 
 # __CUDA_ARCH__ values nvcc 13.0 can compile device code for (sm_75 is the oldest, nvcc --list-gpu-arch)
-ARCHS = (750, 800, 860, 870, 890, 900, 1000, 1030, 1100, 1200, 1210)
+ARCHS = (750, 800, 860, 870, 880, 890, 900, 1000, 1030, 1100, 1200, 1210)  # nvcc 13.0 --list-gpu-arch
 
 SYNC_FORM = {
     "shfl": "shfl.sync.{mode}{rest} d, a, b, c, membermask;",
