@@ -345,7 +345,8 @@ def _condition(branch: ts.Node) -> str | None:
 
 def dead_in_pass(node: ts.Node, ctx: FileContext, target: tuple[int, int] | None = None,
                  also: tuple[tuple[str, str | None], ...] = ()) -> bool:
-    """Is `node` in a preprocessor branch that is never compiled for the target?
+    """Is `node` in a preprocessor branch that is never compiled for the target, in the pass whose extra `-D`/`-U`
+    flags are `also` (none: the file's own flags only; match/migrations/passes.py asks per pass)?
 
     Decided from what the translation unit knows (ppenv): CUDA version macros defined by the toolkit headers the
     file includes directly or through project headers, macros the file or its project headers `#define`
