@@ -46,7 +46,10 @@ def pp_env(ctx: FileContext, start: tuple[int, int] | None = None, assume: froze
     if key not in cache:
         # header walks, per run and per pass (a header's walk depends on the flags it starts from)
         shared = ctx.project.cache.setdefault(("ppenv", also), {}) if ctx.project is not None else None
-        cache[key] = build_env(ctx.source.data, ctx.source.path, ctx.is_cuda_file, ctx.include_roots,
+        # a device pass (`also` gives __CUDA_ARCH__ a value) exists only where nvcc compiles the file as CUDA,
+        # whatever its name (a `.hxx` of kernels): it starts with what nvcc defines for CUDA files
+        cuda = ctx.is_cuda_file or any(n == "__CUDA_ARCH__" and v is not None for n, v in also)
+        cache[key] = build_env(ctx.source.data, ctx.source.path, cuda, ctx.include_roots,
                                toolkits_from(start), set(assume), shared, ctx.command_defines()() + also)
     return cache[key]
 
