@@ -318,9 +318,9 @@ def read_unit(includes: tuple[str, ...], dirs: list[str], owns: str, after: list
     scopes = (K.LINKAGE_SPEC.value, K.NAMESPACE.value)
     # the kinds the walk below records or descends into; any other child (macro expansions and inclusion
     # directives of the detailed processing record, most of the children) is passed over before its file is asked
-    wanted = frozenset(k.value for k in (K.LINKAGE_SPEC, K.NAMESPACE, K.MACRO_DEFINITION, K.FUNCTION_DECL,
-                                         K.TYPEDEF_DECL, K.STRUCT_DECL, K.UNION_DECL, K.ENUM_DECL,
-                                         K.ENUM_CONSTANT_DECL, K.FIELD_DECL, K.VAR_DECL))
+    wanted = frozenset(scopes) | {k.value for k in (K.MACRO_DEFINITION, K.FUNCTION_DECL, K.TYPEDEF_DECL, K.STRUCT_DECL,
+                                                     K.UNION_DECL, K.ENUM_DECL, K.ENUM_CONSTANT_DECL, K.FIELD_DECL,
+                                                     K.VAR_DECL)}
 
     def visit(c, parent_type: str = "") -> None:
         for ch in children(c):

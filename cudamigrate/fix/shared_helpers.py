@@ -109,13 +109,13 @@ class Shared:
 
 
 def share_all(fixed: dict[str, tuple[bytes, bytes]], roots: Sequence[str], ceiling: str | None = None,
-              kinds: Sequence[Kind] = KINDS, new_headers: bool = True) -> list[Shared]:
-    """`share` for each of `kinds`, each on the bytes the kinds before it left. Without `new_headers` a kind is
+              new_headers: bool = True) -> list[Shared]:
+    """`share` for every kind of helpers, each on the bytes the kinds before it left. Without `new_headers` a kind is
     shared only through a header the project already has (an editor's buffer, or a run whose header write
     failed), so every result can be taken: none rests on a header that will not exist."""
     out = []
     fixed = dict(fixed)
-    for kind in kinds:
+    for kind in KINDS:
         got = share(fixed, roots, ceiling, kind, new_headers)
         if got is not None:
             out.append(got)

@@ -89,6 +89,12 @@ def load_compile_db(path: Path) -> list[Command]:
     return list(out.values())
 
 
+def load_error(exc: OSError | ValueError) -> str:
+    """Why `load_compile_db` failed, as fix's verification and doctor say it: the system's reason for an OSError
+    (not its errno and path), the message of a CompileDbError."""
+    return str(exc.strerror or exc) if isinstance(exc, OSError) else str(exc)
+
+
 def _entry(e: object, n: int) -> tuple[str | None, str, list[str]]:
     """One entry's (directory, file, argv), or CompileDbError naming the entry (1-based) and the field."""
     if not isinstance(e, dict):

@@ -130,14 +130,17 @@ class ProjectIndex:
         # every file as first read, not only the headers kept: what the index derives from a file and keeps (its
         # includes, class members, statement macros) is derived from a `.cu` it includes too (`#include "kernel.cu"`)
         if path not in self._stamps:
-            self._stamps[path] = stamp
-            self._racy = self._racy or (stamp is not None and not settled(stamp[0], stamp[2]))
+            self._note(path, stamp)
         return data
 
     def watch(self, path: Path) -> None:
         """Count a file read outside `read` (the compile database: read/unit_defines.py) in `unchanged`, as it is
         now: what the index keeps from it goes stale with it."""
-        stamp = self._stamps[Path(os.path.abspath(path))] = _stamp(path)
+        self._note(Path(os.path.abspath(path)), _stamp(path))
+
+    def _note(self, path: Path, stamp: tuple[int, int, int] | None) -> None:
+        """Keep `path`'s stamp for `unchanged`; one taken too close to the file's change proves nothing later."""
+        self._stamps[path] = stamp
         self._racy = self._racy or (stamp is not None and not settled(stamp[0], stamp[2]))
 
     def unchanged(self) -> bool:
@@ -280,10 +283,9 @@ class ProjectIndex:
     def prepare_shared_headers(self, min_users: int = 2) -> int:
         """Before worker processes fork, when the run's include graph is built already (`includer_map`): each
         header that `min_users` or more files of the run reach gets its own macros and token-pasting definitions
-        worked out here, once, instead of once in every worker that meets one of those files (cuda-samples
-        v11.8: the helper and GL headers every sample includes; ~17 ms here against ~0.3 s of workers' CPU at
-        -j 16). Without the graph nothing is done: building it only for this would cost the run's wall time.
-        Returns how many headers were prepared."""
+        worked out here, once, not in every worker that meets one of those files (cuda-samples v11.8: the helper
+        and GL headers every sample includes; ~17 ms here against ~0.3 s of workers' CPU at -j 16). Without the
+        graph nothing is done (building it only for this would cost wall time). Returns how many were prepared."""
         if self._includers is None:
             return 0
         done = 0
@@ -550,7 +552,6 @@ def _stamp(path: Path) -> tuple[int, int, int] | None:
     except (OSError, ValueError):
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ctime_ns) if stat.S_ISREG(st.st_mode) else None
-
 
 
 def _key(path: Path) -> Path:

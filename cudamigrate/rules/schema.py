@@ -68,7 +68,7 @@ class Rule:
     announced_in: str | None = None
     # which of nvcc's passes the removal breaks: "device" when the host pass still compiles the code (the
     # intrinsic is declared there, ptxas alone rejects the instruction), so code every device pass leaves out is
-    # not reported (scan/engine.py, match/migrations/builtins.dead_for_target); None: any pass
+    # not reported (scan/engine.py, match/migrations/passes.dead_for_target); None: any pass
     breaks: str | None = None
     where: dict[str, Any] | None = None
     fix: dict[str, Any] | None = None

@@ -323,7 +323,7 @@ def _libclang_check() -> Check:
 
 def _compile_db_check(start: Path | None = None) -> Check:
     """The compile_commands.json a scan of `start` (default: the working directory) would use."""
-    from ..parse.compile_db import find_compile_db, load_compile_db
+    from ..parse.compile_db import find_compile_db, load_compile_db, load_error
 
     found = find_compile_db([start or Path(".")])
     if found is None:
@@ -333,8 +333,7 @@ def _compile_db_check(start: Path | None = None) -> Check:
     try:  # the reader scans and fixes use, so doctor says what they will say (parse/compile_db.CompileDbError)
         n = len(load_compile_db(found))
     except (OSError, ValueError) as exc:
-        why = exc.strerror or exc if isinstance(exc, OSError) else exc
-        return Check("compile database", "warn", f"{found}: cannot be used ({why})",
+        return Check("compile database", "warn", f"{found}: cannot be used ({load_error(exc)})",
                      "scans use tree-sitter only; fix verifies with the units and flags it infers")
     return Check("compile database", "ok", f"{found} ({n} translation unit(s))",
                  "scans of files it covers use semantic mode")

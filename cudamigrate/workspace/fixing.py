@@ -291,7 +291,7 @@ def verify(engine: Engine, files: list[Path], outcomes: list[FixOutcome], req: R
     groups the run withheld (FixRun.blocked), which a rollback's re-fix must leave out too. `preview` (--diff,
     --dry-run): nothing is written, so nothing is compiled unless the request asks (`verify` set).
     WorkspaceError for a `verify` value that is not a mode."""
-    from ..parse.compile_db import find_compile_db
+    from ..parse.compile_db import find_compile_db, load_error
     from ..fixproof.compile_check import load_database
     from ..fixproof.rollback import Verifier, resolve_mode
     from ..fixproof.units import Unit
@@ -310,7 +310,7 @@ def verify(engine: Engine, files: list[Path], outcomes: list[FixOutcome], req: R
     try:
         commands = load_database(db_path)
     except (OSError, ValueError) as exc:  # parse/compile_db.CompileDbError is a ValueError
-        why = f"cannot read compile database ({exc.strerror or exc if isinstance(exc, OSError) else exc})"
+        why = f"cannot read compile database ({load_error(exc)})"
         if req.compile_commands:  # the build the user named cannot be used: verifying another one would mislead
             raise WorkspaceError(f"{db_path}: {why}") from None
         db_lines.append(f"warning: {db_path}: {why}; fixes are verified without it, with the units and flags "
